@@ -1,0 +1,57 @@
+"""The report: what was checked, the verdict per variable, the findings, the optional verification."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
+from gradcheck_cli.findings.finding import Finding
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    path: str
+    kind: str  # "savedmodel" | "savedmodel-tf1" | "script" | "function"
+    loss: str
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    variable: str
+    gradcheck: str  # gradcheck's status
+    tensorflow: str  # "none" | "zero" | "gradient" | "error: ..."
+
+
+@dataclass(frozen=True)
+class Verification:
+    """TensorFlow's own verdict on the same graph, compared with gradcheck's."""
+
+    method: str
+    disagreements: tuple[Disagreement, ...] = ()
+    error: str | None = None
+
+    @property
+    def agrees(self) -> bool:
+        return self.error is None and not self.disagreements
+
+
+@dataclass(frozen=True)
+class Report:
+    source: SourceInfo
+    variables: tuple[VariableVerdict, ...]
+    findings: tuple[Finding, ...] = ()
+    verification: Verification | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def count(self, status: Status) -> int:
+        return sum(1 for v in self.variables if v.status is status)
+
+    @property
+    def dead(self) -> tuple[VariableVerdict, ...]:
+        return tuple(v for v in self.variables if v.dead)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts = {"trainable": sum(1 for v in self.variables if v.status is not Status.FROZEN)}
+        counts.update({status.value: self.count(status) for status in Status})
+        return counts

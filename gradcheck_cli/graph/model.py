@@ -1,0 +1,109 @@
+"""The TensorFlow-free graph model that every loader produces and the analysis reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# TensorFlow's backprop_util.IsTrainable set: only these dtypes carry gradient.
+TRAINABLE_DTYPES = frozenset(
+    {"float16", "bfloat16", "float32", "float64", "complex64", "complex128", "resource", "variant"}
+)
+
+ARG_OP = "_Arg"
+"""Op type of the pseudo-node that stands for a function argument."""
+
+
+def is_trainable_dtype(dtype: str | None) -> bool:
+    """True if a tensor of this dtype can carry gradient (unknown dtypes are given the benefit)."""
+    if dtype is None:
+        return True
+    return dtype.removesuffix("_ref") in TRAINABLE_DTYPES
+
+
+@dataclass(frozen=True, order=True)
+class SourceLocation:
+    """A line of user code."""
+
+    file: str
+    line: int
+    function: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True, order=True)
+class TensorRef:
+    """Output `index` of node `node` in the same body."""
+
+    node: str
+    index: int = 0
+
+
+@dataclass
+class Node:
+    """One op of a body. Function arguments are nodes of type `_Arg` with no inputs."""
+
+    name: str
+    op_type: str
+    inputs: tuple[TensorRef, ...] = ()
+    output_dtypes: tuple[str | None, ...] = ()
+    # Called functions by role: "f", "then_branch", "else_branch", "branches", "body", "cond".
+    calls: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    gradient_op_type: str | None = None
+    # The few attributes differentiability rules read (e.g. "is_training", "DstT").
+    attrs: dict[str, object] = field(default_factory=dict)
+    location: SourceLocation | None = None
+
+
+@dataclass
+class Body:
+    """A function body (FunctionDef) or a whole top-level graph (GraphDef)."""
+
+    name: str
+    nodes: dict[str, Node]
+    args: tuple[str, ...] = ()
+    rets: tuple[TensorRef, ...] = ()
+
+    def input_dtype(self, ref: TensorRef) -> str | None:
+        producer = self.nodes.get(ref.node)
+        if producer is None or ref.index >= len(producer.output_dtypes):
+            return None
+        return producer.output_dtypes[ref.index]
+
+
+@dataclass
+class Variable:
+    """A variable the loss might train: where it enters the top body and what it is."""
+
+    name: str
+    trainable: bool
+    dtype: str | None
+    shape: tuple[int | None, ...] | None
+    # The tensor in the top body that stands for the variable (a captured `_Arg`, a
+    # VarHandleOp/VariableV2 node), or None when the loss function never reads it.
+    source: TensorRef | None
+    path: str | None = None
+    location: SourceLocation | None = None
+
+
+# Per-input verdicts of a custom gradient function.
+FLOWS, NONE, ZERO = "flows", "none", "zero"
+
+
+@dataclass
+class Program:
+    """Everything the analysis needs: bodies, the loss, the candidate variables."""
+
+    bodies: dict[str, Body]
+    top: str
+    loss: TensorRef
+    variables: list[Variable]
+    # gradient_op_type -> verdict per IdentityN input (FLOWS / NONE / ZERO).
+    custom_gradients: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # What the loader could not model; each becomes a finding.
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def top_body(self) -> Body:
+        return self.bodies[self.top]
