@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from gradcheck_cli.findings.report import Report
+from gradcheck_cli.analysis.analyse import analyse
+from gradcheck_cli.analysis.verdicts import Blocker, Reason, Status, VariableVerdict
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.findings.build import build_findings
+from gradcheck_cli.findings.report import Disagreement, Report, SourceInfo, Verification
+from gradcheck_cli.graph.model import Program
+from gradcheck_cli.loaders.bundle import Bundle
 
 
 def check(model: str | os.PathLike[str], loss: str | None = None, *, verify: bool = False) -> Report:
@@ -13,19 +21,178 @@ def check(model: str | os.PathLike[str], loss: str | None = None, *, verify: boo
 
     Raises GradcheckError when the input cannot be analysed.
     """
-    raise NotImplementedError
+    path = Path(model)
+    if not path.exists():
+        raise GradcheckError(f"{path}: no such file or directory")
+    from gradcheck_cli.loaders.saved_model import is_saved_model, load_saved_model
+
+    if is_saved_model(path):
+        program, loss_name = load_saved_model(path, loss)
+        tf1 = program.top == "graph"
+        source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
+        verdicts = analyse(program)
+        verification = _verify_saved_model(path, loss_name, verdicts) if verify else None
+        return _report(source, verdicts, program.notes, verification)
+    if path.is_dir():
+        raise GradcheckError(f"{path} is a folder without saved_model.pb: not a SavedModel")
+    if path.suffix != ".py":
+        raise GradcheckError(
+            f"{path} is neither a SavedModel directory nor a Python script (.py)"
+        )
+    from gradcheck_cli.loaders.worker_process import run_worker
+
+    bundle = run_worker(
+        {"mode": "script", "path": str(path.resolve()), "loss": loss, "verify": verify}
+    )
+    return report_from_bundle(bundle, SourceInfo(str(path), "script", bundle.loss_name), verify)
 
 
-def check_function(
-    function: Any,
-    *,
-    variables: Any = None,
-    verify: bool = False,
-) -> Report:
+def check_function(function: Any, *, variables: Any = None, verify: bool = False) -> Report:
     """Analyse a live `tf.function` (or concrete function) in this process.
 
     `variables`: extra candidate variables (e.g. every variable of a model); the variables the
     function captures are always candidates. The function must take no arguments or have an
     `input_signature`.
     """
-    raise NotImplementedError
+    from gradcheck_cli.loaders import tf_worker, traced
+
+    concrete = tf_worker._concrete_function(function, _name_of(function), Path("<function>"))
+    loss_output = tf_worker._loss_output(concrete, _name_of(function))
+    candidates = list(variables or ())
+    keras_info = {}
+    for variable in candidates:
+        backing = getattr(variable, "value", None)
+        if backing is not None and hasattr(variable, "path"):
+            keras_info[id(backing)] = (variable.path, bool(variable.trainable))
+    candidates = [getattr(v, "value", v) if hasattr(v, "path") else v for v in candidates]
+    bundle = traced.bundle_from_concrete_function(
+        concrete, _name_of(function), loss_output, candidates, keras_info=keras_info
+    )
+    if verify:
+        ordered = traced.candidate_variables(candidates, concrete)
+        bundle.tf_verdicts = tf_worker.tape_verdicts(
+            lambda: tf_worker._flat_output(
+                concrete(*tf_worker.random_inputs(concrete)), loss_output
+            ),
+            ordered,
+            [r.name for r in bundle.variables],
+        )
+    return report_from_bundle(bundle, SourceInfo("<function>", "function", bundle.loss_name), verify)
+
+
+def _name_of(function: Any) -> str:
+    return str(getattr(function, "__name__", None) or getattr(function, "name", "loss"))
+
+
+def report_from_bundle(bundle: Bundle, source: SourceInfo, verify: bool) -> Report:
+    if bundle.kind == "eager":
+        verdicts = _eager_verdicts(bundle)
+        notes = list(bundle.notes)
+        program: Program | None = None
+    else:
+        from gradcheck_cli.loaders.from_bundle import program_from_bundle
+
+        program = program_from_bundle(bundle)
+        verdicts = analyse(program)
+        notes = program.notes
+    verification = None
+    if verify:
+        verification = compare(verdicts, bundle.tf_verdicts, bundle.verify_error, "tf.GradientTape")
+    return _report(source, verdicts, notes, verification)
+
+
+def _report(
+    source: SourceInfo,
+    verdicts: tuple[VariableVerdict, ...],
+    notes: list[str],
+    verification: Verification | None,
+) -> Report:
+    return Report(
+        source=source,
+        variables=verdicts,
+        findings=build_findings(verdicts, notes),
+        verification=verification,
+        notes=tuple(notes),
+    )
+
+
+def _eager_verdicts(bundle: Bundle) -> tuple[VariableVerdict, ...]:
+    eager = bundle.eager
+    assert eager is not None
+    verdicts = []
+    for record in bundle.variables:
+        outcome = eager.verdicts.get(record.name)
+        blockers: tuple[Blocker, ...] = ()
+        explanation = None
+        if not record.trainable:
+            status = Status.FROZEN
+        elif outcome == "gradient":
+            status = Status.OK
+        elif outcome == "unread":
+            status = Status.UNUSED
+            explanation = "the loss function never reads it"
+        else:
+            status = Status.BLOCKED
+            blockers = (
+                Blocker(
+                    op="<eager>",
+                    op_type="LeavesTensorFlow",
+                    reason=Reason.OTHER,
+                    message=(
+                        "the value leaves TensorFlow here, so the gradient cannot follow "
+                        f"({eager.reason})"
+                    ),
+                    location=eager.left_at,
+                ),
+            )
+        verdicts.append(
+            VariableVerdict(
+                name=record.name,
+                path=record.path,
+                trainable=record.trainable,
+                dtype=record.dtype,
+                shape=record.shape,
+                status=status,
+                blockers=blockers,
+                location=record.location,
+                explanation=explanation,
+            )
+        )
+    return tuple(verdicts)
+
+
+def _verify_saved_model(
+    path: Path, loss_name: str, verdicts: tuple[VariableVerdict, ...]
+) -> Verification:
+    from gradcheck_cli.loaders.worker_process import run_worker
+
+    try:
+        bundle = run_worker(
+            {"mode": "savedmodel", "path": str(path.resolve()), "loss": loss_name, "verify": True}
+        )
+    except GradcheckError as error:
+        return Verification(method="tf.saved_model.load + tf.GradientTape", error=str(error))
+    return compare(
+        verdicts, bundle.tf_verdicts, bundle.verify_error, "tf.saved_model.load + tf.GradientTape"
+    )
+
+
+def compare(
+    verdicts: tuple[VariableVerdict, ...],
+    tensorflow: Mapping[str, str] | None,
+    error: str | None,
+    method: str,
+) -> Verification:
+    """Where gradcheck's dead/alive verdicts differ from TensorFlow's own gradients."""
+    if tensorflow is None:
+        return Verification(method=method, error=error or "TensorFlow gave no verdict")
+    disagreements = []
+    for verdict in verdicts:
+        if verdict.status is Status.FROZEN or verdict.name not in tensorflow:
+            continue
+        tf_dead = tensorflow[verdict.name] in ("none", "zero", "unread")
+        if tf_dead != verdict.dead:
+            disagreements.append(
+                Disagreement(verdict.name, verdict.status.value, tensorflow[verdict.name])
+            )
+    return Verification(method=method, disagreements=tuple(disagreements), error=error)

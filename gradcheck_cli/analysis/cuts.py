@@ -1,0 +1,166 @@
+"""The cuts on a dead variable's forward paths to the loss, nearest to the variable first."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from gradcheck_cli.analysis.reachability import (
+    IF_OPS,
+    WHILE_OPS,
+    Reachability,
+    branches_of,
+    callee_of,
+)
+from gradcheck_cli.analysis.verdicts import Blocker, Reason
+from gradcheck_cli.differentiability.rules import input_cut
+from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
+
+
+class CutFinder:
+    """Walks forward from a variable over the edges that lie on some path to the loss."""
+
+    def __init__(self, program: Program, structural: Reachability) -> None:
+        self.program = program
+        self.structural = structural
+        self._consumers: dict[str, dict[TensorRef, list[tuple[Node, int]]]] = {}
+        self._inside: dict[tuple[str, frozenset[int]], list[Blocker]] = {}
+
+    def cuts(self, source: TensorRef) -> list[Blocker]:
+        """Every cut between `source` and the loss in the top body and the functions it calls."""
+        body = self.program.top_body
+        return _dedupe(self._walk(body, [source], self.structural.top_masks()))
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _inside_function(self, name: str, args: frozenset[int]) -> list[Blocker]:
+        key = (name, args)
+        if key not in self._inside:
+            self._inside[key] = []  # guards against recursion
+            body = self.program.bodies.get(name)
+            if body is None:
+                return []
+            seeds = [TensorRef(body.args[i], 0) for i in sorted(args) if i < len(body.args)]
+            self._inside[key] = self._walk(body, seeds, self.structural.body_masks(name))
+        return self._inside[key]
+
+    def _walk(
+        self, body: Body, seeds: Iterable[TensorRef], masks: dict[TensorRef, int]
+    ) -> list[Blocker]:
+        consumers = self._consumer_map(body)
+        found: list[Blocker] = []
+        seen: set[TensorRef] = set(seeds)
+        queue = deque(seen)
+
+        def forward(node: Node, outputs: Iterable[int]) -> None:
+            for k in outputs:
+                ref = TensorRef(node.name, k)
+                if masks.get(ref, 0) and ref not in seen:
+                    seen.add(ref)
+                    queue.append(ref)
+
+        while queue:
+            ref = queue.popleft()
+            for node, i in consumers.get(ref, ()):
+                reached = [k for k in range(_width(node, masks)) if masks.get(TensorRef(node.name, k))]
+                if not reached:
+                    continue
+                if node.op_type in WHILE_OPS:
+                    found.extend(self._while_cuts(body, node, i))
+                    forward(node, reached)
+                elif node.op_type in IF_OPS or branches_of(node):
+                    if i == 0:
+                        what = "predicate of the cond" if node.op_type in IF_OPS else "branch index"
+                        found.append(
+                            _blocker(
+                                body,
+                                node,
+                                Reason.INDEX_OR_SHAPE_INPUT,
+                                f"it only decides the {what}, which carries no gradient",
+                            )
+                        )
+                    else:
+                        for branch in branches_of(node):
+                            found.extend(self._inside_function(branch, frozenset({i - 1})))
+                    forward(node, reached)
+                elif (callee := callee_of(node)) is not None:
+                    found.extend(self._inside_function(callee, frozenset({i})))
+                    forward(node, reached)
+                else:
+                    dtype = body.input_dtype(node.inputs[i])
+                    cut = input_cut(node, i, dtype, self.program.custom_gradients)
+                    if cut is not None and not cut.inherited:
+                        found.append(_blocker(body, node, cut.reason, cut.message))
+                    forward(node, reached)
+        return found
+
+    def _while_cuts(self, body: Body, node: Node, i: int) -> list[Blocker]:
+        found: list[Blocker] = []
+        body_names = node.calls.get("body", ())
+        cond_names = node.calls.get("cond", ())
+        if body_names:
+            # Loop variables carry over to the next iteration: follow them to a fixpoint.
+            summary = self.structural.summary(body_names[0])
+            carried = {i}
+            grew = True
+            while grew:
+                grew = False
+                for j in list(carried):
+                    reaches = summary[j] if j < len(summary) else 0
+                    for k in range(len(node.inputs)):
+                        if (reaches >> k) & 1 and k not in carried:
+                            carried.add(k)
+                            grew = True
+            found.extend(self._inside_function(body_names[0], frozenset(carried)))
+        else:
+            carried = {i}
+        if cond_names:
+            cond_summary = self.structural.summary(cond_names[0])
+            if any(j < len(cond_summary) and cond_summary[j] for j in carried):
+                found.append(
+                    _blocker(
+                        body,
+                        node,
+                        Reason.INDEX_OR_SHAPE_INPUT,
+                        "the loop condition reads it; a loop condition carries no gradient",
+                    )
+                )
+        return found
+
+    def _consumer_map(self, body: Body) -> dict[TensorRef, list[tuple[Node, int]]]:
+        if body.name not in self._consumers:
+            consumers: dict[TensorRef, list[tuple[Node, int]]] = {}
+            for node in body.nodes.values():
+                for i, ref in enumerate(node.inputs):
+                    consumers.setdefault(ref, []).append((node, i))
+            self._consumers[body.name] = consumers
+        return self._consumers[body.name]
+
+
+def _blocker(body: Body, node: Node, reason: Reason, message: str) -> Blocker:
+    return Blocker(
+        op=node.name,
+        op_type=node.op_type,
+        reason=reason,
+        message=message,
+        function=body.name,
+        location=node.location,
+    )
+
+
+def _width(node: Node, masks: dict[TensorRef, int]) -> int:
+    width = len(node.output_dtypes)
+    while TensorRef(node.name, width) in masks:
+        width += 1
+    return width
+
+
+def _dedupe(blockers: list[Blocker]) -> list[Blocker]:
+    seen: set[tuple[str | None, str, str]] = set()
+    unique = []
+    for blocker in blockers:
+        key = (blocker.function, blocker.op, blocker.reason.value)
+        if key not in seen:
+            seen.add(key)
+            unique.append(blocker)
+    return unique

@@ -1,0 +1,192 @@
+"""Whether gradient flows from a node's outputs back into one of its inputs, and if not, why."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gradcheck_cli.analysis.verdicts import Reason
+from gradcheck_cli.differentiability.registry import GradientRegistry, load_registry
+from gradcheck_cli.graph.model import ARG_OP, FLOWS, NONE, ZERO, Node, is_trainable_dtype
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Gradient does not cross an edge into a node."""
+
+    reason: Reason
+    message: str
+    # The input was already a non-float tensor: the real cut is upstream, where it became one.
+    inherited: bool = False
+
+
+STOP_GRADIENT_OPS = frozenset({"StopGradient", "PreventGradient"})
+
+ASSIGN_OPS = frozenset(
+    {
+        "Assign",
+        "AssignAdd",
+        "AssignSub",
+        "AssignVariableOp",
+        "AssignAddVariableOp",
+        "AssignSubVariableOp",
+    }
+)
+# The stateful scatter updates (`ScatterNdNonAliasingAdd` and `TensorScatter*` are functional
+# and have real gradients, so they do not match).
+_SCATTER_UPDATE = re.compile(r"(Resource)?Scatter(Nd)?(Update|Add|Sub|Mul|Div|Min|Max)")
+
+# Ops whose output depends only on the shape of their input. Each one only counts while the
+# registry lists it as not differentiable, so a TensorFlow that starts differentiating one
+# falls through to the registry rules instead of being second-guessed here.
+SHAPE_OPS = frozenset(
+    {
+        "Shape",
+        "ShapeN",
+        "Size",
+        "Rank",
+        "VariableShape",
+        "TensorListElementShape",
+        "TensorListLength",
+        "TensorArraySize",
+        "TensorArraySizeV2",
+        "TensorArraySizeV3",
+        "ZerosLike",
+        "OnesLike",
+    }
+)
+
+# `_BaseFusedBatchNormGrad` returns None for the mean and variance inputs, in training and in
+# inference alike (the scan also finds this; the hand rule gives it a plain-words message).
+FUSED_BATCH_NORM_OPS = frozenset({"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"})
+_FUSED_BATCH_NORM_STATISTICS = {3: "mean", 4: "variance"}
+
+
+def is_assign_op(op_type: str) -> bool:
+    return op_type in ASSIGN_OPS or _SCATTER_UPDATE.fullmatch(op_type) is not None
+
+
+def input_cut(
+    node: Node,
+    input_index: int,
+    input_dtype: str | None,
+    custom_gradients: Mapping[str, tuple[str, ...]],
+) -> Cut | None:
+    """Why gradient from `node`'s outputs does not reach input `input_index`; None if it does."""
+    registry = load_registry()
+    op = node.op_type
+
+    if op == "StopGradient":
+        return Cut(Reason.STOP_GRADIENT, "stop_gradient hides its input from the gradient")
+    if op == "PreventGradient":
+        return Cut(
+            Reason.STOP_GRADIENT,
+            "PreventGradient forbids a gradient through it: tf.gradients raises LookupError on it",
+        )
+    if is_assign_op(op):
+        return Cut(
+            Reason.ASSIGN, f"{op} assigns its value to a variable; assignment has no gradient"
+        )
+    if op in SHAPE_OPS and op in registry.not_differentiable:
+        return Cut(Reason.INDEX_OR_SHAPE_INPUT, f"{op} uses only the shape of its input")
+
+    if node.gradient_op_type is not None:
+        verdicts = custom_gradients.get(node.gradient_op_type, ())
+        # A missing entry is assumed to flow; the loader records a note for it.
+        verdict = verdicts[input_index] if input_index < len(verdicts) else FLOWS
+        if verdict == NONE:
+            return Cut(
+                Reason.CUSTOM_GRADIENT_NONE,
+                f"the custom gradient {node.gradient_op_type} returns None for input {input_index}",
+            )
+        if verdict == ZERO:
+            return Cut(
+                Reason.ZERO_GRADIENT,
+                f"the custom gradient {node.gradient_op_type} returns a constant (zero) gradient "
+                f"for input {input_index}",
+            )
+        return _dtype_cut(node, input_dtype)
+
+    # Arguments and function calls are summarised by the analysis, never judged by op type.
+    if op != ARG_OP and not node.calls:
+        cut = _registry_cut(node, input_index, input_dtype, registry)
+        if cut is not None:
+            return cut
+    return _dtype_cut(node, input_dtype)
+
+
+def _registry_cut(
+    node: Node, input_index: int, input_dtype: str | None, registry: GradientRegistry
+) -> Cut | None:
+    op = node.op_type
+    if op in registry.not_differentiable or op in registry.all_none:
+        return Cut(Reason.NON_DIFFERENTIABLE_OP, f"{op} has no gradient")
+    # `_SignGrad` returns zeros_like(x): a gradient that exists but can never train anything.
+    if op == "Sign":
+        return Cut(Reason.ZERO_GRADIENT, "the gradient of Sign is zero everywhere")
+    if op in FUSED_BATCH_NORM_OPS and input_index in _FUSED_BATCH_NORM_STATISTICS:
+        statistic = _FUSED_BATCH_NORM_STATISTICS[input_index]
+        return Cut(Reason.OTHER, f"{op} gives no gradient to its {statistic} input")
+    if input_index in registry.none_inputs.get(op, ()):
+        if not is_trainable_dtype(input_dtype):
+            return Cut(
+                Reason.INDEX_OR_SHAPE_INPUT,
+                f"{op} gives no gradient to input {input_index}, "
+                f"a {input_dtype} index, shape or condition",
+            )
+        return Cut(Reason.OTHER, f"{op} gives no gradient to input {input_index}")
+    # TensorFlow only looks a gradient up for ops that receive one, i.e. that have a trainable
+    # output; an op with only integer outputs is cut by the dtype rule instead of raising.
+    if not registry.has_entry(op) and _has_trainable_output(node):
+        return Cut(
+            Reason.OTHER,
+            f"{op} has no registered gradient: tf.gradients raises LookupError on it",
+        )
+    return None
+
+
+def _has_trainable_output(node: Node) -> bool:
+    return not node.output_dtypes or any(is_trainable_dtype(d) for d in node.output_dtypes)
+
+
+def _dtype_cut(node: Node, input_dtype: str | None) -> Cut | None:
+    """TensorFlow's backprop_util.IsTrainable gate on the input and on the outputs."""
+    if not is_trainable_dtype(input_dtype):
+        kind = _dtype_kind(input_dtype)
+        return Cut(Reason.INTEGER_DTYPE, f"{kind} tensors carry no gradient", inherited=True)
+    if _has_trainable_output(node):
+        return None
+    if node.op_type == "Cast" and isinstance(node.attrs.get("DstT"), str):
+        target = _dtype_name(str(node.attrs["DstT"]))
+        kind = _dtype_kind(target)
+        return Cut(
+            Reason.INTEGER_DTYPE,
+            f"the Cast to {target} produces {_article(kind)} {kind} tensor; "
+            f"{kind} tensors carry no gradient",
+        )
+    produced = ", ".join(sorted({_dtype_name(str(d)) for d in node.output_dtypes}))
+    kinds = sorted({_dtype_kind(_dtype_name(str(d))) for d in node.output_dtypes})
+    return Cut(
+        Reason.INTEGER_DTYPE,
+        f"{node.op_type} produces only {produced} tensors; "
+        f"{' and '.join(kinds)} tensors carry no gradient",
+    )
+
+
+def _dtype_name(dtype: str) -> str:
+    # Attributes read straight from a proto may spell the enum ("DT_INT32").
+    name = dtype.removeprefix("DT_").lower()
+    return name.removesuffix("_ref")
+
+
+def _dtype_kind(dtype: str | None) -> str:
+    """The word for a dtype in messages: integer for every int/uint/qint, else its name."""
+    name = _dtype_name(dtype or "unknown")
+    if re.fullmatch(r"q?u?int\d+", name):
+        return "integer"
+    return name
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"

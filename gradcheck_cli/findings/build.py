@@ -1,0 +1,62 @@
+"""Turn verdicts and loader notes into findings, sorted so output is deterministic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
+from gradcheck_cli.findings.finding import Finding
+from gradcheck_cli.findings.rules import RULES
+
+
+def _finding(code: str, message: str, **fields: object) -> Finding:
+    rule = RULES[code]
+    return Finding(code=code, rule=rule.name, severity=rule.severity, message=message, **fields)  # type: ignore[arg-type]
+
+
+def build_findings(
+    verdicts: Iterable[VariableVerdict], notes: Iterable[str], left_tensorflow: object = None
+) -> tuple[Finding, ...]:
+    verdicts = tuple(verdicts)
+    findings = [_finding("GC001", note) for note in notes]
+    for verdict in verdicts:
+        if verdict.status is Status.BLOCKED:
+            first = verdict.blockers[0] if verdict.blockers else None
+            cut = f": {first.op_type} {first.op!r} ({first.message})" if first else ""
+            more = f" and {len(verdict.blockers) - 1} more cut(s)" if len(verdict.blockers) > 1 else ""
+            findings.append(
+                _finding(
+                    "GC101",
+                    f"{verdict.name} gets no gradient from the loss: every path is cut{cut}{more}",
+                    hint=RULES["GC101"].use_instead.splitlines()[0],
+                    variable=verdict.name,
+                    op=first.op if first else None,
+                    location=first.location if first else verdict.location,
+                )
+            )
+        elif verdict.status is Status.UNUSED:
+            findings.append(
+                _finding(
+                    "GC102",
+                    f"{verdict.name} never reaches the loss: {verdict.explanation}",
+                    hint=RULES["GC102"].use_instead,
+                    variable=verdict.name,
+                    location=verdict.location,
+                )
+            )
+    trainable = [v for v in verdicts if v.status is not Status.FROZEN]
+    if trainable and all(v.dead for v in trainable):
+        findings.append(
+            _finding("GC104", "no trainable variable can receive gradient from this loss")
+        )
+    return tuple(sorted(findings, key=_order))
+
+
+def _order(finding: Finding) -> tuple:
+    location = finding.location
+    return (
+        finding.code,
+        finding.variable or "",
+        (location.file, location.line) if location else ("", 0),
+        finding.message,
+    )

@@ -1,0 +1,50 @@
+"""Source locations from a GraphDebugInfo proto: the innermost frame of the user's own code."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from gradcheck_cli.graph.model import SourceLocation
+
+# Frames inside these folders belong to libraries, not to the user's model code.
+_LIBRARY_MARKERS = (
+    f"{os.sep}site-packages{os.sep}",
+    f"{os.sep}dist-packages{os.sep}",
+    f"{os.sep}lib{os.sep}python3",
+    "<frozen ",
+    f"{os.sep}gradcheck_cli{os.sep}",
+)
+
+
+def is_user_file(path: str) -> bool:
+    return bool(path) and not any(marker in path for marker in _LIBRARY_MARKERS)
+
+
+class DebugInfoLocations:
+    """Looks up `"<node>@<function>"` keys; frames run outermost first, innermost last."""
+
+    def __init__(self, debug_info: Any) -> None:
+        self._info = debug_info
+        self._cache: dict[str, SourceLocation | None] = {}
+
+    def __call__(self, node: str, function: str) -> SourceLocation | None:
+        key = f"{node}@{function}"
+        if key not in self._cache:
+            self._cache[key] = self._resolve(key)
+        return self._cache[key]
+
+    def _resolve(self, key: str) -> SourceLocation | None:
+        info = self._info
+        frames: list[Any] = []
+        if key in info.name_to_trace_id:
+            trace = info.traces_by_id.get(info.name_to_trace_id[key])
+            if trace is not None:
+                frames = [info.frames_by_id[f] for f in trace.frame_id if f in info.frames_by_id]
+        elif key in info.traces:
+            frames = list(info.traces[key].file_line_cols)
+        for frame in reversed(frames):
+            path = info.files[frame.file_index] if frame.file_index < len(info.files) else ""
+            if is_user_file(path):
+                return SourceLocation(path, frame.line, frame.func or None)
+        return None

@@ -1,0 +1,353 @@
+"""Load a SavedModel directory from its protos alone: no variable values, no TensorFlow runtime."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.graph.model import FLOWS, NONE, ZERO, Program, TensorRef, Variable
+from gradcheck_cli.loaders.debug_info import DebugInfoLocations
+from gradcheck_cli.loaders.graph_builder import GraphBuilder
+from gradcheck_cli.loaders.loss_names import resolve_loss_name
+from gradcheck_cli.loaders.op_defs import merged_op_defs
+from gradcheck_cli.loaders.tf_protos import dtype_name, protos
+
+_SKIPPED_SIGNATURES = frozenset({"__saved_model_init_op", "__saved_model_train_op"})
+
+
+@dataclass
+class _Candidate:
+    """A loss the user can name: a function output or a signature output."""
+
+    concrete_function: str | None  # TF2: the FunctionDef that computes it
+    ret_index: int  # which output of that function
+    tensor: str | None = None  # TF1: the tensor name in the graph
+
+
+def is_saved_model(path: Path) -> bool:
+    return path.is_dir() and (
+        (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file()
+    )
+
+
+def load_saved_model(path: Path, loss: str | None) -> tuple[Program, str]:
+    """The program of the loss `loss` in the SavedModel at `path`, and the loss's full name."""
+    saved_model = _parse(path)
+    if not saved_model.meta_graphs:
+        raise GradcheckError(f"{path} holds no MetaGraph")
+    meta_graph = _serving_meta_graph(saved_model)
+    library = meta_graph.graph_def.library
+    functions = {f.signature.name: f for f in library.function}
+    locations = _debug_locations(path)
+    builder = GraphBuilder(
+        functions, merged_op_defs(meta_graph.meta_info_def.stripped_op_list.op), locations
+    )
+    object_graph = meta_graph.object_graph_def
+    if object_graph.nodes:
+        candidates = _tf2_candidates(meta_graph)
+        name = resolve_loss_name(loss, candidates, what=f"SavedModel {path}")
+        chosen = candidates[name]
+        assert chosen.concrete_function is not None
+        program = _tf2_program(meta_graph, builder, chosen)
+    else:
+        candidates = _tf1_candidates(meta_graph)
+        name = _tf1_loss_name(loss, candidates, meta_graph, path)
+        chosen = candidates[name]
+        program = _tf1_program(meta_graph, builder, chosen)
+    program.notes.extend(builder.notes)
+    if locations is None:
+        program.notes.append(
+            "this SavedModel has no debug info, so cuts are located by op name only; save it "
+            "with tf.saved_model.SaveOptions(save_debug_info=True) to get source lines"
+        )
+    return program, name
+
+
+# -- parsing ------------------------------------------------------------------------------------
+
+
+def _parse(path: Path) -> Any:
+    saved_model = protos().saved_model_pb2.SavedModel()
+    binary = path / "saved_model.pb"
+    try:
+        if binary.is_file():
+            saved_model.ParseFromString(binary.read_bytes())
+        else:
+            from google.protobuf import text_format
+
+            text_format.Parse((path / "saved_model.pbtxt").read_text(), saved_model)
+    except Exception as error:  # protobuf raises DecodeError, ParseError, RuntimeWarning...
+        raise GradcheckError(f"{path} is not a readable SavedModel: {error}") from None
+    return saved_model
+
+
+def _serving_meta_graph(saved_model: Any) -> Any:
+    for meta_graph in saved_model.meta_graphs:
+        if "serve" in meta_graph.meta_info_def.tags:
+            return meta_graph
+    return saved_model.meta_graphs[0]
+
+
+def _debug_locations(path: Path) -> DebugInfoLocations | None:
+    debug_file = path / "debug" / "saved_model_debug_info.pb"
+    if not debug_file.is_file():
+        return None
+    info = protos().graph_debug_info_pb2.GraphDebugInfo()
+    try:
+        info.ParseFromString(debug_file.read_bytes())
+    except Exception:
+        return None
+    return DebugInfoLocations(info)
+
+
+# -- TF2: object graph --------------------------------------------------------------------------
+
+
+def _object_paths(object_graph: Any) -> dict[int, str]:
+    """Node id -> attribute path from the root ("model.dense.kernel"), shortest first."""
+    paths = {0: ""}
+    queue = deque([0])
+    while queue:
+        node_id = queue.popleft()
+        for child in object_graph.nodes[node_id].children:
+            if child.node_id not in paths:
+                parent = paths[node_id]
+                paths[child.node_id] = f"{parent}.{child.local_name}" if parent else child.local_name
+                queue.append(child.node_id)
+    return paths
+
+
+def _flat_outputs(structure: Any, prefix: str = "") -> list[str]:
+    """Leaf keys of a StructuredValue in TensorFlow's flattening order (dict keys sorted)."""
+    kind = structure.WhichOneof("kind")
+    if kind == "dict_value":
+        out: list[str] = []
+        for key in sorted(structure.dict_value.fields):
+            out += _flat_outputs(structure.dict_value.fields[key], f"{prefix}{key}/")
+        return out
+    if kind in ("list_value", "tuple_value", "named_tuple_value"):
+        values = (
+            structure.named_tuple_value.values
+            if kind == "named_tuple_value"
+            else getattr(structure, kind).values
+        )
+        out = []
+        for i, value in enumerate(values):
+            key = value.key if kind == "named_tuple_value" else str(i)
+            inner = value.value if kind == "named_tuple_value" else value
+            out += _flat_outputs(inner, f"{prefix}{key}/")
+        return out
+    if kind in ("tensor_spec_value", "bounded_tensor_spec_value", "type_spec_value"):
+        return [prefix.rstrip("/")]
+    return []
+
+
+def _tf2_candidates(meta_graph: Any) -> dict[str, _Candidate]:
+    object_graph = meta_graph.object_graph_def
+    paths = _object_paths(object_graph)
+    candidates: dict[str, _Candidate] = {}
+    for node_id, path in sorted(paths.items(), key=lambda item: (item[1].count("."), item[1])):
+        node = object_graph.nodes[node_id]
+        kind = node.WhichOneof("kind")
+        if kind == "function" and node.function.concrete_functions:
+            names = [node.function.concrete_functions[0]]
+        elif kind == "bare_concrete_function":
+            names = [node.bare_concrete_function.concrete_function_name]
+        else:
+            continue
+        if not path or path.split(".")[-1].startswith("_"):
+            continue
+        concrete = names[0]
+        saved = object_graph.concrete_functions.get(concrete)
+        outputs = _flat_outputs(saved.output_signature) if saved is not None else [""]
+        display = path.removeprefix("signatures.")
+        for index, key in enumerate(outputs):
+            name = display if len(outputs) == 1 or not key else f"{display}:{key}"
+            candidates.setdefault(name, _Candidate(concrete, index))
+        if len(outputs) > 1 and "loss" in outputs:
+            candidates.setdefault(display, _Candidate(concrete, outputs.index("loss")))
+    return candidates
+
+
+def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> Program:
+    object_graph = meta_graph.object_graph_def
+    concrete = chosen.concrete_function
+    assert concrete is not None
+    top = builder.add_function(concrete)
+    saved = object_graph.concrete_functions[concrete]
+    bound = list(saved.bound_inputs)
+    captured_args = top.args[len(top.args) - len(bound) :] if bound else ()
+    source_of = {node_id: TensorRef(arg, 0) for node_id, arg in zip(bound, captured_args)}
+    paths = _object_paths(object_graph)
+    variables = []
+    seen: dict[tuple[str, int, tuple[int, ...]], int] = {}
+    for node_id, node in enumerate(object_graph.nodes):
+        if node.WhichOneof("kind") != "variable":
+            continue
+        saved_variable = node.variable
+        shape = _shape(saved_variable.shape)
+        # Keras export archives store each variable twice (under `variables` and
+        # `_all_variables`); the function binds only one of the copies.
+        key = (saved_variable.name, saved_variable.dtype, tuple(-2 if d is None else d for d in shape or ()))
+        source = source_of.get(node_id)
+        if key in seen:
+            kept = variables[seen[key]]
+            if kept.source is None and source is not None:
+                kept.source = source
+            continue
+        seen[key] = len(variables)
+        variables.append(
+            Variable(
+                name=saved_variable.name or paths.get(node_id, f"variable_{node_id}"),
+                trainable=saved_variable.trainable,
+                dtype=dtype_name(saved_variable.dtype),
+                shape=shape,
+                source=source,
+                path=paths.get(node_id) or None,
+            )
+        )
+    custom = _custom_gradients(meta_graph, builder)
+    return Program(
+        bodies=builder.bodies,
+        top=concrete,
+        loss=top.rets[chosen.ret_index],
+        variables=variables,
+        custom_gradients=custom,
+    )
+
+
+def _shape(shape_proto: Any) -> tuple[int | None, ...] | None:
+    if shape_proto.unknown_rank:
+        return None
+    return tuple(None if dim.size < 0 else dim.size for dim in shape_proto.dim)
+
+
+def _custom_gradients(meta_graph: Any, builder: GraphBuilder) -> dict[str, tuple[str, ...]]:
+    """Per custom-gradient op type, what its saved gradient function returns for each input."""
+    library = meta_graph.graph_def.library
+    functions = {f.signature.name: f for f in library.function}
+    object_graph = meta_graph.object_graph_def
+    verdicts: dict[str, tuple[str, ...]] = {}
+    for registered in library.registered_gradients:
+        gradient = functions.get(registered.gradient_func)
+        saved = object_graph.concrete_functions.get(registered.gradient_func)
+        if gradient is None or saved is None:
+            builder.notes.append(
+                f"the gradient function of {registered.registered_op_type} is not saved; "
+                "its inputs are assumed to receive gradient"
+            )
+            continue
+        structure = saved.output_signature
+        kind = structure.WhichOneof("kind")
+        values = list(getattr(structure, kind).values) if kind in ("list_value", "tuple_value") else [structure]
+        rets = iter(gradient.signature.output_arg)
+        positions = []
+        for value in values:
+            if value.WhichOneof("kind") == "none_value":
+                positions.append(NONE)
+                continue
+            ret = next(rets, None)
+            zero = ret is not None and _is_zero_ret(gradient, gradient.ret[ret.name], functions)
+            positions.append(ZERO if zero else FLOWS)
+        verdicts[registered.registered_op_type] = tuple(positions)
+    return verdicts
+
+
+def _is_zero_ret(fdef: Any, ref: str, functions: dict[str, Any]) -> bool:
+    """Whether a gradient function's output is structurally zero (zeros_like, a zero constant)."""
+    nodes = {n.name: n for n in fdef.node_def}
+    for _ in range(64):  # follow Identity chains
+        node = nodes.get(ref.split(":")[0])
+        if node is None:
+            return False
+        if node.op == "ZerosLike":
+            return True
+        if node.op == "Const":
+            return _zero_constant(node.attr["value"].tensor)
+        if node.op == "Fill" and len(node.input) > 1:
+            value = nodes.get(node.input[1].split(":")[0])
+            return value is not None and value.op == "Const" and _zero_constant(value.attr["value"].tensor)
+        if node.op not in ("Identity", "IdentityN") or not node.input:
+            return False
+        ref = node.input[0]
+    return False
+
+
+def _zero_constant(tensor: Any) -> bool:
+    for field in ("float_val", "double_val", "half_val", "int_val", "int64_val"):
+        values = getattr(tensor, field)
+        if len(values):
+            return all(v == 0 for v in values)
+    if tensor.tensor_content:
+        return not any(tensor.tensor_content)
+    return False
+
+
+# -- TF1: signatures over a GraphDef --------------------------------------------------------------
+
+
+def _tf1_candidates(meta_graph: Any) -> dict[str, _Candidate]:
+    candidates: dict[str, _Candidate] = {}
+    for signature_name in sorted(meta_graph.signature_def):
+        if signature_name in _SKIPPED_SIGNATURES:
+            continue
+        outputs = meta_graph.signature_def[signature_name].outputs
+        for key in sorted(outputs):
+            tensor = outputs[key].name
+            candidates[f"{signature_name}:{key}"] = _Candidate(None, 0, tensor)
+            if len(outputs) == 1:
+                candidates[signature_name] = _Candidate(None, 0, tensor)
+    losses = meta_graph.collection_def.get("losses")
+    if losses is not None:
+        for tensor in losses.node_list.value:
+            candidates.setdefault(tensor.split(":")[0], _Candidate(None, 0, tensor))
+    return candidates
+
+
+def _tf1_loss_name(
+    loss: str | None, candidates: dict[str, _Candidate], meta_graph: Any, path: Path
+) -> str:
+    if loss is not None and loss not in candidates:
+        # A TF1 graph also answers to any tensor name in it ("loss", "loss:0", "scope/loss").
+        node_names = {node.name for node in meta_graph.graph_def.node}
+        if loss.split(":")[0] in node_names:
+            candidates[loss] = _Candidate(None, 0, loss if ":" in loss else f"{loss}:0")
+    return resolve_loss_name(loss, candidates, what=f"SavedModel {path}")
+
+
+def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> Program:
+    assert chosen.tensor is not None
+    node, _, index = chosen.tensor.partition(":")
+    loss = TensorRef(node, int(index) if index else 0)
+    body = builder.add_graph(meta_graph.graph_def, "graph", loss)
+    variable_def = protos().variable_pb2.VariableDef
+    trainable_names: set[str] = set()
+    variables: list[Variable] = []
+    for collection, trainable in (("trainable_variables", True), ("variables", False)):
+        entry = meta_graph.collection_def.get(collection)
+        if entry is None:
+            continue
+        for raw in entry.bytes_list.value:
+            definition = variable_def()
+            definition.ParseFromString(raw)
+            name = definition.variable_name.split(":")[0]
+            if name in trainable_names or any(v.name == name for v in variables):
+                continue
+            if trainable:
+                trainable_names.add(name)
+            producer = body.nodes.get(name)
+            dtype = producer.output_dtypes[0] if producer and producer.output_dtypes else None
+            variables.append(
+                Variable(
+                    name=name,
+                    trainable=trainable,
+                    dtype=dtype.removesuffix("_ref") if dtype else None,
+                    shape=None,
+                    source=TensorRef(name, 0) if producer else None,
+                    location=producer.location if producer else None,
+                )
+            )
+    return Program(bodies=builder.bodies, top="graph", loss=loss, variables=variables)

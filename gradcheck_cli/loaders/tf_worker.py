@@ -1,0 +1,456 @@
+"""The TensorFlow side of gradcheck, run in its own process: import a script, trace its loss, ask
+TensorFlow for its own gradients. Whatever the user's code prints stays out of gradcheck's report.
+
+Usage (by gradcheck itself): python -m gradcheck_cli.loaders.tf_worker REQUEST.json RESULT.pickle
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import pickle
+import runpy
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.loaders.bundle import Bundle, EagerOutcome, VariableRecord
+from gradcheck_cli.loaders.loss_names import resolve_loss_name
+
+_RUN_NAME = "__gradcheck__"
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(Path(argv[1]).read_text())
+    result_path = Path(argv[2])
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    try:
+        if request["mode"] == "script":
+            bundle = load_script(Path(request["path"]), request.get("loss"), request["verify"])
+        else:
+            bundle = Bundle(kind="verify", loss_name=request["loss"])
+            try:
+                bundle.tf_verdicts = saved_model_verdicts(Path(request["path"]), request["loss"])
+            except Exception as error:  # TensorFlow's own failure is a result of --verify
+                bundle.verify_error = f"{type(error).__name__}: {error}"
+    except GradcheckError as error:
+        bundle = Bundle(kind="error", loss_name="", error=str(error))
+    with result_path.open("wb") as result:
+        pickle.dump(bundle, result)
+    sys.stdout.flush()
+    # The user's script may have started threads or registered atexit hooks that hang.
+    os._exit(0)
+
+
+# -- scripts ------------------------------------------------------------------------------------
+
+
+def load_script(path: Path, loss: str | None, verify: bool) -> Bundle:
+    import tensorflow as tf
+
+    from gradcheck_cli.loaders import traced
+
+    created: list[tuple[Any, SourceLocation | None]] = []
+
+    def record(next_creator: Any, **kwargs: Any) -> Any:
+        variable = next_creator(**kwargs)
+        created.append((variable, traced.user_location(traceback.extract_stack()[:-1])))
+        return variable
+
+    sys.argv = [str(path)]
+    sys.path.insert(0, str(path.parent.resolve()))
+    with tf.variable_creator_scope(record):
+        namespace = _run(path)
+        name, value = _find_loss(namespace, loss, path)
+        created_at = {id(v): location for v, location in created}
+        if _is_graph_tensor(value):
+            bundle = traced.bundle_from_graph(value.graph, value, name)
+            if verify:
+                _verify_graph(bundle, value)
+            return bundle
+        if isinstance(value, (tf.Tensor, tf.Variable)):
+            raise GradcheckError(
+                f"{name} in {path} is an eager value, not a loss function: gradients cannot be "
+                "traced from a computed number; pass the function that computes it"
+            )
+        keras_info = _keras_info(namespace)
+        candidates = [v for v, _ in created if isinstance(v, tf.Variable)]
+        try:
+            concrete = _concrete_function(value, name, path)
+        except GradcheckError:
+            raise
+        except Exception as error:
+            return _eager_fallback(value, name, path, candidates, keras_info, error)
+        loss_output = _loss_output(concrete, name)
+        bundle = traced.bundle_from_concrete_function(
+            concrete, name, loss_output, candidates, created_at=created_at, keras_info=keras_info
+        )
+        if verify:
+            variables = traced.candidate_variables(candidates, concrete)
+            bundle.tf_verdicts = tape_verdicts(
+                lambda: _flat_output(concrete(*random_inputs(concrete)), loss_output),
+                variables,
+                [r.name for r in bundle.variables],
+            )
+        return bundle
+
+
+def _run(path: Path) -> dict[str, Any]:
+    try:
+        return runpy.run_path(str(path), run_name=_RUN_NAME)
+    except SystemExit as exit_:
+        raise GradcheckError(
+            f"{path} called sys.exit({exit_.code}) while gradcheck imported it; put the "
+            'training code under `if __name__ == "__main__":`'
+        ) from None
+    except BaseException as error:
+        from gradcheck_cli.loaders.traced import exception_location
+
+        where = exception_location(error)
+        at = f" at {where}" if where else ""
+        raise GradcheckError(
+            f"{path} raised {type(error).__name__}{at} while gradcheck imported it: {error}"
+        ) from None
+
+
+def _is_graph_tensor(value: Any) -> bool:
+    import tensorflow as tf
+
+    return isinstance(value, tf.Tensor) and tf.is_symbolic_tensor(value)
+
+
+def _looks_callable_loss(value: Any) -> bool:
+    if hasattr(value, "get_concrete_function") or type(value).__name__ == "ConcreteFunction":
+        return True
+    if inspect.isfunction(value) and value.__module__ == _RUN_NAME:
+        try:
+            signature = inspect.signature(value)
+        except (TypeError, ValueError):
+            return False
+        return all(
+            p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            for p in signature.parameters.values()
+        )
+    return False
+
+
+def _find_loss(namespace: dict[str, Any], loss: str | None, path: Path) -> tuple[str, Any]:
+    candidates = {
+        name: value
+        for name, value in namespace.items()
+        if not name.startswith("_") and (_is_graph_tensor(value) or _looks_callable_loss(value))
+    }
+    if loss is not None:
+        value = _attribute_path(namespace, loss)
+        if value is not None:
+            return loss, value
+        graph = next((v.graph for v in candidates.values() if _is_graph_tensor(v)), None)
+        if graph is not None:
+            tensor = _graph_tensor(graph, loss)
+            if tensor is not None:
+                return loss, tensor
+    name = resolve_loss_name(loss, candidates, what=str(path))
+    return name, candidates[name]
+
+
+def _attribute_path(namespace: dict[str, Any], dotted: str) -> Any:
+    head, *rest = dotted.split(".")
+    if head not in namespace:
+        return None
+    value = namespace[head]
+    for part in rest:
+        value = getattr(value, part, None)
+        if value is None:
+            return None
+    return value
+
+
+def _graph_tensor(graph: Any, name: str) -> Any:
+    try:
+        return graph.get_tensor_by_name(name if ":" in name else f"{name}:0")
+    except (KeyError, ValueError):
+        return None
+
+
+def _concrete_function(value: Any, name: str, path: Path) -> Any:
+    import tensorflow as tf
+
+    if type(value).__name__ == "ConcreteFunction":
+        return value
+    if hasattr(value, "get_concrete_function"):
+        if getattr(value, "input_signature", None) is None:
+            function = getattr(value, "python_function", None)
+            if function is not None and not _takes_no_arguments(function):
+                raise GradcheckError(
+                    f"{name} in {path} takes arguments but has no input_signature; give it "
+                    "@tf.function(input_signature=[tf.TensorSpec(...)]) so gradcheck can trace it"
+                )
+        return value.get_concrete_function()
+    return tf.function(value).get_concrete_function()
+
+
+def _takes_no_arguments(function: Any) -> bool:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return True
+    return all(
+        p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        for p in signature.parameters.values()
+        if p.name != "self"
+    )
+
+
+def _loss_output(concrete: Any, name: str) -> int:
+    import tensorflow as tf
+
+    structure = concrete.structured_outputs
+    flat = tf.nest.flatten(structure)
+    if isinstance(structure, dict) and "loss" in structure:
+        chosen = structure["loss"]
+    elif len(flat) == 1:
+        chosen = flat[0]
+    else:
+        raise GradcheckError(
+            f"{name} returns {len(flat)} tensors; return the loss alone, or a dict with a "
+            "'loss' key"
+        )
+    outputs = [id(t) for t in concrete.graph.outputs]
+    if id(chosen) not in outputs:
+        raise GradcheckError(f"{name} does not return a tensor gradcheck can follow")
+    return outputs.index(id(chosen))
+
+
+def _flat_output(result: Any, index: int) -> Any:
+    import tensorflow as tf
+
+    return tf.nest.flatten(result, expand_composites=True)[index]
+
+
+def _keras_info(namespace: dict[str, Any]) -> dict[int, tuple[str, bool]]:
+    """id(backing tf.Variable) -> (Keras path, Keras trainable) for Keras layers in the script."""
+    if "keras" not in sys.modules:
+        return {}
+    import keras
+
+    info: dict[int, tuple[str, bool]] = {}
+    pending = list(namespace.values())
+    seen: set[int] = set()
+    while pending:
+        value = pending.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, keras.layers.Layer):
+            for weight in value.weights:
+                backing = getattr(weight, "value", None)
+                if backing is not None:
+                    info[id(backing)] = (weight.path, bool(weight.trainable))
+        elif isinstance(value, (list, tuple)):
+            pending.extend(value)
+        elif isinstance(value, dict):
+            pending.extend(value.values())
+    return info
+
+
+# -- the eager fallback --------------------------------------------------------------------------
+
+
+def _eager_fallback(
+    function: Any,
+    name: str,
+    path: Path,
+    candidates: list[Any],
+    keras_info: dict[int, tuple[str, bool]],
+    trace_error: Exception,
+) -> Bundle:
+    """The loss cannot be traced: ask TensorFlow's tape which variables it leaves without gradient."""
+    import tensorflow as tf
+
+    from gradcheck_cli.loaders import traced
+
+    eager_function = getattr(function, "python_function", function)
+    variables = [v for v in candidates]
+    try:
+        with tf.GradientTape(watch_accessed_variables=False, persistent=True) as tape:
+            for variable in variables:
+                tape.watch(variable)
+            with tf.GradientTape() as reads:
+                result = eager_function()
+    except Exception as error:
+        where = traced.exception_location(error)
+        at = f" at {where}" if where else ""
+        raise GradcheckError(
+            f"{name} in {path} cannot be traced ({type(trace_error).__name__}: {trace_error}) "
+            f"and fails when run eagerly{at}: {type(error).__name__}: {error}"
+        ) from None
+    read_ids = {id(v) for v in reads.watched_variables()}
+    verdicts: dict[str, str] = {}
+    records = []
+    for variable in variables:
+        key_path, keras_trainable = keras_info.get(id(variable), (None, variable.trainable))
+        record_name = key_path or traced.variable_name(variable)
+        records.append(record_name)
+        if not keras_trainable:
+            continue
+        if id(variable) not in read_ids:
+            verdicts[record_name] = "unread"
+            continue
+        verdicts[record_name] = _gradient_verdict(tape, result, variable)
+    bundle = Bundle(kind="eager", loss_name=name)
+    bundle.variables = [
+        VariableRecord(
+            name=record_name,
+            trainable=keras_info.get(id(v), (None, v.trainable))[1],
+            dtype=v.dtype.base_dtype.name,
+            shape=tuple(v.shape.as_list()) if v.shape.rank is not None else None,
+        )
+        for record_name, v in zip(records, variables)
+    ]
+    bundle.eager = EagerOutcome(
+        verdicts=verdicts,
+        left_at=traced.exception_location(trace_error),
+        reason=f"{type(trace_error).__name__}: {trace_error}".strip(),
+    )
+    return bundle
+
+
+def _gradient_verdict(tape: Any, result: Any, variable: Any) -> str:
+    import numpy as np
+
+    import tensorflow as tf
+
+    if not isinstance(result, (tf.Tensor, tf.Variable)):
+        return "none"
+    gradient = tape.gradient(result, variable, unconnected_gradients=tf.UnconnectedGradients.NONE)
+    if gradient is None:
+        return "none"
+    if isinstance(gradient, tf.IndexedSlices):
+        gradient = tf.convert_to_tensor(gradient)
+    return "zero" if not np.any(gradient.numpy()) else "gradient"
+
+
+# -- TensorFlow's own verdict (--verify) --------------------------------------------------------
+
+
+def random_inputs(concrete: Any) -> list[Any]:
+    import tensorflow as tf
+
+    args, kwargs = concrete.structured_input_signature
+    specs = tf.nest.flatten((args, kwargs))
+    rng = tf.random.Generator.from_seed(0)
+    values = []
+    for spec in specs:
+        shape = [2 if d is None else d for d in spec.shape.as_list()] if spec.shape.rank is not None else []
+        if spec.dtype.is_floating:
+            values.append(tf.cast(rng.normal(shape), spec.dtype))
+        elif spec.dtype.is_integer:
+            values.append(tf.cast(rng.uniform(shape, 0, 2, dtype=tf.int64), spec.dtype))
+        elif spec.dtype == tf.bool:
+            values.append(rng.uniform(shape) > 0.5)
+        else:
+            values.append(tf.zeros(shape, spec.dtype))
+    return tf.nest.pack_sequence_as((args, kwargs), values, expand_composites=True)[0]
+
+
+def tape_verdicts(compute: Any, variables: list[Any], names: list[str]) -> dict[str, str]:
+    import tensorflow as tf
+
+    with tf.GradientTape(watch_accessed_variables=False, persistent=True) as tape:
+        for variable in variables:
+            tape.watch(variable)
+        result = compute()
+    return {
+        name: _gradient_verdict(tape, result, variable) for name, variable in zip(names, variables)
+    }
+
+
+def _verify_graph(bundle: Bundle, loss: Any) -> None:
+    import numpy as np
+
+    import tensorflow as tf
+
+    graph = loss.graph
+    variables = [
+        v for v in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+    ]
+    by_name = {v.op.name: v for v in variables}
+    names = [r.name for r in bundle.variables if r.name in by_name]
+    try:
+        with graph.as_default():
+            gradients = tf.compat.v1.gradients(loss, [by_name[n] for n in names])
+            feeds = {}
+            for op in graph.get_operations():
+                if op.type == "Placeholder":
+                    tensor = op.outputs[0]
+                    shape = [2 if d is None else d for d in tensor.shape.as_list()] if tensor.shape.rank is not None else []
+                    rng = np.random.default_rng(0)
+                    if tensor.dtype.is_floating:
+                        feeds[tensor] = rng.normal(size=shape).astype(tensor.dtype.as_numpy_dtype)
+                    elif tensor.dtype.is_integer:
+                        feeds[tensor] = rng.integers(0, 2, size=shape).astype(tensor.dtype.as_numpy_dtype)
+                    else:
+                        feeds[tensor] = np.zeros(shape, tensor.dtype.as_numpy_dtype)
+            present = [(n, g) for n, g in zip(names, gradients) if g is not None]
+            verdicts = {n: "none" for n, g in zip(names, gradients) if g is None}
+            with tf.compat.v1.Session(graph=graph) as session:
+                session.run(tf.compat.v1.global_variables_initializer(), feed_dict=feeds)
+                values = session.run([g for _, g in present], feed_dict=feeds)
+            for (name, _), value in zip(present, values):
+                dense = value.values if hasattr(value, "values") else value
+                verdicts[name] = "gradient" if np.any(dense) else "zero"
+        bundle.tf_verdicts = verdicts
+    except Exception as error:
+        bundle.verify_error = f"{type(error).__name__}: {error}"
+
+
+def saved_model_verdicts(path: Path, loss: str) -> dict[str, str]:
+    """TensorFlow's verdicts on a SavedModel's loss: load it for real and take the tape's word."""
+    import tensorflow as tf
+    from tensorflow.python.checkpoint import graph_view
+    from tensorflow.python.checkpoint import util as checkpoint_util
+
+    loaded = tf.saved_model.load(str(path))
+    if not hasattr(loaded, "signatures") or not _has_object_graph(path):
+        raise GradcheckError("--verify supports TF2 SavedModels only")
+    function_name, _, key = loss.partition(":")
+    if function_name in loaded.signatures:
+        concrete = loaded.signatures[function_name]
+    else:
+        function = loaded
+        for part in function_name.split("."):
+            function = getattr(function, part)
+        concrete = function.concrete_functions[0] if hasattr(function, "concrete_functions") else function
+    variables = []
+    seen = set()
+    for obj in checkpoint_util.list_objects(graph_view.ObjectGraphView(loaded)):
+        if isinstance(obj, tf.Variable) and obj.name not in seen:
+            seen.add(obj.name)
+            variables.append(obj)
+
+    def compute() -> Any:
+        args = random_inputs(concrete)
+        result = concrete(*args)
+        if isinstance(result, dict):
+            return result[key] if key else (result["loss"] if "loss" in result else next(iter(result.values())))
+        return tf.nest.flatten(result)[0]
+
+    names = [v.name.split(":")[0] for v in variables]
+    return tape_verdicts(compute, variables, names)
+
+
+def _has_object_graph(path: Path) -> bool:
+    from gradcheck_cli.loaders.tf_protos import protos
+
+    saved_model = protos().saved_model_pb2.SavedModel()
+    saved_model.ParseFromString((path / "saved_model.pb").read_bytes())
+    return bool(saved_model.meta_graphs[0].object_graph_def.nodes)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,48 @@
+"""Run the TensorFlow worker in its own process and bring back its Bundle."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.loaders.bundle import Bundle
+
+
+def run_worker(request: dict[str, Any]) -> Bundle:
+    """Everything the worker (and the user's code in it) prints goes to our stderr."""
+    with tempfile.TemporaryDirectory(prefix="gradcheck-") as scratch:
+        request_path = Path(scratch) / "request.json"
+        result_path = Path(scratch) / "result.pickle"
+        request_path.write_text(json.dumps(request))
+        env = dict(os.environ)
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+        env["PYTHONUNBUFFERED"] = "1"
+        completed = subprocess.run(
+            [sys.executable, "-m", "gradcheck_cli.loaders.tf_worker", str(request_path), str(result_path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            check=False,
+        )
+        for stream in (completed.stdout, completed.stderr):
+            if stream:
+                sys.stderr.write(stream.decode(errors="replace"))
+        if not result_path.is_file():
+            raise GradcheckError(
+                f"the TensorFlow worker died (exit code {completed.returncode}) before it "
+                f"finished with {request.get('path')}; its output is above"
+            )
+        with result_path.open("rb") as result:
+            bundle: Bundle = pickle.load(result)
+    if bundle.error is not None:
+        raise GradcheckError(bundle.error)
+    return bundle
