@@ -110,7 +110,7 @@ def _report(
     return Report(
         source=source,
         variables=verdicts,
-        findings=build_findings(verdicts, notes),
+        findings=build_findings(verdicts, notes, verification),
         verification=verification,
         notes=tuple(notes),
     )

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
 from gradcheck_cli.findings.finding import Finding
+from gradcheck_cli.findings.report import Verification
 from gradcheck_cli.findings.rules import RULES
 
 
@@ -15,10 +16,13 @@ def _finding(code: str, message: str, **fields: object) -> Finding:
 
 
 def build_findings(
-    verdicts: Iterable[VariableVerdict], notes: Iterable[str], left_tensorflow: object = None
+    verdicts: Iterable[VariableVerdict],
+    notes: Iterable[str],
+    verification: Verification | None = None,
 ) -> tuple[Finding, ...]:
     verdicts = tuple(verdicts)
     findings = [_finding("GC001", note) for note in notes]
+    findings += _verification_findings(verification, len(verdicts))
     for verdict in verdicts:
         if verdict.status is Status.BLOCKED:
             first = verdict.blockers[0] if verdict.blockers else None
@@ -50,6 +54,30 @@ def build_findings(
             _finding("GC104", "no trainable variable can receive gradient from this loss")
         )
     return tuple(sorted(findings, key=_order))
+
+
+def _verification_findings(verification: Verification | None, count: int) -> list[Finding]:
+    if verification is None:
+        return []
+    if verification.error is not None:
+        return [
+            _finding("GC004", f"TensorFlow's own gradients could not be computed: {verification.error}")
+        ]
+    if verification.agrees:
+        return [
+            _finding(
+                "GC003",
+                f"TensorFlow's own gradients ({verification.method}) agree with all {count} verdicts",
+            )
+        ]
+    return [
+        _finding(
+            "GC002",
+            f"TensorFlow says {d.tensorflow!r} for {d.variable}, gradcheck says {d.gradcheck!r}",
+            variable=d.variable,
+        )
+        for d in verification.disagreements
+    ]
 
 
 def _order(finding: Finding) -> tuple:

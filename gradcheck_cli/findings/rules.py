@@ -36,6 +36,43 @@ _ALL = (
         use_instead="Run gradcheck with the TensorFlow version that wrote the model, or --verify.",
     ),
     Rule(
+        code="GC002",
+        name="verification-disagrees",
+        severity=Severity.ERROR,
+        summary="--verify: TensorFlow's own gradients disagree with a verdict",
+        what_it_does=(
+            "With --verify, gradcheck also asks TensorFlow for the gradient of the loss with "
+            "respect to every variable (None, all zeros, or a real gradient) and lists each "
+            "variable where TensorFlow and gradcheck disagree."
+        ),
+        why_bad="A disagreement is a gradcheck bug: the static verdict is wrong for this model.",
+        example="gradcheck model_dir --loss loss --verify",
+        use_instead="Trust TensorFlow's verdict for the variables listed, and report the model.",
+    ),
+    Rule(
+        code="GC003",
+        name="verification-agrees",
+        severity=Severity.INFO,
+        summary="--verify: TensorFlow's own gradients agree with every verdict",
+        what_it_does="Confirms that TensorFlow's gradients agree with every verdict.",
+        why_bad="Nothing is wrong; this records that the check was made.",
+        example="gradcheck model_dir --loss loss --verify",
+        use_instead="Nothing to change.",
+    ),
+    Rule(
+        code="GC004",
+        name="verification-failed",
+        severity=Severity.WARNING,
+        summary="--verify: TensorFlow could not compute its own gradients",
+        what_it_does=(
+            "Reports why TensorFlow's gradients could not be computed for --verify (for "
+            "example, a SavedModel whose variables/ folder was removed cannot be loaded)."
+        ),
+        why_bad="The static verdicts stand, but were not confirmed.",
+        example="gradcheck stripped_model_dir --verify",
+        use_instead="Verify on a complete SavedModel or on the script that builds the model.",
+    ),
+    Rule(
         code="GC101",
         name="variable-gradient-blocked",
         severity=Severity.ERROR,

@@ -1,0 +1,65 @@
+"""The machine-readable report, schema `gradcheck/1`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gradcheck_cli.findings.report import Report
+from gradcheck_cli.graph.model import SourceLocation
+
+SCHEMA = "gradcheck/1"
+
+
+def _location(location: SourceLocation | None) -> dict[str, Any] | None:
+    return None if location is None else {"file": location.file, "line": location.line}
+
+
+def as_dict(report: Report) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "source": {
+            "path": report.source.path,
+            "kind": report.source.kind,
+            "loss": report.source.loss,
+        },
+        "variables": [
+            {
+                "name": v.name,
+                "path": v.path,
+                "trainable": v.trainable,
+                "dtype": v.dtype,
+                "shape": list(v.shape) if v.shape is not None else None,
+                "status": v.status.value,
+                "blockers": [
+                    {
+                        "op": b.op,
+                        "op_type": b.op_type,
+                        "reason": b.reason.value,
+                        "location": _location(b.location),
+                    }
+                    for b in v.blockers
+                ],
+            }
+            for v in report.variables
+        ],
+        "findings": [
+            {
+                "code": f.code,
+                "severity": f.severity.value,
+                "message": f.message,
+                "variable": f.variable,
+                "op": f.op,
+                "location": _location(f.location),
+            }
+            for f in report.findings
+        ],
+        "summary": {
+            key: report.summary[key]
+            for key in ("trainable", "ok", "blocked", "unused", "frozen")
+        },
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(as_dict(report), indent=2) + "\n"
