@@ -97,7 +97,9 @@ def report_from_bundle(bundle: Bundle, source: SourceInfo, verify: bool) -> Repo
         notes = program.notes
     verification = None
     if verify:
-        verification = compare(verdicts, bundle.tf_verdicts, bundle.verify_error, "tf.GradientTape")
+        verification = compare(
+            verdicts, bundle.tf_verdicts, bundle.verify_error, bundle.verify_method
+        )
     return _report(source, verdicts, notes, verification)
 
 

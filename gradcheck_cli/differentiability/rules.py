@@ -132,8 +132,8 @@ def _registry_cut(
         if not is_trainable_dtype(input_dtype):
             return Cut(
                 Reason.INDEX_OR_SHAPE_INPUT,
-                f"{op} gives no gradient to input {input_index}, "
-                f"a {input_dtype} index, shape or condition",
+                f"{op} gives no gradient to its {_dtype_name(str(input_dtype))} input "
+                f"{input_index} (an index, shape or condition)",
             )
         return Cut(Reason.OTHER, f"{op} gives no gradient to input {input_index}")
     # TensorFlow only looks a gradient up for ops that receive one, i.e. that have a trainable

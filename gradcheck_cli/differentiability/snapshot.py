@@ -138,12 +138,9 @@ def scan_gradient_function(fn: Callable[..., Any]) -> tuple[list[int], bool]:
     if not readings:
         return [], False
     shortest = min(len(reading.none_flags) for reading in readings)
-    positions = [
-        i for i in range(shortest) if all(reading.none_flags[i] for reading in readings)
-    ]
+    positions = [i for i in range(shortest) if all(reading.none_flags[i] for reading in readings)]
     all_none = all(
-        reading.complete and reading.none_flags and all(reading.none_flags)
-        for reading in readings
+        reading.complete and reading.none_flags and all(reading.none_flags) for reading in readings
     )
     return positions, all_none
 
@@ -195,9 +192,7 @@ def op_list_snapshot() -> Any:
     from tensorflow.python.client import pywrap_tf_session
 
     everything = op_def_pb2.OpList()
-    everything.ParseFromString(
-        pywrap_tf_session.TF_GetBuffer(pywrap_tf_session.TF_GetAllOpList())
-    )
+    everything.ParseFromString(pywrap_tf_session.TF_GetBuffer(pywrap_tf_session.TF_GetAllOpList()))
     ordered = op_def_pb2.OpList()
     ordered.op.extend(sorted(everything.op, key=lambda op_def: op_def.name))
     return ordered

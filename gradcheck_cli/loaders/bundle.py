@@ -47,5 +47,6 @@ class Bundle:
     # TensorFlow's own verdicts when --verify asked for them: name -> "none" | "zero" | "gradient"
     tf_verdicts: dict[str, str] | None = None
     verify_error: str | None = None
+    verify_method: str = "tf.GradientTape"
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # the input could not be analysed (exit 2)

@@ -43,7 +43,9 @@ def load_saved_model(path: Path, loss: str | None) -> tuple[Program, str]:
     functions = {f.signature.name: f for f in library.function}
     locations = _debug_locations(path)
     builder = GraphBuilder(
-        functions, merged_op_defs(meta_graph.meta_info_def.stripped_op_list.op), locations
+        functions,
+        merged_op_defs(meta_graph.meta_info_def.stripped_op_list.op),
+        locations or _no_locations,
     )
     object_graph = meta_graph.object_graph_def
     if object_graph.nodes:
@@ -64,6 +66,10 @@ def load_saved_model(path: Path, loss: str | None) -> tuple[Program, str]:
             "with tf.saved_model.SaveOptions(save_debug_info=True) to get source lines"
         )
     return program, name
+
+
+def _no_locations(node: str, function: str) -> None:
+    return None
 
 
 # -- parsing ------------------------------------------------------------------------------------

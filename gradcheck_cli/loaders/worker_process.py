@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 import tempfile
@@ -13,6 +14,20 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.bundle import Bundle
+
+# TensorFlow's C++ start-up lines (no GPU found, CPU features, oneDNN) say nothing about the
+# user's model; the user's own prints and TensorFlow's Python warnings are kept.
+_START_UP_NOISE = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    r"|[IWE]\d{4} [\d:.]+\s+\d+ (cuda_\w+|cudart_stub|cpu_feature_guard|port)\.cc:\d+\].*"
+    r"|To enable the following instructions: .*rebuild TensorFlow with the appropriate compiler flags\.)$"
+)
+
+
+def _without_tensorflow_start_up_noise(text: str) -> str:
+    return "".join(
+        line for line in text.splitlines(keepends=True) if not _START_UP_NOISE.match(line.rstrip("\n"))
+    )
 
 
 def run_worker(request: dict[str, Any]) -> Bundle:
@@ -34,8 +49,9 @@ def run_worker(request: dict[str, Any]) -> Bundle:
             check=False,
         )
         for stream in (completed.stdout, completed.stderr):
-            if stream:
-                sys.stderr.write(stream.decode(errors="replace"))
+            text = _without_tensorflow_start_up_noise(stream.decode(errors="replace"))
+            if text:
+                sys.stderr.write(text)
         if not result_path.is_file():
             raise GradcheckError(
                 f"the TensorFlow worker died (exit code {completed.returncode}) before it "
