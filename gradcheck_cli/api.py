@@ -12,7 +12,7 @@ from gradcheck_cli.analysis.verdicts import Blocker, Reason, Status, VariableVer
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.build import build_findings
 from gradcheck_cli.findings.report import Disagreement, Report, SourceInfo, Verification
-from gradcheck_cli.graph.model import Program
+from gradcheck_cli.graph.model import Program, SourceLocation
 from gradcheck_cli.loaders.bundle import Bundle
 
 
@@ -100,7 +100,8 @@ def report_from_bundle(bundle: Bundle, source: SourceInfo, verify: bool) -> Repo
         verification = compare(
             verdicts, bundle.tf_verdicts, bundle.verify_error, bundle.verify_method
         )
-    return _report(source, verdicts, notes, verification)
+    left = (bundle.eager.left_at, bundle.eager.reason) if bundle.eager is not None else None
+    return _report(source, verdicts, notes, verification, left)
 
 
 def _report(
@@ -108,11 +109,12 @@ def _report(
     verdicts: tuple[VariableVerdict, ...],
     notes: list[str],
     verification: Verification | None,
+    left_tensorflow: tuple[SourceLocation | None, str] | None = None,
 ) -> Report:
     return Report(
         source=source,
         variables=verdicts,
-        findings=build_findings(verdicts, notes, verification),
+        findings=build_findings(verdicts, notes, verification, left_tensorflow),
         verification=verification,
         notes=tuple(notes),
     )

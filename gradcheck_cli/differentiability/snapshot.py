@@ -8,6 +8,7 @@ import gzip
 import inspect
 import io
 import json
+import os
 import sys
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
@@ -149,8 +150,6 @@ def scan_gradient_function(fn: Callable[..., Any]) -> tuple[list[int], bool]:
 
 
 def _import_tensorflow() -> Any:
-    import os
-
     # Set before the import: TF_ENABLE_ONEDNN_OPTS is the only way to silence the oneDNN banner.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.report import Verification
+from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.findings.rules import RULES
 
 
@@ -19,9 +20,22 @@ def build_findings(
     verdicts: Iterable[VariableVerdict],
     notes: Iterable[str],
     verification: Verification | None = None,
+    left_tensorflow: tuple[SourceLocation | None, str] | None = None,
 ) -> tuple[Finding, ...]:
+    """`left_tensorflow`: where and why a loss that could not be traced left TensorFlow."""
     verdicts = tuple(verdicts)
     findings = [_finding("GC001", note) for note in notes]
+    if left_tensorflow is not None:
+        location, reason = left_tensorflow
+        findings.append(
+            _finding(
+                "GC103",
+                f"the loss cannot be traced into a graph ({reason}): its value leaves "
+                "TensorFlow, and the gradient cannot follow it",
+                hint=RULES["GC103"].use_instead,
+                location=location,
+            )
+        )
     findings += _verification_findings(verification, len(verdicts))
     for verdict in verdicts:
         if verdict.status is Status.BLOCKED:

@@ -13,6 +13,7 @@ _LIBRARY_MARKERS = (
     f"{os.sep}dist-packages{os.sep}",
     f"{os.sep}lib{os.sep}python3",
     "<frozen ",
+    "__autograph_generated_file",
     f"{os.sep}gradcheck_cli{os.sep}",
 )
 

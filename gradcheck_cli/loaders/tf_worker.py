@@ -85,7 +85,11 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Bundle:
         except GradcheckError:
             raise
         except Exception as error:
-            return _eager_fallback(value, name, path, candidates, keras_info, error)
+            bundle = _eager_fallback(value, name, path, candidates, keras_info, created_at, error)
+            if verify:
+                assert bundle.eager is not None
+                bundle.tf_verdicts = dict(bundle.eager.verdicts)
+            return bundle
         loss_output = _loss_output(concrete, name)
         bundle = traced.bundle_from_concrete_function(
             concrete, name, loss_output, candidates, created_at=created_at, keras_info=keras_info
@@ -267,6 +271,7 @@ def _eager_fallback(
     path: Path,
     candidates: list[Any],
     keras_info: dict[int, tuple[str, bool]],
+    created_at: dict[int, SourceLocation | None],
     trace_error: Exception,
 ) -> Bundle:
     """The loss cannot be traced: ask TensorFlow's tape which variables it leaves without gradient."""
@@ -309,13 +314,14 @@ def _eager_fallback(
             trainable=keras_info.get(id(v), (None, v.trainable))[1],
             dtype=v.dtype.base_dtype.name,
             shape=tuple(v.shape.as_list()) if v.shape.rank is not None else None,
+            location=created_at.get(id(v)),
         )
         for record_name, v in zip(records, variables)
     ]
     bundle.eager = EagerOutcome(
         verdicts=verdicts,
         left_at=traced.exception_location(trace_error),
-        reason=f"{type(trace_error).__name__}: {trace_error}".strip(),
+        reason=traced.error_summary(trace_error),
     )
     return bundle
 

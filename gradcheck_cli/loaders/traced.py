@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import traceback as traceback_module
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -23,7 +24,20 @@ def user_location(frames: Iterable[Any] | None) -> SourceLocation | None:
 
 
 def exception_location(error: BaseException) -> SourceLocation | None:
+    """Where the user's code raised `error`; autograph errors name the original line in text."""
+    for filename, line in reversed(_AUTOGRAPH_FRAME.findall(str(error))):
+        if is_user_file(filename):
+            return SourceLocation(filename, int(line))
     return user_location(traceback_module.extract_tb(error.__traceback__))
+
+
+def error_summary(error: BaseException) -> str:
+    """The last line of an error, where TensorFlow puts the underlying message."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
+
+
+_AUTOGRAPH_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
 def variable_name(variable: Any) -> str:
