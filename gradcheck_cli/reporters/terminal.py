@@ -53,7 +53,7 @@ def write(console: Console, report: Report) -> None:
     console.print(table)
     for verdict in report.dead:
         _write_dead(console, verdict)
-    findings = [f for f in report.findings if f.code < "GC100"]
+    findings = [f for f in report.findings if f.variable is None]
     if findings:
         console.print()
     for finding in findings:
