@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,13 @@ def _wait(process: subprocess.Popen[str]) -> Finished:
     return Finished(process.returncode, stdout, stderr)
 
 
+def _statuses_from_api(path: Path) -> dict[str, str]:
+    from gradcheck_cli import api
+
+    report = api.check(str(path), loss="loss")
+    return {v.name: v.status.value for v in report.variables}
+
+
 @dataclass
 class Background:
     """Everything that needs its own TensorFlow process, started at once and awaited lazily."""
@@ -97,6 +105,8 @@ class Background:
     savedmodels: dict[str, Path]
     save_errors: dict[str, str]
     cli: dict[str, subprocess.Popen[str]]
+    # gradcheck on the TF2 scripts; api.check runs each script in a worker process.
+    script_checks: dict[str, Future[dict[str, str]]]
     _cli_results: dict[str, Finished]
 
     def tensorflow(self, form: str, name: str) -> dict[str, str]:
@@ -112,10 +122,17 @@ class Background:
 
 @pytest.fixture(scope="module")
 def background(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    # Every TensorFlow process starts here at once: the suite is bound by TensorFlow's import
+    # time, not by the tests.
     out = tmp_path_factory.mktemp("sample_savedmodels")
     oracles: dict[tuple[str, str], oracle.PendingVerdicts] = {}
     for name in DOCUMENTED_EXIT_CODES:
         oracles["script", name] = oracle.start_dead_in_script(str(SAMPLES / name), "loss")
+    cli = {
+        name: _start(["-m", "gradcheck_cli", f"sample_models/{name}", "--loss", "loss",
+                      "--format", "json"])
+        for name in TF1_SCRIPTS
+    }
     savers = {}
     for name in SAVED_SAMPLES:
         target = out / Path(name).stem
@@ -123,6 +140,12 @@ def background(tmp_path_factory: pytest.TempPathFactory) -> Any:
             savers[name] = (target, _start([str(SAMPLES / name), str(target)]))
         else:
             savers[name] = (target, _start(["-c", _SAVE_SCRIPT, str(SAMPLES / name), str(target)]))
+    executor = ThreadPoolExecutor(max_workers=3)
+    script_checks = {
+        name: executor.submit(_statuses_from_api, SAMPLES / name)
+        for name in DOCUMENTED_EXIT_CODES
+        if name not in TF1_SCRIPTS
+    }
     savedmodels, save_errors = {}, {}
     for name, (target, process) in savers.items():
         finished = _wait(process)
@@ -131,13 +154,9 @@ def background(tmp_path_factory: pytest.TempPathFactory) -> Any:
             continue
         savedmodels[name] = target
         oracles["savedmodel", name] = oracle.start_dead_in_savedmodel(str(target), "loss")
-    cli = {
-        name: _start(["-m", "gradcheck_cli", f"sample_models/{name}", "--loss", "loss",
-                      "--format", "json"])
-        for name in TF1_SCRIPTS
-    }
-    state = Background(oracles, savedmodels, save_errors, cli, {})
+    state = Background(oracles, savedmodels, save_errors, cli, script_checks, {})
     yield state
+    executor.shutdown(wait=True, cancel_futures=True)
     for pending in oracles.values():
         pending.cancel()
     for process in cli.values():
@@ -166,12 +185,10 @@ def gradcheck_statuses(background: Background) -> Any:
             if form == "script" and name in TF1_SCRIPTS:
                 report = _json_report(background.cli_run(name))
                 cache[form, name] = {v["name"]: v["status"] for v in report["variables"]}
+            elif form == "script":
+                cache[form, name] = background.script_checks[name].result()
             else:
-                from gradcheck_cli import api
-
-                path = SAMPLES / name if form == "script" else background.savedmodels[name]
-                report = api.check(str(path), loss="loss")
-                cache[form, name] = {v.name: v.status.value for v in report.variables}
+                cache[form, name] = _statuses_from_api(background.savedmodels[name])
         return cache[form, name]
 
     return statuses

@@ -1,0 +1,137 @@
+"""The command line: exit codes, clean stdout, one clear message for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gradcheck_cli.cli import ExitCode, command
+from gradcheck_cli.reporters import Format
+from tests.oracle import dead_in_script, dead_names
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import tensorflow as tf
+
+    class Small(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kernel = tf.Variable([[1.0, 2.0]], name="kernel")
+            self.scale = tf.Variable(3.0, name="scale")
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 1], tf.float32)])
+        def loss(self, x: tf.Tensor) -> tf.Tensor:
+            return tf.reduce_sum(tf.matmul(x, self.kernel) * tf.round(self.scale))
+
+    path = tmp_path_factory.mktemp("cli") / "small"
+    tf.saved_model.save(Small(), str(path))
+    return path
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(command, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_dead_variable_exits_1_and_json_follows_the_schema(saved: Path) -> None:
+    code, out, err = _run(str(saved), "--loss", "loss", "--format", "json")
+    assert code == ExitCode.DEAD_VARIABLES
+    report = json.loads(out)
+    assert report["schema"] == "gradcheck/1"
+    assert set(report) == {"schema", "source", "variables", "findings", "summary"}
+    assert report["source"] == {"path": str(saved), "kind": "savedmodel", "loss": "loss"}
+    for variable in report["variables"]:
+        assert set(variable) == {
+            "name", "path", "trainable", "dtype", "shape", "status", "blockers",
+        }
+        for blocker in variable["blockers"]:
+            assert set(blocker) == {"op", "op_type", "reason", "location"}
+    for finding in report["findings"]:
+        assert set(finding) == {"code", "severity", "message", "variable", "op", "location"}
+    assert set(report["summary"]) == {"trainable", "ok", "blocked", "unused", "frozen"}
+    assert err == ""
+
+
+def test_every_format_renders(saved: Path) -> None:
+    for output_format in Format:
+        code, out, _ = _run(str(saved), "--format", output_format.value, "--color", "never")
+        assert code == ExitCode.DEAD_VARIABLES and out.strip()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["does/not/exist"], "no such file"),
+        (["{saved}", "--loss", "los"], "did you mean 'loss'"),
+        (["{here}"], "neither a SavedModel directory nor a Python script"),
+        (["{tests}"], "not a SavedModel"),
+    ],
+)
+def test_bad_input_exits_2_with_one_message(saved: Path, arguments: list[str], message: str) -> None:
+    filled = [
+        a.format(saved=saved, here=__file__.replace(".py", ".txt"), tests=Path(__file__).parent)
+        for a in arguments
+    ]
+    if filled[0].endswith(".txt"):
+        Path(filled[0]).write_text("")
+    try:
+        code, out, err = _run(*filled)
+    finally:
+        Path(__file__.replace(".py", ".txt")).unlink(missing_ok=True)
+    assert code == ExitCode.ERROR
+    assert out == ""
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def _gradcheck(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gradcheck_cli", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_script_prints_never_reach_stdout() -> None:
+    script = SCRIPTS / "noisy_tf2.py"
+    result = _gradcheck(str(script), "--loss", "loss", "--format", "json")
+    report = json.loads(result.stdout)
+    assert "the user's script prints this" in result.stderr
+    verdicts = dead_in_script(str(script), "loss")
+    assert {v["name"] for v in report["variables"] if v["status"] in ("blocked", "unused")} == (
+        dead_names(verdicts)
+    )
+    assert result.returncode == (ExitCode.DEAD_VARIABLES if dead_names(verdicts) else ExitCode.CLEAN)
+
+
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        ("exits.py", "sys.exit"),
+        ("raises.py", "raised ZeroDivisionError"),
+        ("two_losses.py", "candidate losses"),
+    ],
+)
+def test_script_errors_exit_2(script: str, message: str) -> None:
+    result = _gradcheck(str(SCRIPTS / script), "--format", "json")
+    assert result.returncode == ExitCode.ERROR
+    assert result.stdout == ""
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_eager_only_loss_names_the_line_that_leaves_tensorflow() -> None:
+    script = SCRIPTS / "eager_numpy_loss.py"
+    result = _gradcheck(str(script), "--loss", "loss", "--format", "json")
+    report = json.loads(result.stdout)
+    verdicts = dead_in_script(str(script), "loss")
+    dead = {v["name"] for v in report["variables"] if v["status"] in ("blocked", "unused")}
+    assert dead == dead_names(verdicts)
+    (left,) = [f for f in report["findings"] if f["code"] == "GC103"]
+    line = script.read_text().splitlines()[left["location"]["line"] - 1]
+    assert ".numpy()" in line
