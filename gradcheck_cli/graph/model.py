@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 # TensorFlow's backprop_util.IsTrainable set: only these dtypes carry gradient.
 TRAINABLE_DTYPES = frozenset(
@@ -18,6 +20,20 @@ def is_trainable_dtype(dtype: str | None) -> bool:
     if dtype is None:
         return True
     return dtype.removesuffix("_ref") in TRAINABLE_DTYPES
+
+
+class _Named(Protocol):
+    name: str
+
+
+def make_names_unique(items: Iterable[_Named]) -> None:
+    """TensorFlow lets two variables share a name ("Variable"); reports need them apart."""
+    counts: dict[str, int] = {}
+    for item in items:
+        seen = counts.get(item.name, 0)
+        counts[item.name] = seen + 1
+        if seen:
+            item.name = f"{item.name}_{seen}"
 
 
 @dataclass(frozen=True, order=True)

@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.graph.model import FLOWS, NONE, ZERO, Program, TensorRef, Variable
+from gradcheck_cli.graph.model import (
+    FLOWS,
+    NONE,
+    ZERO,
+    Program,
+    TensorRef,
+    Variable,
+    make_names_unique,
+)
 from gradcheck_cli.loaders.debug_info import DebugInfoLocations
 from gradcheck_cli.loaders.graph_builder import GraphBuilder
 from gradcheck_cli.loaders.loss_names import resolve_loss_name
@@ -189,32 +197,35 @@ def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
     source_of = {node_id: TensorRef(arg, 0) for node_id, arg in zip(bound, captured_args)}
     paths = _object_paths(object_graph)
     variables = []
-    seen: dict[tuple[str, int, tuple[int, ...]], int] = {}
+    seen: dict[tuple[str, int, str], int] = {}
     for node_id, node in enumerate(object_graph.nodes):
         if node.WhichOneof("kind") != "variable":
             continue
         saved_variable = node.variable
         shape = _shape(saved_variable.shape)
-        # Keras export archives store each variable twice (under `variables` and
-        # `_all_variables`); the function binds only one of the copies.
-        key = (saved_variable.name, saved_variable.dtype, tuple(-2 if d is None else d for d in shape or ()))
+        # Keras export archives list each variable twice (under `variables` and
+        # `_all_variables`), as two nodes; the function binds only one of the copies.
+        key = (saved_variable.name, saved_variable.dtype, str(shape))
         source = source_of.get(node_id)
-        if key in seen:
+        path = paths.get(node_id) or None
+        if _in_variable_list(path) and key in seen:
             kept = variables[seen[key]]
             if kept.source is None and source is not None:
                 kept.source = source
             continue
-        seen[key] = len(variables)
+        if _in_variable_list(path):
+            seen[key] = len(variables)
         variables.append(
             Variable(
-                name=saved_variable.name or paths.get(node_id, f"variable_{node_id}"),
+                name=saved_variable.name or path or f"variable_{node_id}",
                 trainable=saved_variable.trainable,
                 dtype=dtype_name(saved_variable.dtype),
                 shape=shape,
                 source=source,
-                path=paths.get(node_id) or None,
+                path=path,
             )
         )
+    make_names_unique(variables)
     custom = _custom_gradients(meta_graph, builder)
     return Program(
         bodies=builder.bodies,
@@ -223,6 +234,13 @@ def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
         variables=variables,
         custom_gradients=custom,
     )
+
+
+_VARIABLE_LISTS = ("variables.", "_all_variables.", "trainable_variables.", "non_trainable_variables.")
+
+
+def _in_variable_list(path: str | None) -> bool:
+    return path is not None and path.startswith(_VARIABLE_LISTS)
 
 
 def _shape(shape_proto: Any) -> tuple[int | None, ...] | None:

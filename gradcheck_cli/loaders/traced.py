@@ -7,7 +7,7 @@ import traceback as traceback_module
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from gradcheck_cli.graph.model import FLOWS, NONE, ZERO, SourceLocation
+from gradcheck_cli.graph.model import FLOWS, NONE, ZERO, SourceLocation, make_names_unique
 from gradcheck_cli.loaders.bundle import Bundle, VariableRecord
 from gradcheck_cli.loaders.debug_info import is_user_file
 
@@ -102,11 +102,12 @@ def bundle_from_concrete_function(
                 location=created_at.get(id(variable)),
             )
         )
+    make_names_unique(records)
     graphs = _function_graphs(graph, fdef.signature.name)
     return Bundle(
         kind="tf2",
         loss_name=loss_name,
-        variables=_unique_names(records),
+        variables=records,
         library=library.SerializeToString(),
         top_function=fdef.signature.name,
         loss_output=loss_output,
@@ -218,17 +219,6 @@ def _op_defs(functions: Iterable[Any], nodes: Iterable[Any]) -> bytes:
         if op_def is not None:
             op_list.op.add().CopyFrom(op_def)
     return op_list.SerializeToString()
-
-
-def _unique_names(records: list[VariableRecord]) -> list[VariableRecord]:
-    """TensorFlow lets two variables share a name; the report needs them apart."""
-    counts: dict[str, int] = {}
-    for record in records:
-        seen = counts.get(record.name, 0)
-        counts[record.name] = seen + 1
-        if seen:
-            record.name = f"{record.name}_{seen}"
-    return records
 
 
 # -- TF1: a graph --------------------------------------------------------------------------------
