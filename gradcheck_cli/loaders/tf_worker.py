@@ -154,10 +154,17 @@ def _find_loss(namespace: dict[str, Any], loss: str | None, path: Path) -> tuple
         if value is not None:
             return loss, value
         graph = next((v.graph for v in candidates.values() if _is_graph_tensor(v)), None)
+        if graph is None:
+            import tensorflow as tf
+
+            default = tf.compat.v1.get_default_graph()
+            graph = default if default.get_operations() else None
         if graph is not None:
             tensor = _graph_tensor(graph, loss)
             if tensor is not None:
                 return loss, tensor
+            suggestions = dict.fromkeys(op.name for op in graph.get_operations())
+            resolve_loss_name(loss, {**suggestions, **candidates}, what=str(path))
     name = resolve_loss_name(loss, candidates, what=str(path))
     return name, candidates[name]
 
