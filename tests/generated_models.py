@@ -274,14 +274,8 @@ class _Generator:
                 if slot.mode == mode:
                     slot.variables.append(name)
                     return
-        construct = self._new(top, "CustomGradient")
-        if rng.random() < 0.4:
-            construct.form = "captured"
-            construct.slots = [_Slot(rng.choice(("real", "none", "zeros"))), _Slot(mode, [name])]
-        else:
-            construct.form = "inputs"
-            construct.slots = [_Slot(mode, [name]), _Slot(rng.choice(("real", "none", "zeros")))]
-            rng.shuffle(construct.slots)
+        other = _Slot(rng.choice(("real", "none", "zeros")))
+        self._new_custom_gradient(top, name, _Slot(mode, [name]), other)
 
     def _place_live(self, top: list[_Construct], name: str) -> None:
         rng = self.rng
@@ -314,14 +308,23 @@ class _Generator:
                 if slot.mode == "real":
                     slot.variables.append(name)
                     return
-        construct = self._new(top, "CustomGradient")
         other = _Slot(self.rng.choice(("real", "none", "zeros")))
-        if self.rng.random() < 0.4:
+        self._new_custom_gradient(top, name, _Slot("real", [name]), other)
+
+    def _new_custom_gradient(
+        self, top: list[_Construct], name: str, mine: _Slot, other: _Slot
+    ) -> None:
+        """A custom gradient with `name` as an input or, sometimes, as its captured variable."""
+        # tf.custom_gradient only sees trainable variables, and inside a while loop its
+        # variable gradients fail in TensorFlow itself: captured ones stay at the top level.
+        if self.roles[name] != FROZEN and self.rng.random() < 0.4:
+            construct = self._new(top, "CustomGradient", nestable=False)
             construct.form = "captured"
-            construct.slots = [other, _Slot("real", [name])]
+            construct.slots = [other, mine]
         else:
+            construct = self._new(top, "CustomGradient")
             construct.form = "inputs"
-            construct.slots = [_Slot("real", [name]), other]
+            construct.slots = [mine, other]
             self.rng.shuffle(construct.slots)
 
     def _add_extra_cuts(self, top: list[_Construct]) -> None:

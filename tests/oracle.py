@@ -1,4 +1,4 @@
-"""TensorFlow as the judge: which trainable variables get no gradient (or an all-zero one) from a loss.
+"""TensorFlow as the judge: which trainable variables get no (or an all-zero) gradient from a loss.
 
 Each question runs in a fresh subprocess, so a TF1 script's `tf.disable_v2_behavior()` or a
 script's global state never leaks into the test process, and the answer comes back as JSON in a
@@ -142,9 +142,10 @@ try:
         )
 
     def random_call(function, signature):
-        args, kwargs = signature
-        args = tf.nest.map_structure(lambda s: tf.constant(random_value(s.shape, s.dtype)), args)
-        kwargs = tf.nest.map_structure(lambda s: tf.constant(random_value(s.shape, s.dtype)), kwargs)
+        def tensor(spec):
+            return tf.constant(random_value(spec.shape, spec.dtype))
+
+        args, kwargs = tf.nest.map_structure(tensor, signature)
         return lambda: function(*args, **kwargs)
 
     def script_verdicts():

@@ -22,7 +22,7 @@ import pytest
 try:
     from tests import oracle
 except ImportError:  # tests/ is not a package: pytest put tests/ itself on sys.path
-    import oracle  # type: ignore[no-redef]
+    import oracle  # type: ignore[no-redef,import-not-found]
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_models"
@@ -37,7 +37,7 @@ DOCUMENTED_EXIT_CODES = {
 }
 TF1_SCRIPTS = ("faulty_weights_tf1.py", "faulty_weights_fixed.py")
 # Samples also checked as SavedModels: write_savedmodel.py writes its own; the other TF2 scripts
-# are saved by _SAVE_SCRIPT below.
+# are saved by _SAVE_SCRIPTS below.
 SAVED_SAMPLES = ("write_savedmodel.py", "module_tf2.py", "keras_unused_layer.py")
 
 CASES = [("script", name) for name in DOCUMENTED_EXIT_CODES] + [
@@ -48,21 +48,26 @@ CASE_IDS = [f"{form}:{name}" for form, name in CASES]
 SUBPROCESS_ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
 TIMEOUT_SECONDS = 300
 
-# Saves a TF2 sample script as a SavedModel: a root holding the script's module-level
-# trackables (so variables the loss never reads are saved too) and its `loss` function.
-_SAVE_SCRIPT = r"""
+# Saves TF2 sample scripts as SavedModels, in one process: argv = [script, out_dir, ...].
+# write_savedmodel.py saves itself through its `main`; for the others the root holds the
+# script's module-level trackables (so variables the loss never reads are saved too) and `loss`.
+_SAVE_SCRIPTS = r"""
 import runpy, sys
 import tensorflow as tf
 
-script, out_dir = sys.argv[1:3]
-namespace = runpy.run_path(script, run_name="gradcheck_sample")
-root = tf.Module()
-for name, value in namespace.items():
-    trackable = isinstance(value, (tf.Variable, tf.__internal__.tracking.AutoTrackable))
-    if trackable and not name.startswith("_") and not isinstance(value, type):
-        setattr(root, name, value)
-root.loss = namespace["loss"]
-tf.saved_model.save(root, out_dir, options=tf.saved_model.SaveOptions(save_debug_info=True))
+for script, out_dir in zip(sys.argv[1::2], sys.argv[2::2]):
+    namespace = runpy.run_path(script, run_name="gradcheck_sample")
+    if script.endswith("write_savedmodel.py"):
+        namespace["main"](out_dir)
+        continue
+    root = tf.Module()
+    for name, value in namespace.items():
+        trackable = isinstance(value, (tf.Variable, tf.__internal__.tracking.AutoTrackable))
+        if trackable and not name.startswith("_") and not isinstance(value, type):
+            setattr(root, name, value)
+    root.loss = namespace["loss"]
+    options = tf.saved_model.SaveOptions(save_debug_info=True)
+    tf.saved_model.save(root, out_dir, options=options)
 """
 
 
@@ -129,28 +134,27 @@ def background(tmp_path_factory: pytest.TempPathFactory) -> Any:
     for name in DOCUMENTED_EXIT_CODES:
         oracles["script", name] = oracle.start_dead_in_script(str(SAMPLES / name), "loss")
     cli = {
-        name: _start(["-m", "gradcheck_cli", f"sample_models/{name}", "--loss", "loss",
-                      "--format", "json"])
+        name: _start(
+            ["-m", "gradcheck_cli", f"sample_models/{name}", "--loss", "loss", "--format", "json"]
+        )
         for name in TF1_SCRIPTS
     }
-    savers = {}
-    for name in SAVED_SAMPLES:
-        target = out / Path(name).stem
-        if name == "write_savedmodel.py":
-            savers[name] = (target, _start([str(SAMPLES / name), str(target)]))
-        else:
-            savers[name] = (target, _start(["-c", _SAVE_SCRIPT, str(SAMPLES / name), str(target)]))
+    targets = {name: out / Path(name).stem for name in SAVED_SAMPLES}
+    saver = _start(
+        ["-c", _SAVE_SCRIPTS]
+        + [str(part) for name in SAVED_SAMPLES for part in (SAMPLES / name, targets[name])]
+    )
     executor = ThreadPoolExecutor(max_workers=3)
     script_checks = {
         name: executor.submit(_statuses_from_api, SAMPLES / name)
         for name in DOCUMENTED_EXIT_CODES
         if name not in TF1_SCRIPTS
     }
+    saved = _wait(saver)
     savedmodels, save_errors = {}, {}
-    for name, (target, process) in savers.items():
-        finished = _wait(process)
-        if finished.returncode != 0 or not (target / "saved_model.pb").exists():
-            save_errors[name] = finished.stderr[-4000:]
+    for name, target in targets.items():
+        if saved.returncode != 0 or not (target / "saved_model.pb").exists():
+            save_errors[name] = saved.stderr[-4000:]
             continue
         savedmodels[name] = target
         oracles["savedmodel", name] = oracle.start_dead_in_savedmodel(str(target), "loss")

@@ -1,0 +1,41 @@
+"""A small builder for hand-made graph models, so analysis tests need no TensorFlow."""
+
+from __future__ import annotations
+
+from gradcheck_cli.graph.model import ARG_OP, Body, Node, Program, TensorRef, Variable
+
+
+class BodyFactory:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.nodes: dict[str, Node] = {}
+        self.args: list[str] = []
+
+    def arg(self, name: str, dtype: str = "float32") -> TensorRef:
+        self.nodes[name] = Node(name, ARG_OP, output_dtypes=(dtype,))
+        self.args.append(name)
+        return TensorRef(name)
+
+    def op(
+        self,
+        name: str,
+        op_type: str,
+        *inputs: TensorRef,
+        dtypes: tuple[str, ...] = ("float32",),
+        **calls: tuple[str, ...],
+    ) -> TensorRef:
+        self.nodes[name] = Node(name, op_type, tuple(inputs), dtypes, calls=dict(calls))
+        return TensorRef(name)
+
+    def body(self, *rets: TensorRef) -> Body:
+        return Body(self.name, self.nodes, tuple(self.args), tuple(rets))
+
+
+def program(top: Body, loss: TensorRef, *others: Body, trainable: dict[str, bool] | None = None) -> Program:
+    """Every `_Arg` of the top body is a variable of that name."""
+    trainable = trainable or {}
+    variables = [
+        Variable(arg, trainable.get(arg, True), "float32", (), TensorRef(arg)) for arg in top.args
+    ]
+    bodies = {b.name: b for b in (top, *others)}
+    return Program(bodies=bodies, top=top.name, loss=loss, variables=variables)
