@@ -102,6 +102,10 @@ def _statuses_from_api(path: Path) -> dict[str, str]:
     return {v.name: v.status.value for v in report.variables}
 
 
+def _statuses_of_savedmodels(paths: dict[str, Path]) -> dict[str, dict[str, str]]:
+    return {name: _statuses_from_api(path) for name, path in paths.items()}
+
+
 @dataclass
 class Background:
     """Everything that needs its own TensorFlow process, started at once and awaited lazily."""
@@ -110,8 +114,9 @@ class Background:
     savedmodels: dict[str, Path]
     save_errors: dict[str, str]
     cli: dict[str, subprocess.Popen[str]]
-    # gradcheck on the TF2 scripts; api.check runs each script in a worker process.
+    # gradcheck's statuses for the TF2 scripts, and for every SavedModel at once.
     script_checks: dict[str, Future[dict[str, str]]]
+    savedmodel_checks: Future[dict[str, dict[str, str]]]
     _cli_results: dict[str, Finished]
 
     def tensorflow(self, form: str, name: str) -> dict[str, str]:
@@ -144,7 +149,8 @@ def background(tmp_path_factory: pytest.TempPathFactory) -> Any:
         ["-c", _SAVE_SCRIPTS]
         + [str(part) for name in SAVED_SAMPLES for part in (SAMPLES / name, targets[name])]
     )
-    executor = ThreadPoolExecutor(max_workers=3)
+    # api.check runs a script in a worker process, so these threads mostly wait.
+    executor = ThreadPoolExecutor(max_workers=4)
     script_checks = {
         name: executor.submit(_statuses_from_api, SAMPLES / name)
         for name in DOCUMENTED_EXIT_CODES
@@ -158,7 +164,9 @@ def background(tmp_path_factory: pytest.TempPathFactory) -> Any:
             continue
         savedmodels[name] = target
         oracles["savedmodel", name] = oracle.start_dead_in_savedmodel(str(target), "loss")
-    state = Background(oracles, savedmodels, save_errors, cli, script_checks, {})
+    # SavedModels are analysed in this process, one after another in one thread.
+    savedmodel_checks = executor.submit(_statuses_of_savedmodels, savedmodels)
+    state = Background(oracles, savedmodels, save_errors, cli, script_checks, savedmodel_checks, {})
     yield state
     executor.shutdown(wait=True, cancel_futures=True)
     for pending in oracles.values():
@@ -189,10 +197,12 @@ def gradcheck_statuses(background: Background) -> Any:
             if form == "script" and name in TF1_SCRIPTS:
                 report = _json_report(background.cli_run(name))
                 cache[form, name] = {v["name"]: v["status"] for v in report["variables"]}
-            elif form == "script":
-                cache[form, name] = background.script_checks[name].result()
+            elif form == "savedmodel" and name in background.save_errors:
+                pytest.fail(f"could not write the SavedModel of {name}")
+            elif form == "savedmodel":
+                cache[form, name] = background.savedmodel_checks.result()[name]
             else:
-                cache[form, name] = _statuses_from_api(background.savedmodels[name])
+                cache[form, name] = background.script_checks[name].result()
         return cache[form, name]
 
     return statuses
