@@ -56,8 +56,8 @@ def check_function(function: Any, *, variables: Any = None, verify: bool = False
     """
     from gradcheck_cli.loaders import tf_worker, traced
 
-    concrete = tf_worker._concrete_function(function, _name_of(function), Path("<function>"))
-    loss_output = tf_worker._loss_output(concrete, _name_of(function))
+    concrete = tf_worker.concrete_function(function, _name_of(function), Path("<function>"))
+    loss_output = tf_worker.loss_output_index(concrete, _name_of(function))
     candidates = list(variables or ())
     keras_info = {}
     for variable in candidates:
@@ -71,7 +71,7 @@ def check_function(function: Any, *, variables: Any = None, verify: bool = False
     if verify:
         ordered = traced.candidate_variables(candidates, concrete)
         bundle.tf_verdicts = tf_worker.tape_verdicts(
-            lambda: tf_worker._flat_output(
+            lambda: tf_worker.flat_output(
                 concrete(*tf_worker.random_inputs(concrete)), loss_output
             ),
             ordered,

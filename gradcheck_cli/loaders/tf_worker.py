@@ -81,27 +81,43 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Bundle:
         keras_info = _keras_info(namespace)
         candidates = [v for v, _ in created if isinstance(v, tf.Variable)]
         try:
-            concrete = _concrete_function(value, name, path)
+            concrete = concrete_function(value, name, path)
         except GradcheckError:
             raise
         except Exception as error:
+            if not _left_tensorflow(error):
+                where = traced.exception_location(error)
+                at = f" at {where}" if where else ""
+                raise GradcheckError(
+                    f"{name} in {path} cannot be traced{at}: {traced.error_summary(error)}"
+                ) from None
             bundle = _eager_fallback(value, name, path, candidates, keras_info, created_at, error)
             if verify:
                 assert bundle.eager is not None
                 bundle.tf_verdicts = dict(bundle.eager.verdicts)
             return bundle
-        loss_output = _loss_output(concrete, name)
+        loss_output = loss_output_index(concrete, name)
         bundle = traced.bundle_from_concrete_function(
             concrete, name, loss_output, candidates, created_at=created_at, keras_info=keras_info
         )
         if verify:
             variables = traced.candidate_variables(candidates, concrete)
             bundle.tf_verdicts = tape_verdicts(
-                lambda: _flat_output(concrete(*random_inputs(concrete)), loss_output),
+                lambda: flat_output(concrete(*random_inputs(concrete)), loss_output),
                 variables,
                 [r.name for r in bundle.variables],
             )
         return bundle
+
+
+def _left_tensorflow(error: Exception) -> bool:
+    """Whether tracing failed because the loss turns a tensor into a Python or NumPy value.
+
+    TensorFlow names the graph tensor "symbolic" in each of these errors: `.numpy()`
+    (AttributeError), NumPy on a tensor (NotImplementedError), `float()` (TypeError), `bool()`
+    (OperatorNotAllowedInGraphError).
+    """
+    return "symbolic" in str(error).lower()
 
 
 def _run(path: Path) -> dict[str, Any]:
@@ -188,7 +204,7 @@ def _graph_tensor(graph: Any, name: str) -> Any:
         return None
 
 
-def _concrete_function(value: Any, name: str, path: Path) -> Any:
+def concrete_function(value: Any, name: str, path: Path) -> Any:
     import tensorflow as tf
 
     if type(value).__name__ == "ConcreteFunction":
@@ -217,7 +233,7 @@ def _takes_no_arguments(function: Any) -> bool:
     )
 
 
-def _loss_output(concrete: Any, name: str) -> int:
+def loss_output_index(concrete: Any, name: str) -> int:
     import tensorflow as tf
 
     structure = concrete.structured_outputs
@@ -237,7 +253,7 @@ def _loss_output(concrete: Any, name: str) -> int:
     return outputs.index(id(chosen))
 
 
-def _flat_output(result: Any, index: int) -> Any:
+def flat_output(result: Any, index: int) -> Any:
     import tensorflow as tf
 
     return tf.nest.flatten(result, expand_composites=True)[index]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import os
 
 
 class Format(str, enum.Enum):
@@ -22,3 +23,12 @@ def render(report: object, output_format: Format, *, color: bool = False, width:
     from gradcheck_cli.reporters.terminal import render_terminal
 
     return render_terminal(report, color=color, width=width)
+
+
+def display_path(path: str) -> str:
+    """A path relative to the working directory when it lies inside it, else as given."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if relative.startswith("..") else relative

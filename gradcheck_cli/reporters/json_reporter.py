@@ -7,12 +7,15 @@ from typing import Any
 
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.reporters import display_path
 
 SCHEMA = "gradcheck/1"
 
 
 def _location(location: SourceLocation | None) -> dict[str, Any] | None:
-    return None if location is None else {"file": location.file, "line": location.line}
+    if location is None:
+        return None
+    return {"file": display_path(location.file), "line": location.line}
 
 
 def as_dict(report: Report) -> dict[str, Any]:

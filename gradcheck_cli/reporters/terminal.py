@@ -12,6 +12,8 @@ from rich.text import Text
 from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
 from gradcheck_cli.findings.finding import Severity
 from gradcheck_cli.findings.report import Report
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.reporters import display_path
 
 _STATUS_STYLE = {
     Status.OK: "green",
@@ -66,17 +68,21 @@ def write(console: Console, report: Report) -> None:
 def _write_dead(console: Console, verdict: VariableVerdict) -> None:
     console.print()
     style = _STATUS_STYLE[verdict.status]
-    created = f" (created at {escape(str(verdict.location))})" if verdict.location else ""
+    created = f" (created at {escape(_where(verdict.location))})" if verdict.location else ""
     console.print(f"[{style}]{verdict.status.value}[/] [bold]{escape(verdict.name)}[/]{created}")
     if verdict.status is Status.UNUSED:
         console.print(f"  never reaches the loss: {escape(verdict.explanation or '')}")
         return
     for blocker in verdict.blockers:
-        where = str(blocker.location) if blocker.location else f"op {blocker.op}"
+        where = _where(blocker.location) if blocker.location else f"op {blocker.op}"
         console.print(
             f"  [red]cut[/] {escape(blocker.op_type)} [dim]{escape(blocker.op)}[/] "
             f"at {escape(where)}: {escape(blocker.message)} [dim]({blocker.reason.value})[/]"
         )
+
+
+def _where(location: SourceLocation) -> str:
+    return f"{display_path(location.file)}:{location.line}"
 
 
 def _shape(verdict: VariableVerdict) -> str:
