@@ -125,8 +125,11 @@ def test_script_errors_exit_2(script: str, message: str) -> None:
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
-def test_eager_only_loss_names_the_line_that_leaves_tensorflow() -> None:
-    script = SCRIPTS / "eager_numpy_loss.py"
+@pytest.mark.parametrize(
+    ("script_name", "marker"), [("eager_numpy_loss.py", ".numpy()"), ("eager_float_loss.py", "float(")]
+)
+def test_eager_only_loss_names_the_line_that_leaves_tensorflow(script_name: str, marker: str) -> None:
+    script = SCRIPTS / script_name
     result = _gradcheck(str(script), "--loss", "loss", "--format", "json")
     report = json.loads(result.stdout)
     verdicts = dead_in_script(str(script), "loss")
@@ -134,4 +137,4 @@ def test_eager_only_loss_names_the_line_that_leaves_tensorflow() -> None:
     assert dead == dead_names(verdicts)
     (left,) = [f for f in report["findings"] if f["code"] == "GC103"]
     line = script.read_text().splitlines()[left["location"]["line"] - 1]
-    assert ".numpy()" in line
+    assert marker in line

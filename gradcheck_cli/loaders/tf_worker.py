@@ -218,7 +218,9 @@ def concrete_function(value: Any, name: str, path: Path) -> Any:
                     "@tf.function(input_signature=[tf.TensorSpec(...)]) so gradcheck can trace it"
                 )
         return value.get_concrete_function()
-    return tf.function(value).get_concrete_function()
+    # A plain function runs eagerly in the user's code: trace it without autograph, so that
+    # float(), bool() and `if tensor:` fail here as they would cut the gradient there.
+    return tf.function(value, autograph=False).get_concrete_function()
 
 
 def _takes_no_arguments(function: Any) -> bool:
