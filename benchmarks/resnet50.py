@@ -35,7 +35,8 @@ class Loss(tf.Module):
         logits = self.model(images, training=True)
         return tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(labels, logits))
 
-tf.saved_model.save(Loss(model), sys.argv[1], options=tf.saved_model.SaveOptions(save_debug_info=True))
+options = tf.saved_model.SaveOptions(save_debug_info=True)
+tf.saved_model.save(Loss(model), sys.argv[1], options=options)
 """
 
 _TENSORFLOW_ROUTE = """
@@ -60,7 +61,9 @@ def measure(command: list[str]) -> tuple[float, float]:
     """(wall seconds, peak RSS in MiB) of one fresh process."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) not in (0, 1):
@@ -77,14 +80,29 @@ def main() -> None:
     model_dir = args.model_dir or Path(scratch.name) / "resnet50"
     if not (model_dir / "saved_model.pb").is_file():
         print(f"writing the ResNet50 SavedModel to {model_dir} ...", file=sys.stderr)
-        subprocess.run([sys.executable, "-c", _WRITE_MODEL, str(model_dir)], check=True,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-c", _WRITE_MODEL, str(model_dir)],
+            check=True,
+            stderr=subprocess.DEVNULL,
+        )
     routes = {
         "python -c 'import tensorflow'": [sys.executable, "-c", "import tensorflow"],
         "gradcheck (SavedModel, json)": [
-            sys.executable, "-m", "gradcheck_cli", str(model_dir), "--loss", "loss", "--format", "json",
+            sys.executable,
+            "-m",
+            "gradcheck_cli",
+            str(model_dir),
+            "--loss",
+            "loss",
+            "--format",
+            "json",
         ],
-        "TensorFlow: load + tf.gradients": [sys.executable, "-c", _TENSORFLOW_ROUTE, str(model_dir)],
+        "TensorFlow: load + tf.gradients": [
+            sys.executable,
+            "-c",
+            _TENSORFLOW_ROUTE,
+            str(model_dir),
+        ],
     }
     results = {}
     for name, command in routes.items():
@@ -93,8 +111,10 @@ def main() -> None:
     baseline_time, baseline_memory = results["python -c 'import tensorflow'"]
     print(f"{'route':36} {'time (s)':>9} {'x import':>9} {'peak RSS (MiB)':>15} {'x import':>9}")
     for name, (seconds, memory) in results.items():
-        print(f"{name:36} {seconds:9.3f} {seconds / baseline_time:9.2f} {memory:15.0f} "
-              f"{memory / baseline_memory:9.2f}")
+        print(
+            f"{name:36} {seconds:9.3f} {seconds / baseline_time:9.2f} {memory:15.0f} "
+            f"{memory / baseline_memory:9.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ from gradcheck_cli.graph.model import Program, SourceLocation
 from gradcheck_cli.loaders.bundle import Bundle
 
 
-def check(model: str | os.PathLike[str], loss: str | None = None, *, verify: bool = False) -> Report:
+def check(
+    model: str | os.PathLike[str], loss: str | None = None, *, verify: bool = False
+) -> Report:
     """Analyse a SavedModel directory or a Python script and return the report.
 
     Raises GradcheckError when the input cannot be analysed.
@@ -36,9 +38,7 @@ def check(model: str | os.PathLike[str], loss: str | None = None, *, verify: boo
     if path.is_dir():
         raise GradcheckError(f"{path} is a folder without saved_model.pb: not a SavedModel")
     if path.suffix != ".py":
-        raise GradcheckError(
-            f"{path} is neither a SavedModel directory nor a Python script (.py)"
-        )
+        raise GradcheckError(f"{path} is neither a SavedModel directory nor a Python script (.py)")
     from gradcheck_cli.loaders.worker_process import run_worker
 
     bundle = run_worker(
@@ -77,7 +77,9 @@ def check_function(function: Any, *, variables: Any = None, verify: bool = False
             ordered,
             [r.name for r in bundle.variables],
         )
-    return report_from_bundle(bundle, SourceInfo("<function>", "function", bundle.loss_name), verify)
+    return report_from_bundle(
+        bundle, SourceInfo("<function>", "function", bundle.loss_name), verify
+    )
 
 
 def _name_of(function: Any) -> str:

@@ -43,20 +43,33 @@ def _use_color(choice: str) -> bool:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("model", type=click.Path())
-@click.option("--loss", "-l", help="The loss: a function path, signature, SIGNATURE:OUTPUT, or tensor name.")
 @click.option(
-    "--format", "-f", "output_format",
-    type=click.Choice([f.value for f in Format]), default=Format.TERMINAL.value,
-    show_default=True, help="Output format.",
+    "--loss", "-l", help="The loss: a function path, signature, SIGNATURE:OUTPUT, or tensor name."
 )
-@click.option("--verify", is_flag=True, help="Also ask TensorFlow for its own gradients and compare.")
 @click.option(
-    "--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+    "--format",
+    "-f",
+    "output_format",
+    type=click.Choice([f.value for f in Format]),
+    default=Format.TERMINAL.value,
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--verify", is_flag=True, help="Also ask TensorFlow for its own gradients and compare."
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
     help="Colour the terminal report (NO_COLOR and FORCE_COLOR are honoured with auto).",
 )
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
 @click.version_option(__version__, prog_name="gradcheck")
-def command(model: str, loss: str | None, output_format: str, verify: bool, color: str, debug: bool) -> None:
+def command(
+    model: str, loss: str | None, output_format: str, verify: bool, color: str, debug: bool
+) -> None:
     """Find the trainable variables that LOSS can never train in MODEL, and say why.
 
     MODEL is a SavedModel directory or a Python script (imported with a __name__ other than
@@ -85,7 +98,12 @@ def run(options: Options) -> ExitCode:
         )
         return ExitCode.ERROR
     width = 100 if not sys.stdout.isatty() else None
-    text = render(report, options.output_format, color=_use_color(options.color), width=width or _terminal_width())
+    text = render(
+        report,
+        options.output_format,
+        color=_use_color(options.color),
+        width=width or _terminal_width(),
+    )
     click.echo(text, nl=False)
     return ExitCode.DEAD_VARIABLES if report.dead else ExitCode.CLEAN
 

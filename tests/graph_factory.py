@@ -31,7 +31,9 @@ class BodyFactory:
         return Body(self.name, self.nodes, tuple(self.args), tuple(rets))
 
 
-def program(top: Body, loss: TensorRef, *others: Body, trainable: dict[str, bool] | None = None) -> Program:
+def program(
+    top: Body, loss: TensorRef, *others: Body, trainable: dict[str, bool] | None = None
+) -> Program:
     """Every `_Arg` of the top body is a variable of that name."""
     trainable = trainable or {}
     variables = [

@@ -50,7 +50,13 @@ def test_dead_variable_exits_1_and_json_follows_the_schema(saved: Path) -> None:
     assert report["source"] == {"path": str(saved), "kind": "savedmodel", "loss": "loss"}
     for variable in report["variables"]:
         assert set(variable) == {
-            "name", "path", "trainable", "dtype", "shape", "status", "blockers",
+            "name",
+            "path",
+            "trainable",
+            "dtype",
+            "shape",
+            "status",
+            "blockers",
         }
         for blocker in variable["blockers"]:
             assert set(blocker) == {"op", "op_type", "reason", "location"}
@@ -75,7 +81,9 @@ def test_every_format_renders(saved: Path) -> None:
         (["{tests}"], "not a SavedModel"),
     ],
 )
-def test_bad_input_exits_2_with_one_message(saved: Path, arguments: list[str], message: str) -> None:
+def test_bad_input_exits_2_with_one_message(
+    saved: Path, arguments: list[str], message: str
+) -> None:
     filled = [
         a.format(saved=saved, here=__file__.replace(".py", ".txt"), tests=Path(__file__).parent)
         for a in arguments
@@ -107,7 +115,9 @@ def test_script_prints_never_reach_stdout() -> None:
     assert {v["name"] for v in report["variables"] if v["status"] in ("blocked", "unused")} == (
         dead_names(verdicts)
     )
-    assert result.returncode == (ExitCode.DEAD_VARIABLES if dead_names(verdicts) else ExitCode.CLEAN)
+    assert result.returncode == (
+        ExitCode.DEAD_VARIABLES if dead_names(verdicts) else ExitCode.CLEAN
+    )
 
 
 @pytest.mark.parametrize(
@@ -126,9 +136,12 @@ def test_script_errors_exit_2(script: str, message: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("script_name", "marker"), [("eager_numpy_loss.py", ".numpy()"), ("eager_float_loss.py", "float(")]
+    ("script_name", "marker"),
+    [("eager_numpy_loss.py", ".numpy()"), ("eager_float_loss.py", "float(")],
 )
-def test_eager_only_loss_names_the_line_that_leaves_tensorflow(script_name: str, marker: str) -> None:
+def test_eager_only_loss_names_the_line_that_leaves_tensorflow(
+    script_name: str, marker: str
+) -> None:
     script = SCRIPTS / script_name
     result = _gradcheck(str(script), "--loss", "loss", "--format", "json")
     report = json.loads(result.stdout)

@@ -1,4 +1,4 @@
-"""TensorFlow stays behind one door: the CLI's help, the reporters and the library import stay light."""
+"""TensorFlow stays behind one door: the CLI's help, reporters and library import stay light."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import sys
 
 def _tensorflow_imported_after(code: str) -> bool:
     probe = f"import sys\n{code}\nprint('tensorflow' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
     return result.stdout.strip().splitlines()[-1] == "True"
 
 

@@ -8,8 +8,14 @@ from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
 from gradcheck_cli.graph.model import Program, TensorRef, Variable
 
 _ASSIGN_OPS = frozenset(
-    {"Assign", "AssignAdd", "AssignSub", "AssignVariableOp", "AssignAddVariableOp",
-     "AssignSubVariableOp"}
+    {
+        "Assign",
+        "AssignAdd",
+        "AssignSub",
+        "AssignVariableOp",
+        "AssignAddVariableOp",
+        "AssignSubVariableOp",
+    }
 )
 
 
@@ -51,7 +57,9 @@ def _why_unused(program: Program, source: TensorRef) -> str:
     return "the loss function receives it but never reads it"
 
 
-def _verdict(variable: Variable, status: Status, blockers: tuple, explanation: str | None) -> VariableVerdict:
+def _verdict(
+    variable: Variable, status: Status, blockers: tuple, explanation: str | None
+) -> VariableVerdict:
     return VariableVerdict(
         name=variable.name,
         path=variable.path,

@@ -62,7 +62,9 @@ class CutFinder:
         while queue:
             ref = queue.popleft()
             for node, i in consumers.get(ref, ()):
-                reached = [k for k in range(_width(node, masks)) if masks.get(TensorRef(node.name, k))]
+                reached = [
+                    k for k in range(_width(node, masks)) if masks.get(TensorRef(node.name, k))
+                ]
                 if not reached:
                     continue
                 if node.op_type in WHILE_OPS:

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.report import Verification
-from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.findings.rules import RULES
+from gradcheck_cli.graph.model import SourceLocation
 
 
 def _finding(code: str, message: str, **fields: object) -> Finding:
@@ -41,7 +41,9 @@ def build_findings(
         if verdict.status is Status.BLOCKED:
             first = verdict.blockers[0] if verdict.blockers else None
             cut = f": {first.op_type} {first.op!r} ({first.message})" if first else ""
-            more = f" and {len(verdict.blockers) - 1} more cut(s)" if len(verdict.blockers) > 1 else ""
+            more = (
+                f" and {len(verdict.blockers) - 1} more cut(s)" if len(verdict.blockers) > 1 else ""
+            )
             findings.append(
                 _finding(
                     "GC101",
@@ -75,13 +77,16 @@ def _verification_findings(verification: Verification | None, count: int) -> lis
         return []
     if verification.error is not None:
         return [
-            _finding("GC004", f"TensorFlow's own gradients could not be computed: {verification.error}")
+            _finding(
+                "GC004", f"TensorFlow's own gradients could not be computed: {verification.error}"
+            )
         ]
     if verification.agrees:
         return [
             _finding(
                 "GC003",
-                f"TensorFlow's own gradients ({verification.method}) agree with all {count} verdicts",
+                f"TensorFlow's own gradients ({verification.method}) agree with all "
+                f"{count} verdicts",
             )
         ]
     return [

@@ -1,4 +1,4 @@
-"""The report: what was checked, the verdict per variable, the findings, the optional verification."""
+"""The report: what was checked, each variable's verdict, the findings, the verification."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ _ALL = (
         ),
         why_bad=(
             "The optimizer never changes the variable: TensorFlow's gradient for it is None "
-            "(\"Gradients do not exist for variables ...\") or always zero."
+            '("Gradients do not exist for variables ...") or always zero.'
         ),
         example=(
             "w_int = tf.cast(w * 2**28, tf.int32)      # integer tensors carry no gradient\n"
@@ -93,7 +93,8 @@ _ALL = (
         use_instead=(
             "A straight-through estimator keeps the transformed value forward and passes the "
             "gradient to w unchanged backward:\n"
-            "w_q = w + tf.stop_gradient(tf.cast(tf.cast(w * 2**28, tf.int32), tf.float32) / 2**28 - w)\n"
+            "w_q = w + tf.stop_gradient(\n"
+            "    tf.cast(tf.cast(w * 2**28, tf.int32), tf.float32) / 2**28 - w)\n"
             "If the cut is intended, create the variable with trainable=False."
         ),
     ),
@@ -131,7 +132,7 @@ _ALL = (
         severity=Severity.ERROR,
         summary="The loss does not depend on any trainable variable",
         what_it_does="Reports a loss through which no trainable variable can receive gradient.",
-        why_bad="Training on it changes nothing (\"No gradients provided for any variable\").",
+        why_bad='Training on it changes nothing ("No gradients provided for any variable").',
         example="loss = tf.reduce_mean(tf.square(y_true - tf.stop_gradient(model(x))))",
         use_instead="Compute the loss from the model's output without cutting it.",
     ),

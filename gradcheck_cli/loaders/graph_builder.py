@@ -56,9 +56,7 @@ class GraphBuilder:
         """Convert a TF1 GraphDef into a body whose single ret is the loss."""
         nodes: dict[str, Node] = {}
         for node_def in graph_def.node:
-            inputs = tuple(
-                _graph_ref(text) for text in node_def.input if not text.startswith("^")
-            )
+            inputs = tuple(_graph_ref(text) for text in node_def.input if not text.startswith("^"))
             nodes[node_def.name] = self._node(node_def, inputs, "")
         body = Body(name=name, nodes=nodes, args=(), rets=(loss,))
         self.bodies[name] = body
@@ -186,7 +184,9 @@ def _graph_ref(text: str) -> TensorRef:
     return TensorRef(name, int(index) if index else 0)
 
 
-def _function_ref(text: str, layouts: Mapping[str, list[tuple[str, list[str | None]]]]) -> TensorRef:
+def _function_ref(
+    text: str, layouts: Mapping[str, list[tuple[str, list[str | None]]]]
+) -> TensorRef:
     parts = text.split(":")
     if len(parts) == 1:
         return TensorRef(parts[0], 0)  # a function argument

@@ -21,7 +21,9 @@ def resolve_loss_name(loss: str | None, candidates: Mapping[str, object], *, wha
             return loss
         close = difflib.get_close_matches(loss, names, n=3, cutoff=0.5)
         if close:
-            raise GradcheckError(f"no loss named {loss!r} in {what}; did you mean {_listing(close)}?")
+            raise GradcheckError(
+                f"no loss named {loss!r} in {what}; did you mean {_listing(close)}?"
+            )
         raise GradcheckError(
             f"no loss named {loss!r} in {what}; candidates: {_listing(names) or 'none'}"
         )

@@ -129,7 +129,9 @@ def _object_paths(object_graph: Any) -> dict[int, str]:
         for child in object_graph.nodes[node_id].children:
             if child.node_id not in paths:
                 parent = paths[node_id]
-                paths[child.node_id] = f"{parent}.{child.local_name}" if parent else child.local_name
+                paths[child.node_id] = (
+                    f"{parent}.{child.local_name}" if parent else child.local_name
+                )
                 queue.append(child.node_id)
     return paths
 
@@ -236,7 +238,12 @@ def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
     )
 
 
-_VARIABLE_LISTS = ("variables.", "_all_variables.", "trainable_variables.", "non_trainable_variables.")
+_VARIABLE_LISTS = (
+    "variables.",
+    "_all_variables.",
+    "trainable_variables.",
+    "non_trainable_variables.",
+)
 
 
 def _in_variable_list(path: str | None) -> bool:
@@ -266,7 +273,11 @@ def _custom_gradients(meta_graph: Any, builder: GraphBuilder) -> dict[str, tuple
             continue
         structure = saved.output_signature
         kind = structure.WhichOneof("kind")
-        values = list(getattr(structure, kind).values) if kind in ("list_value", "tuple_value") else [structure]
+        values = (
+            list(getattr(structure, kind).values)
+            if kind in ("list_value", "tuple_value")
+            else [structure]
+        )
         rets = iter(gradient.signature.output_arg)
         positions = []
         for value in values:
@@ -293,7 +304,11 @@ def _is_zero_ret(fdef: Any, ref: str, functions: dict[str, Any]) -> bool:
             return _zero_constant(node.attr["value"].tensor)
         if node.op == "Fill" and len(node.input) > 1:
             value = nodes.get(node.input[1].split(":")[0])
-            return value is not None and value.op == "Const" and _zero_constant(value.attr["value"].tensor)
+            return (
+                value is not None
+                and value.op == "Const"
+                and _zero_constant(value.attr["value"].tensor)
+            )
         if node.op not in ("Identity", "IdentityN") or not node.input:
             return False
         ref = node.input[0]

@@ -299,7 +299,7 @@ def _eager_fallback(
     created_at: dict[int, SourceLocation | None],
     trace_error: Exception,
 ) -> Bundle:
-    """The loss cannot be traced: ask TensorFlow's tape which variables it leaves without gradient."""
+    """The loss cannot be traced: ask TensorFlow's tape which variables get no gradient."""
     import tensorflow as tf
 
     from gradcheck_cli.loaders import traced
@@ -353,7 +353,6 @@ def _eager_fallback(
 
 def _gradient_verdict(tape: Any, result: Any, variable: Any) -> str:
     import numpy as np
-
     import tensorflow as tf
 
     if not isinstance(result, (tf.Tensor, tf.Variable)):
@@ -377,7 +376,11 @@ def random_inputs(concrete: Any) -> list[Any]:
     rng = tf.random.get_global_generator()
     values = []
     for spec in specs:
-        shape = [2 if d is None else d for d in spec.shape.as_list()] if spec.shape.rank is not None else []
+        shape = (
+            [2 if d is None else d for d in spec.shape.as_list()]
+            if spec.shape.rank is not None
+            else []
+        )
         if spec.dtype.is_floating:
             values.append(tf.cast(rng.normal(shape), spec.dtype))
         elif spec.dtype.is_integer:
@@ -421,13 +424,10 @@ def _combine(before: str | None, now: str) -> str:
 
 def _verify_graph(bundle: Bundle, loss: Any) -> None:
     import numpy as np
-
     import tensorflow as tf
 
     graph = loss.graph
-    variables = [
-        v for v in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
-    ]
+    variables = [v for v in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)]
     by_name = {v.op.name: v for v in variables}
     names = [r.name for r in bundle.variables if r.name in by_name]
     try:
@@ -490,7 +490,9 @@ def saved_model_verdicts(path: Path, loss: str) -> dict[str, str]:
         function = loaded
         for part in function_name.split("."):
             function = getattr(function, part)
-        concrete = function.concrete_functions[0] if hasattr(function, "concrete_functions") else function
+        concrete = (
+            function.concrete_functions[0] if hasattr(function, "concrete_functions") else function
+        )
     variables = []
     seen = set()
     for obj in checkpoint_util.list_objects(graph_view.ObjectGraphView(loaded)):
@@ -502,7 +504,11 @@ def saved_model_verdicts(path: Path, loss: str) -> dict[str, str]:
         args = random_inputs(concrete)
         result = concrete(*args)
         if isinstance(result, dict):
-            return result[key] if key else (result["loss"] if "loss" in result else next(iter(result.values())))
+            return (
+                result[key]
+                if key
+                else (result["loss"] if "loss" in result else next(iter(result.values())))
+            )
         return tf.nest.flatten(result)[0]
 
     names = [v.name.split(":")[0] for v in variables]

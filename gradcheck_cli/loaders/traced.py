@@ -1,4 +1,4 @@
-"""Turn live TensorFlow objects (a traced function, a TF1 graph) into a Bundle; imports TensorFlow."""
+"""Turn live TensorFlow objects (a traced function, a TF1 graph) into a Bundle."""
 
 from __future__ import annotations
 
@@ -156,9 +156,8 @@ def _locations(graphs: Iterable[tuple[str, Any]]) -> dict[str, SourceLocation]:
 
 def _custom_gradients(graphs: Iterable[tuple[str, Any]]) -> dict[str, tuple[str, ...]]:
     """Ask the live gradient registry what each custom gradient returns for each input."""
-    from tensorflow.python.framework import ops
-
     import tensorflow as tf
+    from tensorflow.python.framework import ops
 
     verdicts: dict[str, tuple[str, ...]] = {}
     for _, graph in graphs:
@@ -190,7 +189,6 @@ def _custom_gradients(graphs: Iterable[tuple[str, Any]]) -> dict[str, tuple[str,
 
 def _is_zero_tensor(tensor: Any) -> bool:
     import numpy as np
-
     from tensorflow.python.framework import tensor_util
 
     op = getattr(tensor, "op", None)
@@ -232,7 +230,8 @@ def bundle_from_graph(graph: Any, loss: Any, loss_name: str) -> Bundle:
     trainable = graph.get_collection(tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES)
     trainable_ids = {id(v) for v in trainable}
     everything = trainable + [
-        v for v in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+        v
+        for v in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
         if id(v) not in trainable_ids
     ]
     records = [

@@ -20,13 +20,16 @@ from gradcheck_cli.loaders.bundle import Bundle
 _START_UP_NOISE = re.compile(
     r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
     r"|[IWE]\d{4} [\d:.]+\s+\d+ (cuda_\w+|cudart_stub|cpu_feature_guard|port)\.cc:\d+\].*"
-    r"|To enable the following instructions: .*rebuild TensorFlow with the appropriate compiler flags\.)$"
+    r"|To enable the following instructions: .*rebuild TensorFlow with the appropriate compiler"
+    r" flags\.)$"
 )
 
 
 def _without_tensorflow_start_up_noise(text: str) -> str:
     return "".join(
-        line for line in text.splitlines(keepends=True) if not _START_UP_NOISE.match(line.rstrip("\n"))
+        line
+        for line in text.splitlines(keepends=True)
+        if not _START_UP_NOISE.match(line.rstrip("\n"))
     )
 
 
@@ -41,10 +44,15 @@ def run_worker(request: dict[str, Any]) -> Bundle:
         env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
         env["PYTHONUNBUFFERED"] = "1"
         completed = subprocess.run(
-            [sys.executable, "-m", "gradcheck_cli.loaders.tf_worker", str(request_path), str(result_path)],
+            [
+                sys.executable,
+                "-m",
+                "gradcheck_cli.loaders.tf_worker",
+                str(request_path),
+                str(result_path),
+            ],
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            capture_output=True,
             env=env,
             check=False,
         )

@@ -58,8 +58,7 @@ def as_dict(report: Report) -> dict[str, Any]:
             for f in report.findings
         ],
         "summary": {
-            key: report.summary[key]
-            for key in ("trainable", "ok", "blocked", "unused", "frozen")
+            key: report.summary[key] for key in ("trainable", "ok", "blocked", "unused", "frozen")
         },
     }
 

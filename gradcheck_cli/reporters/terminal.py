@@ -27,8 +27,12 @@ _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.I
 def render_terminal(report: Report, *, color: bool, width: int = 100) -> str:
     buffer = io.StringIO()
     console = Console(
-        file=buffer, width=width, force_terminal=color, no_color=not color,
-        color_system="standard" if color else None, highlight=False,
+        file=buffer,
+        width=width,
+        force_terminal=color,
+        no_color=not color,
+        color_system="standard" if color else None,
+        highlight=False,
     )
     write(console, report)
     return buffer.getvalue()
@@ -96,5 +100,7 @@ def _verdict_line(report: Report) -> str:
     counts = ", ".join(f"{summary[k]} {k}" for k in ("ok", "blocked", "unused", "frozen"))
     dead = len(report.dead)
     if dead:
-        return f"[bold red]{dead} of {summary['trainable']} trainable variables are dead[/] ({counts})"
+        return (
+            f"[bold red]{dead} of {summary['trainable']} trainable variables are dead[/] ({counts})"
+        )
     return f"[bold green]every trainable variable gets gradient[/] ({counts})"

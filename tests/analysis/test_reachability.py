@@ -61,7 +61,16 @@ def test_a_variable_read_only_by_the_loop_condition_is_blocked_there() -> None:
     top = BodyFactory("top")
     start = top.op("start", "ReadVariableOp", top.arg("start", "resource"))
     limit_value = top.op("limit", "ReadVariableOp", top.arg("limit", "resource"))
-    top.op("loop", "While", start, start, limit_value, dtypes=("float32",) * 3, body=("body",), cond=("cond",))
+    top.op(
+        "loop",
+        "While",
+        start,
+        start,
+        limit_value,
+        dtypes=("float32",) * 3,
+        body=("body",),
+        cond=("cond",),
+    )
     loss = top.op("loss", "Sum", TensorRef("loop", 1))
     verdicts = {v.name: v for v in analyse(program(top.body(loss), loss, loop_body, loop_cond))}
     assert verdicts["start"].status is Status.OK

@@ -78,7 +78,9 @@ class Zoo(tf.Module):
 
             return a * b * c, grad
 
-        terms.append(scaled(self.w_custom_ok * 1.0, self.w_custom_none * 1.0, self.w_custom_zero * 1.0))
+        terms.append(
+            scaled(self.w_custom_ok * 1.0, self.w_custom_none * 1.0, self.w_custom_zero * 1.0)
+        )
         terms.append(tf.cast(tf.shape(self.w_shape), tf.float32) * x)
         terms.append(tf.cast(self.i_counter, tf.float32) * x)
         terms.append(x * self.w_frozen)
