@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gradcheck_cli.analysis.cuts import CutFinder
 from gradcheck_cli.analysis.reachability import Reachability
-from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Blocker, Status, VariableVerdict
 from gradcheck_cli.graph.model import Program, TensorRef, Variable
 
 _ASSIGN_OPS = frozenset(
@@ -29,7 +29,7 @@ def analyse(program: Program) -> tuple[VariableVerdict, ...]:
     for variable in program.variables:
         source = variable.source
         explanation = None
-        blockers = ()
+        blockers: tuple[Blocker, ...] = ()
         if not variable.trainable:
             status = Status.FROZEN
         elif source is None:
@@ -58,7 +58,7 @@ def _why_unused(program: Program, source: TensorRef) -> str:
 
 
 def _verdict(
-    variable: Variable, status: Status, blockers: tuple, explanation: str | None
+    variable: Variable, status: Status, blockers: tuple[Blocker, ...], explanation: str | None
 ) -> VariableVerdict:
     return VariableVerdict(
         name=variable.name,

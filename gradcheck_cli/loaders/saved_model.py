@@ -198,7 +198,7 @@ def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
     captured_args = top.args[len(top.args) - len(bound) :] if bound else ()
     source_of = {node_id: TensorRef(arg, 0) for node_id, arg in zip(bound, captured_args)}
     paths = _object_paths(object_graph)
-    variables = []
+    variables: list[Variable] = []
     seen: dict[tuple[str, int, str], int] = {}
     for node_id, node in enumerate(object_graph.nodes):
         if node.WhichOneof("kind") != "variable":

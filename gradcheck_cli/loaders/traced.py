@@ -64,7 +64,7 @@ def bundle_from_concrete_function(
     loss_output: int,
     candidates: Sequence[Any],
     *,
-    created_at: dict[int, SourceLocation] | None = None,
+    created_at: dict[int, SourceLocation | None] | None = None,
     keras_info: dict[int, tuple[str, bool]] | None = None,
 ) -> Bundle:
     """Protos of `concrete` and the candidate variables, mapped onto its captured arguments.
