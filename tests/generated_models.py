@@ -9,14 +9,15 @@ How a program is made:
    (about 60%) or a reason to be dead: `stop_gradient`, `int_cast` (to int32 or bool and back),
    `argmax`, `round`, `floor`, `gather_indices` (the variable picks gather indices), `sign`
    (a structurally zero gradient), `cond_branch_cut` (cut inside one branch of a `tf.cond`),
-   `cond_predicate`, `while_body_cut`, `while_condition`, `inner_function_cut` (cut inside a
+   `cond_predicate`, `while_body_cut`, `while_condition` (in the loop condition or trip
+   count), `inner_function_cut` (a captured variable or an argument cut inside a
    nested `tf.function`), `custom_gradient_none` / `custom_gradient_zeros` (a
    `tf.custom_gradient` whose gradient function returns None / `tf.zeros_like` for it, as an
    input or as a captured variable), `assign` (it only feeds `v.assign`), `unused`, and
    `unused_other_function` (read only by another `tf.function` of the module). Sometimes a
    non-trainable `f0` (role `frozen`) and, for `assign`, a scratch variable `s0` are added.
 2. *Constructs* realise the roles: a term with a cut (`Cut`), a `tf.cond` (`Cond`), a
-   `tf.while_loop` with a fixed trip count (`While`), a nested `tf.function` (`Inner`), a
+   `tf.while_loop` that always runs 2–4 times (`While`), a nested `tf.function` (`Inner`), a
    `tf.custom_gradient` (`CustomGradient`), an assignment (`Assign`), a plain differentiable
    term (`Plain`). Live variables join constructs as differentiable parts (add, mul, matmul,
    matvec, tanh, sigmoid, exp, square, reduce_sum, concat, gather with the variable as params);
@@ -93,7 +94,7 @@ class _Expr:
 
 @dataclass
 class _Slot:
-    """One input (or the captured variable) of a custom gradient: its gradient mode, its variables."""
+    """An input (or the captured variable) of a custom gradient: gradient mode and variables."""
 
     mode: str | None = None  # "real" | "none" | "zeros"
     variables: list[str] = field(default_factory=list)
@@ -112,8 +113,9 @@ class _Construct:
     predicate: list[str] = field(default_factory=list)
     # While: variables only in the loop condition
     condition: list[str] = field(default_factory=list)
-    # Inner: live variables computed by the caller and passed in
+    # Inner: variables computed by the caller and passed in, live or cut by the function
     argument_live: list[str] = field(default_factory=list)
+    argument_cuts: list[tuple[str, str]] = field(default_factory=list)
     # CustomGradient: "inputs" (a, b) or "captured" (a, and the variable in slots[1])
     form: str = ""
     slots: list[_Slot] = field(default_factory=list)
@@ -250,7 +252,9 @@ class _Generator:
         elif role == "while_condition":
             self._find_or_new(top, "While").condition.append(name)
         elif role == "inner_function_cut":
-            self._find_or_new(top, "Inner").cuts.append((name, rng.choice(CUT_KINDS)))
+            inner = self._find_or_new(top, "Inner")
+            cuts = inner.argument_cuts if rng.random() < 0.4 else inner.cuts
+            cuts.append((name, rng.choice(CUT_KINDS)))
         elif role in ("custom_gradient_none", "custom_gradient_zeros"):
             self._join_custom_gradient(top, name, role.rpartition("_")[2])
         elif role == "assign":
@@ -383,7 +387,7 @@ class _Generator:
             "\n".join(
                 [
                     "@tf.function(autograph=False, "
-                    "input_signature=[tf.TensorSpec([4], tf.float32, name=\"x\")])",
+                    'input_signature=[tf.TensorSpec([4], tf.float32, name="x")])',
                     "def loss(x):",
                     *loss.lines,
                 ]
@@ -477,7 +481,9 @@ class _Generator:
         """What a cut is applied to: the variables `names`, sometimes mixed with the input."""
         return self._differentiable(scope, names, with_input=self.rng.random() < 0.5)
 
-    def _cut(self, scope: _Scope, kind: str, operand: _Expr, params: list[str]) -> tuple[_Expr, list[str]]:
+    def _cut(
+        self, scope: _Scope, kind: str, operand: _Expr, params: list[str]
+    ) -> tuple[_Expr, list[str]]:
         """`operand` behind a cut of `kind`; argmax and gather may select from a live variable
         in `params`. Returns the expression and the live variables it used."""
         rng, op = self.rng, operand.code
@@ -488,7 +494,10 @@ class _Generator:
                 return _Expr(f"(tf.cast({op} > 0.0, tf.float32) + 0.37)", 1.37), []
             dtype = rng.choice(("tf.int32", "tf.int32", "tf.int64"))
             return (
-                _Expr(f"(tf.cast(tf.cast({op} * 3.0, {dtype}), tf.float32) + 0.37)", 3 * operand.bound + 0.37),
+                _Expr(
+                    f"(tf.cast(tf.cast({op} * 3.0, {dtype}), tf.float32) + 0.37)",
+                    3 * operand.bound + 0.37,
+                ),
                 [],
             )
         if kind == "round":
@@ -502,7 +511,9 @@ class _Generator:
             if params and rng.random() < 0.6:
                 param = rng.choice(params)
                 if self.shapes[param] == (4,):
-                    return _Expr(f"(tf.gather(m.{param}, {index}) * {scope.input.code})", scope.input.bound), [param]
+                    return _Expr(
+                        f"(tf.gather(m.{param}, {index}) * {scope.input.code})", scope.input.bound
+                    ), [param]
                 return _Expr(f"tf.gather(m.{param}, {index})", 1.0), [param]
             if rng.random() < 0.5:
                 return _Expr(f"(tf.one_hot({index}, 4) + 0.37)", 1.37), []
@@ -570,9 +581,15 @@ class _Generator:
             return self._join(scope, self._differentiable(scope, rest), [cut])
         return cut
 
-    def _emit_body(self, scope: _Scope, construct: _Construct, live: list[str]) -> _Expr:
+    def _emit_body(
+        self,
+        scope: _Scope,
+        construct: _Construct,
+        live: list[str],
+        parts: list[_Expr] | None = None,
+    ) -> _Expr:
         """The live part, the cuts and the nested constructs of a branch, loop or function body."""
-        parts = self._cut_parts(scope, construct.cuts)
+        parts = list(parts or []) + self._cut_parts(scope, construct.cuts)
         parts.extend(self._emit(scope, child) for child in construct.children)
         return self._squash(self._join(scope, self._differentiable(scope, live), parts), 4)
 
@@ -597,20 +614,21 @@ class _Generator:
             scope.line(f"    return {result.code}")
             results.append(result)
             names.append(name)
-        return _Expr(
-            f"tf.cond({predicate}, {names[0]}, {names[1]})", max(r.bound for r in results)
-        )
+        return _Expr(f"tf.cond({predicate}, {names[0]}, {names[1]})", max(r.bound for r in results))
 
     def _emit_while(self, scope: _Scope, construct: _Construct) -> _Expr:
         trips = self.rng.randint(2, 4)
         condition_name, body_name = self._fresh("loop_condition"), self._fresh("loop_body")
         condition = f"i < {trips}"
         if construct.condition:
-            inner = _Scope(0, "acc", 1.0)
+            inner = _Scope(len(scope.indent) + 4, "acc", 1.0)
             operand = self._operand(inner, construct.condition)
-            # The operand only reads variables and `acc`; bind nothing so it fits in one line.
-            condition = f"tf.logical_and(i < {trips}, tf.reduce_sum({operand.code}) > -1000.0)"
-            condition_lines = [len(scope.indent) * " " + "    " + line.strip() for line in inner.lines]
+            if self.rng.random() < 0.5:
+                condition = f"tf.logical_and(i < {trips}, tf.reduce_sum({operand.code}) > -1000.0)"
+            else:  # the variables choose the trip count, clipped so the body always runs
+                count = f"tf.cast(tf.reduce_sum({operand.code}) * 2.0, tf.int32)"
+                condition = f"i < tf.clip_by_value({count}, 2, 4)"
+            condition_lines = inner.lines
         else:
             condition_lines = []
         scope.line(f"def {condition_name}(i, acc):")
@@ -631,16 +649,28 @@ class _Generator:
     def _emit_inner(self, scope: _Scope, construct: _Construct) -> _Expr:
         name = self._fresh("inner")
         body = _Scope(4, "a", 1.0)
-        result = self._emit_body(body, construct, construct.live)
+        cut_arguments = []
+        for kind in dict.fromkeys(kind for _, kind in construct.argument_cuts):
+            operand = self._combine(body, [_Expr("b", 1.0), body.input][: self.rng.randint(1, 2)])
+            cut, _ = self._cut(body, kind, operand, [])
+            cut_arguments.append(self._maybe_bind(body, cut))
+        result = self._emit_body(body, construct, construct.live, cut_arguments)
+        parameters = "a, b" if construct.argument_cuts else "a"
         self.definitions.append(
-            ["@tf.function(autograph=False)", f"def {name}(a):", *body.lines, f"    return {result.code}"]
+            [
+                "@tf.function(autograph=False)",
+                f"def {name}({parameters}):",
+                *body.lines,
+                f"    return {result.code}",
+            ]
         )
-        argument = scope.input
+        arguments = [scope.input]
         if construct.argument_live:
-            argument = self._squash(self._differentiable(scope, construct.argument_live), 1)
-            if argument.bound > 1:
-                argument = _Expr(f"tf.tanh({argument.code})", 1.0)
-        return _Expr(f"{name}({argument.code})", result.bound)
+            arguments[0] = self._squash(self._differentiable(scope, construct.argument_live), 1)
+        if construct.argument_cuts:
+            names = [n for n, _ in construct.argument_cuts]
+            arguments.append(self._squash(self._operand(scope, names), 1))
+        return _Expr(f"{name}({', '.join(a.code for a in arguments)})", result.bound)
 
     def _gradient_code(self, mode: str, real: str, like: str) -> str:
         return {"real": real, "none": "None", "zeros": f"tf.zeros_like({like})"}[mode]
@@ -648,7 +678,8 @@ class _Generator:
     def _emit_custom_gradient(self, scope: _Scope, construct: _Construct) -> _Expr:
         name = self._fresh("custom")
         first = construct.slots[0]
-        a = self._squash(self._differentiable(scope, first.variables, with_input=not first.variables), 2)
+        a = self._differentiable(scope, first.variables, with_input=not first.variables)
+        a = self._squash(a, 2)
         if construct.form == "inputs":
             second = construct.slots[1]
             b = self._squash(

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-import generated_models
-from tf_oracle_inprocess import dead_names, tf_verdicts
+from tests import generated_models
+from tests.tf_oracle_inprocess import dead_names, tf_verdicts, variable_name
 
 SEEDS = range(300)
 GROUP = 10
@@ -45,7 +45,7 @@ class Case:
 
     @property
     def names(self) -> set[str]:
-        return {v.name.removesuffix(":0") for v in self.variables}
+        return {variable_name(v) for v in self.variables}
 
 
 @functools.cache
@@ -74,7 +74,9 @@ def disagreement(case: Case, form: str, report: Any) -> str | None:
     for name in sorted(gradcheck_dead - tf_dead):
         lines.append(f"  {name}: gradcheck says dead, TensorFlow says {case.verdicts.get(name)}")
     for name in sorted(tf_dead - gradcheck_dead):
-        lines.append(f"  {name}: TensorFlow says {case.verdicts[name]}, gradcheck says {reported.get(name)}")
+        lines.append(
+            f"  {name}: TensorFlow says {case.verdicts[name]}, gradcheck says {reported.get(name)}"
+        )
     return "\n".join(lines + details(case, report))
 
 
@@ -96,7 +98,7 @@ def details(case: Case, report: Any = None) -> list[str]:
 
 def failure(case: Case, form: str, error: BaseException) -> str:
     trace = "".join(traceback.format_exception(error, limit=-6))
-    return "\n".join([f"seed {case.seed} ({form}): gradcheck raised\n{trace}", *details(case)])
+    return "\n".join([f"seed {case.seed} ({form}) raised\n{trace}", *details(case)])
 
 
 def check_group(seeds: range, check: Any) -> None:
@@ -135,7 +137,10 @@ def test_savedmodel_agrees_with_tensorflow(seeds: range, tmp_path: Path) -> None
         if not saved_as_savedmodel(case.seed):
             return []
         directory = tmp_path / f"seed{case.seed}"
-        tf.saved_model.save(case.module, str(directory), signatures=None)
+        try:
+            tf.saved_model.save(case.module, str(directory), signatures=None)
+        except Exception as error:  # TensorFlow's own failure, reported with the program
+            return [failure(case, "tf.saved_model.save", error)]
         try:
             report = check(directory, loss="loss")
         except Exception as error:
