@@ -13,7 +13,7 @@ from gradcheck_cli.analysis.reachability import (
     callee_of,
 )
 from gradcheck_cli.analysis.verdicts import Blocker, Reason
-from gradcheck_cli.differentiability.rules import input_cut
+from gradcheck_cli.differentiability.rules import SHAPE_OPS, input_cut
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
 
@@ -29,7 +29,11 @@ class CutFinder:
     def cuts(self, source: TensorRef) -> list[Blocker]:
         """Every cut between `source` and the loss in the top body and the functions it calls."""
         body = self.program.top_body
-        return _dedupe(self._walk(body, [source], self.structural.top_masks()))
+        blockers = _dedupe(self._walk(body, [source], self.structural.top_masks()))
+        # A shape read (tf.shape, a reduction over an unknown rank) is worth naming only when
+        # it is the variable's sole way to the loss.
+        value_cuts = [b for b in blockers if b.op_type not in SHAPE_OPS]
+        return value_cuts or blockers
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -93,6 +97,8 @@ class CutFinder:
                     cut = input_cut(node, i, dtype, self.program.custom_gradients)
                     if cut is not None and not cut.inherited:
                         found.append(_blocker(body, node, cut.reason, cut.message))
+                    if node.op_type in SHAPE_OPS:
+                        continue  # only the shape goes on: what follows is shape arithmetic
                     forward(node, reached)
         return found
 
