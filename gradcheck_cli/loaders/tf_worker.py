@@ -19,7 +19,7 @@ from typing import Any
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders.bundle import Bundle, EagerOutcome, VariableRecord
-from gradcheck_cli.loaders.loss_names import resolve_loss_name
+from gradcheck_cli.loaders.loss_names import looks_like_loss, resolve_loss_name
 
 _RUN_NAME = "__gradcheck__"
 
@@ -165,6 +165,7 @@ def _find_loss(namespace: dict[str, Any], loss: str | None, path: Path) -> tuple
         for name, value in namespace.items()
         if not name.startswith("_") and (_is_graph_tensor(value) or _looks_callable_loss(value))
     }
+    candidates.update(_module_methods(namespace))
     if loss is not None:
         value = _attribute_path(namespace, loss)
         if value is not None:
@@ -183,6 +184,21 @@ def _find_loss(namespace: dict[str, Any], loss: str | None, path: Path) -> tuple
             resolve_loss_name(loss, {**suggestions, **candidates}, what=str(path))
     name = resolve_loss_name(loss, candidates, what=str(path))
     return name, candidates[name]
+
+
+def _module_methods(namespace: dict[str, Any]) -> dict[str, Any]:
+    """`model.loss` for every loss-like tf.function method of a module-level tf.Module."""
+    import tensorflow as tf
+
+    methods = {}
+    for name, value in namespace.items():
+        if name.startswith("_") or not isinstance(value, tf.Module):
+            continue
+        for klass in type(value).__mro__:
+            for attribute, member in vars(klass).items():
+                if hasattr(member, "get_concrete_function") and looks_like_loss(attribute):
+                    methods.setdefault(f"{name}.{attribute}", getattr(value, attribute))
+    return methods
 
 
 def _attribute_path(namespace: dict[str, Any], dotted: str) -> Any:
