@@ -157,3 +157,17 @@ def test_tf1_saved_model(tmp_path: Path) -> None:
         assert _dead(report) == tf_dead
     # Without --loss, the only loss-like output is chosen.
     assert _dead(check(path, None)) == tf_dead
+
+
+def test_verify_asks_tensorflow_in_its_own_process(
+    zoo_saved: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    path, _ = zoo_saved
+    verification = check(path, "loss", verify=True).verification
+    assert verification is not None and verification.agrees, verification
+    stripped = tmp_path / "stripped"
+    shutil.copytree(path, stripped)
+    shutil.rmtree(stripped / "variables")
+    report = check(stripped, "loss", verify=True)
+    assert report.verification is not None and report.verification.error
+    assert "GC004" in {f.code for f in report.findings}
