@@ -20,9 +20,10 @@ How a program is made:
    `tf.while_loop` that always runs 2–4 times (`While`), a nested `tf.function` (`Inner`), a
    `tf.custom_gradient` (`CustomGradient`), an assignment (`Assign`), a plain differentiable
    term (`Plain`). Live variables join constructs as differentiable parts (add, mul, matmul,
-   matvec, tanh, sigmoid, exp, square, reduce_sum, concat, gather with the variable as params);
-   dead variables only appear behind their cut. Loops and inner functions may nest constructs.
-   Some variables, live or dead, also appear behind an extra cut elsewhere.
+   matvec, tanh, sigmoid, exp, square, reduce_sum, concat and slices that keep every element,
+   gather with the variable as params); dead variables only appear behind their cut. Loops and
+   inner functions may nest constructs. Some variables, live or dead, also appear behind an
+   extra cut elsewhere.
 3. The loss is a float32 scalar `loss(x)`, `x` of shape [4] drawn from U(-1, 1), exposed as
    `m.loss`, a `tf.function` with an `input_signature`.
 
@@ -441,7 +442,7 @@ class _Generator:
             return _Expr(f"tf.square({inner.code})", inner.bound**2)
         return expr
 
-    def _binary(self, a: _Expr, b: _Expr) -> _Expr:
+    def _binary(self, scope: _Scope, a: _Expr, b: _Expr) -> _Expr:
         op = self.rng.choice(("add", "mul", "mul", "concat_sum", "concat_stride", "reduce_mul"))
         if op == "add":
             out = _Expr(f"({a.code} + {b.code})", a.bound + b.bound)
@@ -453,7 +454,11 @@ class _Generator:
                 a.bound + b.bound,
             )
         elif op == "concat_stride":
-            out = _Expr(f"tf.concat([{a.code}, {b.code}], 0)[::2]", max(a.bound, b.bound))
+            # Strided slices that together keep every element: a slice that drops elements
+            # can drop all of a variable's, a structural zero that only element-level
+            # reasoning sees (TensorFlow says "zero").
+            joined = self._bind(scope, _Expr(f"tf.concat([{a.code}, {b.code}], 0)", 0.0), "c")
+            out = _Expr(f"({joined.code}[::2] + {joined.code}[1::2])", 2 * max(a.bound, b.bound))
         else:
             out = _Expr(f"(tf.reduce_sum({a.code}) * {b.code})", 4 * a.bound * b.bound)
         return self._squash(out, 8)
@@ -465,7 +470,7 @@ class _Generator:
         for part in parts[1:]:
             if self.rng.random() < 0.3:
                 part = self._unary(part)
-            result = self._maybe_bind(scope, self._binary(result, part))
+            result = self._maybe_bind(scope, self._binary(scope, result, part))
         if self.rng.random() < 0.3:
             result = self._unary(result)
         return self._maybe_bind(scope, result)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import shutil
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,7 @@ def failure(case: Case, form: str, error: BaseException) -> str:
     return "\n".join([f"seed {case.seed} ({form}) raised\n{trace}", *details(case)])
 
 
-def check_group(seeds: range, check: Any) -> None:
+def check_group(seeds: range, check: Callable[[Case], list[str]]) -> None:
     problems = []
     for seed in seeds:
         problems.extend(check(case(seed)))
