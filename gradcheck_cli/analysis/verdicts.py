@@ -41,6 +41,27 @@ class Blocker:
 
 
 @dataclass(frozen=True)
+class PathStep:
+    """One op on a path from a variable to the loss; `cut` says why gradient stops there."""
+
+    op: str
+    op_type: str
+    function: str | None = None
+    location: SourceLocation | None = None
+    cut: Reason | None = None
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A data edge on a dead variable's way to the loss, between ops named `function/op`
+    (`function` is empty in the top graph); `cut` when gradient cannot cross it."""
+
+    source: str
+    target: str
+    cut: bool = False
+
+
+@dataclass(frozen=True)
 class VariableVerdict:
     name: str
     path: str | None
@@ -52,6 +73,12 @@ class VariableVerdict:
     location: SourceLocation | None = None
     # Why an unused variable never reaches the loss, in words.
     explanation: str | None = None
+    # Blocked variables: one shortest path to the loss (variable first, loss last), and every
+    # edge on any of its paths to the loss (the subgraph `--format dot` draws).
+    path: tuple[PathStep, ...] = ()
+    subgraph: tuple[Edge, ...] = ()
+    # The cuts that would remain if every stop_gradient were removed (empty if none would).
+    cuts_without_stop_gradient: tuple[Blocker, ...] = ()
 
     @property
     def dead(self) -> bool:
