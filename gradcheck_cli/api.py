@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.analysis.analyse import analyse
-from gradcheck_cli.analysis.verdicts import Blocker, Reason, Status, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Analysis, Blocker, Reason, Status, VariableVerdict
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.findings.build import build_findings
+from gradcheck_cli.findings.build import Context, build_findings
+from gradcheck_cli.findings.fixes import variable_fix
 from gradcheck_cli.findings.report import Disagreement, Report, SourceInfo, Verification
-from gradcheck_cli.graph.model import Program, SourceLocation
+from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.loaders.bundle import Bundle
 
 
@@ -32,9 +33,10 @@ def check(
         program, loss_name = load_saved_model(path, loss)
         tf1 = program.top == "graph"
         source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
-        verdicts = analyse(program)
-        verification = _verify_saved_model(path, loss_name, verdicts) if verify else None
-        return _report(source, verdicts, program.notes, verification)
+        analysis = analyse(program)
+        verification = _verify_saved_model(path, loss_name, analysis.verdicts) if verify else None
+        context = Context(tuple(program.notes), verification, located=program.located)
+        return _report(source, analysis, context)
     if path.is_dir():
         raise GradcheckError(f"{path} is a folder without saved_model.pb: not a SavedModel")
     if path.suffix != ".py":
@@ -88,37 +90,45 @@ def _name_of(function: Any) -> str:
 
 def report_from_bundle(bundle: Bundle, source: SourceInfo, verify: bool) -> Report:
     if bundle.kind == "eager":
-        verdicts = _eager_verdicts(bundle)
+        analysis = Analysis(_eager_verdicts(bundle))
         notes = list(bundle.notes)
-        program: Program | None = None
     else:
         from gradcheck_cli.loaders.from_bundle import program_from_bundle
 
         program = program_from_bundle(bundle)
-        verdicts = analyse(program)
+        analysis = analyse(program)
         notes = program.notes
     verification = None
     if verify:
         verification = compare(
-            verdicts, bundle.tf_verdicts, bundle.verify_error, bundle.verify_method
+            analysis.verdicts, bundle.tf_verdicts, bundle.verify_error, bundle.verify_method
         )
     left = (bundle.eager.left_at, bundle.eager.reason) if bundle.eager is not None else None
-    return _report(source, verdicts, notes, verification, left)
+    return _report(source, analysis, Context(tuple(notes), verification, left))
 
 
-def _report(
-    source: SourceInfo,
-    verdicts: tuple[VariableVerdict, ...],
-    notes: list[str],
-    verification: Verification | None,
-    left_tensorflow: tuple[SourceLocation | None, str] | None = None,
-) -> Report:
+def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
+    lines = SourceLines()
+    findings = build_findings(analysis, context, lines)
+    locations = [f.location for f in findings]
+    for verdict in analysis.verdicts:
+        locations.append(verdict.location)
+        locations += [b.location for b in verdict.blockers]
+        locations += [step.location for step in verdict.route]
+    code = {}
+    for location in locations:
+        text = lines.line(location)
+        if location is not None and text is not None:
+            code[(location.file, location.line)] = text
+    fixes = {v.name: variable_fix(v, lines) for v in analysis.verdicts if v.dead}
     return Report(
         source=source,
-        variables=verdicts,
-        findings=build_findings(verdicts, notes, verification, left_tensorflow),
-        verification=verification,
-        notes=tuple(notes),
+        variables=analysis.verdicts,
+        findings=findings,
+        verification=context.verification,
+        notes=context.notes,
+        code=code,
+        fixes=fixes,
     )
 
 

@@ -13,6 +13,7 @@ import click
 from gradcheck_cli import __version__
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.reporters import Format, render
+from gradcheck_cli.reporters.terminal import TerminalOptions
 
 
 class ExitCode(enum.IntEnum):
@@ -29,6 +30,9 @@ class Options:
     verify: bool
     color: str
     debug: bool
+    why: str | None = None
+    quiet: bool = False
+    verbose: bool = False
 
 
 def _use_color(choice: str) -> bool:
@@ -39,6 +43,22 @@ def _use_color(choice: str) -> bool:
     if os.environ.get("FORCE_COLOR"):
         return True
     return sys.stdout.isatty()
+
+
+def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> None:
+    # Eager, so it runs before click checks that MODEL was given.
+    if code is None or ctx.resilient_parsing:
+        return
+    from gradcheck_cli.reporters.explain import render_explanation
+
+    width = 100 if not sys.stdout.isatty() else _terminal_width()
+    try:
+        text = render_explanation(code, color=_use_color("auto"), width=width)
+    except GradcheckError as error:
+        click.echo(f"gradcheck: error: {error}", err=True)
+        ctx.exit(ExitCode.ERROR)
+    click.echo(text, nl=False)
+    ctx.exit(ExitCode.CLEAN)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -65,10 +85,29 @@ def _use_color(choice: str) -> bool:
     show_default=True,
     help="Colour the terminal report (NO_COLOR and FORCE_COLOR are honoured with auto).",
 )
+@click.option("--why", metavar="VARIABLE", help="Explain one variable only (its name or path).")
+@click.option("--quiet", "-q", is_flag=True, help="Print only the one-line verdict.")
+@click.option("--verbose", "-v", is_flag=True, help="Also show informational findings.")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
+@click.option(
+    "--explain",
+    metavar="CODE",
+    is_eager=True,
+    expose_value=False,
+    callback=_explain,
+    help="Explain a rule (e.g. GC101) and exit; 'all' lists every rule.",
+)
 @click.version_option(__version__, prog_name="gradcheck")
 def command(
-    model: str, loss: str | None, output_format: str, verify: bool, color: str, debug: bool
+    model: str,
+    loss: str | None,
+    output_format: str,
+    verify: bool,
+    color: str,
+    why: str | None,
+    quiet: bool,
+    verbose: bool,
+    debug: bool,
 ) -> None:
     """Find the trainable variables that LOSS can never train in MODEL, and say why.
 
@@ -76,7 +115,7 @@ def command(
     "__main__"). Exit codes: 0 no dead trainable variable, 1 dead variables, 2 the input could
     not be analysed.
     """
-    options = Options(model, loss, Format(output_format), verify, color, debug)
+    options = Options(model, loss, Format(output_format), verify, color, debug, why, quiet, verbose)
     sys.exit(run(options))
 
 
@@ -97,13 +136,22 @@ def run(options: Options) -> ExitCode:
             err=True,
         )
         return ExitCode.ERROR
-    width = 100 if not sys.stdout.isatty() else None
-    text = render(
-        report,
-        options.output_format,
+    if options.why is not None and not any(
+        options.why in (v.name, v.path) for v in report.variables
+    ):
+        names = ", ".join(v.name for v in report.variables[:12])
+        click.echo(
+            f"gradcheck: error: no variable named {options.why!r}; variables: {names}", err=True
+        )
+        return ExitCode.ERROR
+    terminal = TerminalOptions(
         color=_use_color(options.color),
-        width=width or _terminal_width(),
+        width=_terminal_width() if sys.stdout.isatty() else 100,
+        focus=options.why,
+        quiet=options.quiet,
+        verbose=options.verbose,
     )
+    text = render(report, options.output_format, terminal)
     click.echo(text, nl=False)
     return ExitCode.DEAD_VARIABLES if report.dead else ExitCode.CLEAN
 

@@ -148,6 +148,6 @@ def test_eager_only_loss_names_the_line_that_leaves_tensorflow(
     verdicts = dead_in_script(str(script), "loss")
     dead = {v["name"] for v in report["variables"] if v["status"] in ("blocked", "unused")}
     assert dead == dead_names(verdicts)
-    (left,) = [f for f in report["findings"] if f["code"] == "GC103"]
+    (left,) = [f for f in report["findings"] if f["code"] == "GC109"]
     line = script.read_text().splitlines()[left["location"]["line"] - 1]
     assert marker in line

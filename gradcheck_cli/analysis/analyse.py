@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from gradcheck_cli.analysis.concerns import find_concerns
 from gradcheck_cli.analysis.cuts import CutFinder
 from gradcheck_cli.analysis.reachability import Reachability
-from gradcheck_cli.analysis.verdicts import Blocker, Status, VariableVerdict
-from gradcheck_cli.graph.model import Program, TensorRef, Variable
+from gradcheck_cli.analysis.verdicts import (
+    Analysis,
+    Blocker,
+    Edge,
+    PathStep,
+    Reason,
+    Status,
+    VariableVerdict,
+)
+from gradcheck_cli.graph.model import Program, TensorRef
 
 _ASSIGN_OPS = frozenset(
     {
@@ -19,17 +28,22 @@ _ASSIGN_OPS = frozenset(
 )
 
 
-def analyse(program: Program) -> tuple[VariableVerdict, ...]:
-    """One verdict per candidate variable, in the program's variable order."""
-    gradient = Reachability(program, gradient=True).top_masks()
+def analyse(program: Program) -> Analysis:
+    """One verdict per candidate variable, in the program's variable order, and the concerns."""
+    gradient_pass = Reachability(program, gradient=True)
+    gradient = gradient_pass.top_masks()
     structural_pass = Reachability(program, gradient=False)
     structural = structural_pass.top_masks()
     finder = CutFinder(program, structural_pass)
+    without_stop_gradient: dict[TensorRef, int] | None = None
     verdicts = []
     for variable in program.variables:
         source = variable.source
         explanation = None
         blockers: tuple[Blocker, ...] = ()
+        route: tuple[PathStep, ...] = ()
+        subgraph: tuple[Edge, ...] = ()
+        remaining: tuple[Blocker, ...] = ()
         if not variable.trainable:
             status = Status.FROZEN
         elif source is None:
@@ -39,12 +53,35 @@ def analyse(program: Program) -> tuple[VariableVerdict, ...]:
             status = Status.OK
         elif structural.get(source, 0):
             status = Status.BLOCKED
-            blockers = tuple(finder.cuts(source))
+            cuts, route, subgraph = finder.explain(source)
+            blockers = tuple(cuts)
+            if any(b.reason is Reason.STOP_GRADIENT for b in blockers):
+                if without_stop_gradient is None:
+                    without_stop_gradient = Reachability(
+                        program, gradient=True, ignore=frozenset({Reason.STOP_GRADIENT})
+                    ).top_masks()
+                if not without_stop_gradient.get(source, 0):
+                    remaining = tuple(b for b in blockers if b.reason is not Reason.STOP_GRADIENT)
         else:
             status = Status.UNUSED
             explanation = _why_unused(program, source)
-        verdicts.append(_verdict(variable, status, blockers, explanation))
-    return tuple(verdicts)
+        verdicts.append(
+            VariableVerdict(
+                name=variable.name,
+                path=variable.path,
+                trainable=variable.trainable,
+                dtype=variable.dtype,
+                shape=variable.shape,
+                status=status,
+                blockers=blockers,
+                location=variable.location,
+                explanation=explanation,
+                route=route,
+                subgraph=subgraph,
+                cuts_without_stop_gradient=remaining,
+            )
+        )
+    return Analysis(tuple(verdicts), find_concerns(program, gradient_pass, structural_pass))
 
 
 def _why_unused(program: Program, source: TensorRef) -> str:
@@ -55,19 +92,3 @@ def _why_unused(program: Program, source: TensorRef) -> str:
     if readers:
         return "it is read, but nothing computed from it reaches the loss"
     return "the loss function receives it but never reads it"
-
-
-def _verdict(
-    variable: Variable, status: Status, blockers: tuple[Blocker, ...], explanation: str | None
-) -> VariableVerdict:
-    return VariableVerdict(
-        name=variable.name,
-        path=variable.path,
-        trainable=variable.trainable,
-        dtype=variable.dtype,
-        shape=variable.shape,
-        status=status,
-        blockers=blockers,
-        location=variable.location,
-        explanation=explanation,
-    )

@@ -12,7 +12,7 @@ from gradcheck_cli.analysis.reachability import (
     branches_of,
     callee_of,
 )
-from gradcheck_cli.analysis.verdicts import Blocker, Reason
+from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep, Reason
 from gradcheck_cli.differentiability.rules import SHAPE_OPS, input_cut
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
@@ -28,12 +28,20 @@ class CutFinder:
 
     def cuts(self, source: TensorRef) -> list[Blocker]:
         """Every cut between `source` and the loss in the top body and the functions it calls."""
+        return self.explain(source)[0]
+
+    def explain(
+        self, source: TensorRef
+    ) -> tuple[list[Blocker], tuple[PathStep, ...], tuple[Edge, ...]]:
+        """The cuts, one shortest path to the loss, and every top-level edge on the way."""
         body = self.program.top_body
-        blockers = _dedupe(self._walk(body, [source], self.structural.top_masks()))
+        trace = _Trace()
+        blockers = _dedupe(self._walk(body, [source], self.structural.top_masks(), trace))
         # A shape read (tf.shape, a reduction over an unknown rank) is worth naming only when
         # it is the variable's sole way to the loss.
         value_cuts = [b for b in blockers if b.op_type not in SHAPE_OPS]
-        return value_cuts or blockers
+        path = trace.path(body, source, self.program.loss)
+        return value_cuts or blockers, path, tuple(sorted(trace.edges.values(), key=_edge_key))
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -49,7 +57,11 @@ class CutFinder:
         return self._inside[key]
 
     def _walk(
-        self, body: Body, seeds: Iterable[TensorRef], masks: dict[TensorRef, int]
+        self,
+        body: Body,
+        seeds: Iterable[TensorRef],
+        masks: dict[TensorRef, int],
+        trace: _Trace | None = None,
     ) -> list[Blocker]:
         consumers = self._consumer_map(body)
         found: list[Blocker] = []
@@ -71,6 +83,7 @@ class CutFinder:
                 ]
                 if not reached:
                     continue
+                before = len(found)
                 if node.op_type in WHILE_OPS:
                     found.extend(self._while_cuts(body, node, i))
                     forward(node, reached)
@@ -97,9 +110,14 @@ class CutFinder:
                     cut = input_cut(node, i, dtype, self.program.custom_gradients)
                     if cut is not None and not cut.inherited:
                         found.append(_blocker(body, node, cut.reason, cut.message))
+                    if trace is not None:
+                        trace.add(ref.node, node, cut.reason if cut and not cut.inherited else None)
                     if node.op_type in SHAPE_OPS:
                         continue  # only the shape goes on: what follows is shape arithmetic
                     forward(node, reached)
+                    continue
+                if trace is not None:
+                    trace.add(ref.node, node, found[before].reason if len(found) > before else None)
         return found
 
     def _while_cuts(self, body: Body, node: Node, i: int) -> list[Blocker]:
@@ -143,6 +161,43 @@ class CutFinder:
                     consumers.setdefault(ref, []).append((node, i))
             self._consumers[body.name] = consumers
         return self._consumers[body.name]
+
+
+class _Trace:
+    """What a walk through the top body saw: its edges and the first way it reached each op."""
+
+    def __init__(self) -> None:
+        self.edges: dict[tuple[str, str], Edge] = {}
+        self.parent: dict[str, str] = {}
+        self.cut_at: dict[str, Reason] = {}
+
+    def add(self, source: str, node: Node, cut: Reason | None) -> None:
+        key = (source, node.name)
+        if key not in self.edges or cut is not None:
+            self.edges[key] = Edge(source, node.name, cut is not None)
+        self.parent.setdefault(node.name, source)
+        if cut is not None:
+            self.cut_at.setdefault(node.name, cut)
+
+    def path(self, body: Body, source: TensorRef, loss: TensorRef) -> tuple[PathStep, ...]:
+        names = [loss.node]
+        while (
+            names[-1] != source.node and names[-1] in self.parent and len(names) <= len(body.nodes)
+        ):
+            names.append(self.parent[names[-1]])
+        if names[-1] != source.node:
+            return ()
+        steps = []
+        for name in reversed(names):
+            node = body.nodes[name]
+            steps.append(
+                PathStep(node.name, node.op_type, None, node.location, self.cut_at.get(name))
+            )
+        return tuple(steps)
+
+
+def _edge_key(edge: Edge) -> tuple[str, str]:
+    return (edge.source, edge.target)
 
 
 def _blocker(body: Body, node: Node, reason: Reason, message: str) -> Blocker:

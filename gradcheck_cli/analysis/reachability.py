@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 
+from gradcheck_cli.analysis.verdicts import Reason
 from gradcheck_cli.differentiability.rules import input_cut
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef, is_trainable_dtype
 
@@ -47,9 +48,13 @@ def is_control_flow(node: Node) -> bool:
 class Reachability:
     """Masks of every tensor, per body, in one mode (`gradient=True`: only gradient edges)."""
 
-    def __init__(self, program: Program, *, gradient: bool) -> None:
+    def __init__(
+        self, program: Program, *, gradient: bool, ignore: frozenset[Reason] = frozenset()
+    ) -> None:
+        """`ignore`: cut reasons to treat as passing gradient ("what if no stop_gradient")."""
         self.program = program
         self.gradient = gradient
+        self.ignore = ignore
         self._summaries: dict[str, list[int]] = {}
         self._masks: dict[str, dict[TensorRef, int]] = {}
         self._in_progress: set[str] = set()
@@ -125,7 +130,8 @@ class Reachability:
             return
         for i, ref in enumerate(node.inputs):
             dtype = body.input_dtype(ref)
-            if input_cut(node, i, dtype, self.program.custom_gradients) is None:
+            cut = input_cut(node, i, dtype, self.program.custom_gradients)
+            if cut is None or cut.reason in self.ignore:
                 yield i, live
 
     def _through(self, callee: str, out_masks: list[int]) -> Iterator[tuple[int, int]]:

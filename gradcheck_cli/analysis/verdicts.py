@@ -75,7 +75,7 @@ class VariableVerdict:
     explanation: str | None = None
     # Blocked variables: one shortest path to the loss (variable first, loss last), and every
     # edge on any of its paths to the loss (the subgraph `--format dot` draws).
-    path: tuple[PathStep, ...] = ()
+    route: tuple[PathStep, ...] = ()
     subgraph: tuple[Edge, ...] = ()
     # The cuts that would remain if every stop_gradient were removed (empty if none would).
     cuts_without_stop_gradient: tuple[Blocker, ...] = ()
@@ -83,3 +83,29 @@ class VariableVerdict:
     @property
     def dead(self) -> bool:
         return self.status in (Status.BLOCKED, Status.UNUSED)
+
+
+class ConcernKind(str, enum.Enum):
+    STOP_GRADIENT_UNUSED = "stop_gradient_unused"
+    STOP_GRADIENT_REDUNDANT = "stop_gradient_redundant"
+    STOP_GRADIENT_NO_EFFECT = "stop_gradient_no_effect"
+    CUT_IN_BRANCH = "cut_in_branch"
+
+
+@dataclass(frozen=True)
+class Concern:
+    """Something suspicious that does not make a variable dead (a useless stop_gradient...)."""
+
+    kind: ConcernKind
+    op: str
+    op_type: str
+    function: str | None = None
+    location: SourceLocation | None = None
+    variables: tuple[str, ...] = ()
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Analysis:
+    verdicts: tuple[VariableVerdict, ...]
+    concerns: tuple[Concern, ...] = ()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
 from gradcheck_cli.findings.finding import Finding
+from gradcheck_cli.graph.model import SourceLocation
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,13 @@ class Report:
     findings: tuple[Finding, ...] = ()
     verification: Verification | None = None
     notes: tuple[str, ...] = field(default=())
+    # The user's code at every location the report names, keyed by (file, line).
+    code: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    # What to write instead, per dead variable name.
+    fixes: Mapping[str, str] = field(default_factory=dict)
+
+    def code_at(self, location: SourceLocation | None) -> str | None:
+        return None if location is None else self.code.get((location.file, location.line))
 
     def count(self, status: Status) -> int:
         return sum(1 for v in self.variables if v.status is status)

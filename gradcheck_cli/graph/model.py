@@ -119,6 +119,8 @@ class Program:
     custom_gradients: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # What the loader could not model; each becomes a finding.
     notes: list[str] = field(default_factory=list)
+    # False when the model carries no source locations at all (a SavedModel without debug info).
+    located: bool = True
 
     @property
     def top_body(self) -> Body:

@@ -68,11 +68,7 @@ def load_saved_model(path: Path, loss: str | None) -> tuple[Program, str]:
         chosen = candidates[name]
         program = _tf1_program(meta_graph, builder, chosen)
     program.notes.extend(builder.notes)
-    if locations is None:
-        program.notes.append(
-            "this SavedModel has no debug info, so cuts are located by op name only; save it "
-            "with tf.saved_model.SaveOptions(save_debug_info=True) to get source lines"
-        )
+    program.located = locations is not None
     return program, name
 
 

@@ -190,7 +190,7 @@ def _module_methods(namespace: dict[str, Any]) -> dict[str, Any]:
     """`model.loss` for every loss-like tf.function method of a module-level tf.Module."""
     import tensorflow as tf
 
-    methods = {}
+    methods: dict[str, Any] = {}
     for name, value in namespace.items():
         if name.startswith("_") or not isinstance(value, tf.Module):
             continue
@@ -367,7 +367,6 @@ def _eager_fallback(
 def _gradient_verdicts(tape: Any, result: Any, variables: list[Any]) -> list[str]:
     """One tape.gradient call for all variables: a persistent tape fails on restored While loops."""
     import numpy as np
-
     import tensorflow as tf
 
     if not isinstance(result, (tf.Tensor, tf.Variable)):

@@ -9,10 +9,11 @@ import os
 class Format(str, enum.Enum):
     TERMINAL = "terminal"
     JSON = "json"
+    DOT = "dot"
 
 
-def render(report: object, output_format: Format, *, color: bool = False, width: int = 100) -> str:
-    """The report in `output_format`; colour applies to the terminal format only."""
+def render(report: object, output_format: Format, terminal: object = None) -> str:
+    """The report in `output_format`; `terminal` (TerminalOptions) shapes the terminal format."""
     from gradcheck_cli.findings.report import Report
 
     assert isinstance(report, Report)
@@ -20,9 +21,14 @@ def render(report: object, output_format: Format, *, color: bool = False, width:
         from gradcheck_cli.reporters.json_reporter import render_json
 
         return render_json(report)
-    from gradcheck_cli.reporters.terminal import render_terminal
+    if output_format is Format.DOT:
+        from gradcheck_cli.reporters.dot import render_dot
 
-    return render_terminal(report, color=color, width=width)
+        return render_dot(report)
+    from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+
+    options = terminal if isinstance(terminal, TerminalOptions) else TerminalOptions()
+    return render_terminal(report, options)
 
 
 def display_path(path: str) -> str:

@@ -1,16 +1,17 @@
-"""The terminal report: a table of the variables, then the cuts of each dead one."""
+"""The terminal report: the story of each dead variable, the warnings, a summary and a verdict."""
 
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
-from gradcheck_cli.findings.finding import Severity
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Reason, Status, VariableVerdict
+from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import display_path
@@ -22,28 +23,225 @@ _STATUS_STYLE = {
     Status.FROZEN: "dim",
 }
 _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+_PLAIN_WORDS = {
+    Reason.STOP_GRADIENT: "stop_gradient hides its input from the gradient",
+    Reason.INTEGER_DTYPE: "integer tensors carry no gradient",
+    Reason.NON_DIFFERENTIABLE_OP: "this op has no gradient",
+    Reason.INDEX_OR_SHAPE_INPUT: "an index, shape or condition carries no gradient",
+    Reason.CUSTOM_GRADIENT_NONE: "the custom gradient returns None for it",
+    Reason.ZERO_GRADIENT: "its gradient is zero everywhere",
+    Reason.ASSIGN: "an assignment carries no gradient",
+    Reason.OTHER: "gradient cannot cross it",
+}
+# Ops that only pass a value along; long runs of them are collapsed in a path.
+_QUIET_OPS = frozenset(
+    {
+        "Identity",
+        "IdentityN",
+        "ReadVariableOp",
+        "_Arg",
+        "Reshape",
+        "Squeeze",
+        "ExpandDims",
+        "Enter",
+        "Exit",
+        "Switch",
+        "Merge",
+    }
+)
+_LONG_RUN = 3
 
 
-def render_terminal(report: Report, *, color: bool, width: int = 100) -> str:
+@dataclass(frozen=True)
+class TerminalOptions:
+    color: bool = False
+    width: int = 100
+    focus: str | None = None  # --why VAR
+    quiet: bool = False  # -q: the verdict only
+    verbose: bool = False  # info findings too
+
+
+def render_terminal(report: Report, options: TerminalOptions) -> str:
     buffer = io.StringIO()
     console = Console(
         file=buffer,
-        width=width,
-        force_terminal=color,
-        no_color=not color,
-        color_system="standard" if color else None,
+        width=options.width,
+        force_terminal=options.color,
+        no_color=not options.color,
+        color_system="standard" if options.color else None,
         highlight=False,
+        emoji=False,
     )
-    write(console, report)
+    write(console, report, options)
     return buffer.getvalue()
 
 
-def write(console: Console, report: Report) -> None:
+def write(console: Console, report: Report, options: TerminalOptions) -> None:
+    if options.quiet:
+        console.print(_verdict_line(report))
+        return
     source = report.source
     console.print(
-        f"[bold]gradcheck[/] {escape(source.path)} ({escape(source.kind)}), "
+        f"[bold]gradcheck[/] {escape(display_path(source.path))} ({escape(source.kind)}), "
         f"loss [bold]{escape(source.loss)}[/]"
     )
+    if options.focus is not None:
+        chosen = [v for v in report.variables if options.focus in (v.name, v.path)]
+        for verdict in chosen:
+            _write_story(console, report, verdict)
+        return
+    for verdict in report.dead:
+        _write_story(console, report, verdict)
+    _write_findings(console, report, options)
+    console.print()
+    _write_summary(console, report)
+    console.print()
+    console.print(_verdict_line(report))
+
+
+# -- one variable ---------------------------------------------------------------------------------
+
+
+def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> None:
+    console.print()
+    style = _STATUS_STYLE[verdict.status]
+    console.print(
+        f"[{style}]{verdict.status.value}[/] [bold]{escape(verdict.name)}[/] "
+        f"[dim]shape {escape(_shape(verdict))}[/]"
+    )
+    if verdict.location is not None:
+        console.print(f"  created at {escape(_where(verdict.location))}")
+        _write_code(console, report, verdict.location)
+    if verdict.status is Status.OK:
+        console.print("  gets gradient from the loss")
+        return
+    if verdict.status is Status.FROZEN:
+        console.print("  trainable=False: the optimizer leaves it alone on purpose")
+        return
+    if verdict.status is Status.UNUSED:
+        console.print(f"  never reaches the loss: {escape(verdict.explanation or '')}")
+    else:
+        if verdict.route:
+            console.print("  path to the loss:")
+            console.print(Text("    ") + _route_text(verdict.route))
+        for number, blocker in enumerate(verdict.blockers, start=1):
+            _write_cut(console, report, number, blocker)
+        hidden = _hidden_cuts_sentence(verdict)
+        if hidden:
+            console.print(f"  {escape(hidden)}")
+    fix = report.fixes.get(verdict.name)
+    if fix:
+        head, *code = fix.splitlines()
+        console.print(f"  [bold]fix:[/] {escape(head)}")
+        for line in code:
+            console.print(f"  [green]{escape(line)}[/]")
+
+
+def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) -> None:
+    if blocker.location is not None:
+        where = _where(blocker.location)
+    else:
+        scope = blocker.op.rpartition("/")[0]
+        where = f"op {blocker.op}" + (f" in name scope {scope}" if scope else "")
+    console.print(
+        f"  [red]cut {number}[/] [bold]{escape(blocker.op_type)}[/] "
+        f"[dim]({blocker.reason.value})[/] at {escape(where)}"
+    )
+    _write_code(console, report, blocker.location)
+    console.print(f"      {escape(blocker.message)}")
+
+
+def _write_code(console: Console, report: Report, location: SourceLocation | None) -> None:
+    code = report.code_at(location)
+    if location is None or code is None:
+        return
+    console.print(
+        Text(f"    {location.line:>5} | ", style="dim") + Text(code.rstrip()),
+        no_wrap=True,
+        overflow="ellipsis",
+    )
+
+
+def _route_text(route: tuple[PathStep, ...]) -> Text:
+    """`w → Mul → ✂ Cast → … 4 ops … → loss`: cuts highlighted, pass-through ops left out,
+    long runs without a cut collapsed, the name scope (Keras layer) shown where it changes."""
+    steps = [s for s in route[1:-1] if s.cut is not None or s.op_type not in _QUIET_OPS]
+    items: list[PathStep | int] = []
+    run: list[PathStep] = []
+    for step in [*steps, None]:
+        if step is not None and step.cut is None:
+            run.append(step)
+            continue
+        if len(run) > _LONG_RUN + 1:
+            items += [run[0], len(run) - 2, run[-1]]
+        else:
+            items += run
+        run = []
+        if step is not None:
+            items.append(step)
+    text = Text(route[0].op.split("/")[-1] if route else "variable", style="bold")
+    scope = ""
+    for item in items:
+        text.append(" → ")
+        if isinstance(item, int):
+            text.append(f"… {item} ops …", style="dim")
+            continue
+        step_scope = item.op.rpartition("/")[0]
+        if step_scope and step_scope != scope and step_scope.split("/")[-1] != item.op_type:
+            text.append(f"[{step_scope}] ", style="dim")
+        scope = step_scope
+        if item.cut is not None:
+            text.append(f"✂ {item.op_type}", style="bold red")
+        else:
+            text.append(item.op_type)
+    text.append(" → ")
+    text.append("loss", style="bold")
+    return text
+
+
+def _hidden_cuts_sentence(verdict: VariableVerdict) -> str | None:
+    stops = [b for b in verdict.blockers if b.reason is Reason.STOP_GRADIENT]
+    remaining = verdict.cuts_without_stop_gradient
+    if not stops or not remaining:
+        return None
+    stop_text = _list([_at("the tf.stop_gradient", b) for b in stops])
+    rest = _list([_at(f"the {b.op_type}", b) for b in remaining])
+    return f"even without {stop_text}, {rest} would still cut it."
+
+
+def _at(what: str, blocker: Blocker) -> str:
+    return f"{what} at line {blocker.location.line}" if blocker.location else f"{what} {blocker.op}"
+
+
+def _list(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# -- the rest ------------------------------------------------------------------------------------
+
+
+def _write_findings(console: Console, report: Report, options: TerminalOptions) -> None:
+    shown = [f for f in report.findings if _shown(f, options)]
+    if not shown:
+        return
+    console.print()
+    console.print("[bold]warnings and notes[/]")
+    for item in shown:
+        style = _SEVERITY_STYLE[item.severity]
+        where = f" at {escape(_where(item.location))}" if item.location else ""
+        console.print(f"  [{style}]{item.code}[/]{where}: {escape(item.message)}")
+        _write_code(console, report, item.location)
+
+
+def _shown(item: Finding, options: TerminalOptions) -> bool:
+    if item.code.startswith("GC1"):
+        return item.code in ("GC109", "GC110")  # the stories above say the rest
+    if item.severity is Severity.INFO:
+        return options.verbose or item.code in ("GC003", "GC005")
+    return True
+
+
+def _write_summary(console: Console, report: Report) -> None:
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("variable", overflow="fold")
     table.add_column("status")
@@ -57,32 +255,6 @@ def write(console: Console, report: Report) -> None:
             str(len(verdict.blockers)) if verdict.blockers else "",
         )
     console.print(table)
-    for verdict in report.dead:
-        _write_dead(console, verdict)
-    findings = [f for f in report.findings if f.variable is None]
-    if findings:
-        console.print()
-    for finding in findings:
-        style = _SEVERITY_STYLE[finding.severity]
-        console.print(f"[{style}]{finding.code}[/] {escape(finding.message)}")
-    console.print()
-    console.print(_verdict_line(report))
-
-
-def _write_dead(console: Console, verdict: VariableVerdict) -> None:
-    console.print()
-    style = _STATUS_STYLE[verdict.status]
-    created = f" (created at {escape(_where(verdict.location))})" if verdict.location else ""
-    console.print(f"[{style}]{verdict.status.value}[/] [bold]{escape(verdict.name)}[/]{created}")
-    if verdict.status is Status.UNUSED:
-        console.print(f"  never reaches the loss: {escape(verdict.explanation or '')}")
-        return
-    for blocker in verdict.blockers:
-        where = _where(blocker.location) if blocker.location else f"op {blocker.op}"
-        console.print(
-            f"  [red]cut[/] {escape(blocker.op_type)} [dim]{escape(blocker.op)}[/] "
-            f"at {escape(where)}: {escape(blocker.message)} [dim]({blocker.reason.value})[/]"
-        )
 
 
 def _where(location: SourceLocation) -> str:
@@ -100,7 +272,9 @@ def _verdict_line(report: Report) -> str:
     counts = ", ".join(f"{summary[k]} {k}" for k in ("ok", "blocked", "unused", "frozen"))
     dead = len(report.dead)
     if dead:
+        verb = "is" if dead == 1 else "are"
         return (
-            f"[bold red]{dead} of {summary['trainable']} trainable variables are dead[/] ({counts})"
+            f"[bold red]{dead} of {summary['trainable']} trainable variables {verb} dead[/] "
+            f"({counts})"
         )
     return f"[bold green]every trainable variable gets gradient[/] ({counts})"

@@ -9,7 +9,7 @@ from tests.graph_factory import BodyFactory, program
 
 
 def _statuses(prog) -> dict[str, Status]:  # type: ignore[no-untyped-def]
-    return {v.name: v.status for v in analyse(prog)}
+    return {v.name: v.status for v in analyse(prog).verdicts}
 
 
 def test_cuts_are_listed_nearest_first_and_inherited_dtype_edges_are_hidden() -> None:
@@ -22,7 +22,7 @@ def test_cuts_are_listed_nearest_first_and_inherited_dtype_edges_are_hidden() ->
     back = top.op("back", "Cast", xored)
     stopped = top.op("stopped", "StopGradient", back)
     loss = top.op("loss", "Sum", stopped)
-    (verdict,) = analyse(program(top.body(loss), loss))
+    (verdict,) = analyse(program(top.body(loss), loss)).verdicts
     assert verdict.status is Status.BLOCKED
     assert [(b.op, b.reason) for b in verdict.blockers] == [
         ("as_int", Reason.INTEGER_DTYPE),
@@ -72,7 +72,9 @@ def test_a_variable_read_only_by_the_loop_condition_is_blocked_there() -> None:
         cond=("cond",),
     )
     loss = top.op("loss", "Sum", TensorRef("loop", 1))
-    verdicts = {v.name: v for v in analyse(program(top.body(loss), loss, loop_body, loop_cond))}
+    verdicts = {
+        v.name: v for v in analyse(program(top.body(loss), loss, loop_body, loop_cond)).verdicts
+    }
     assert verdicts["start"].status is Status.OK
     assert verdicts["limit"].status is Status.BLOCKED
     assert [(b.op, b.reason) for b in verdicts["limit"].blockers] == [

@@ -1,4 +1,4 @@
-"""A plain loss function that turns a tensor into a Python float: eager code, no gradient through it."""
+"""A plain loss function that turns a tensor into a Python float: no gradient through it."""
 
 import tensorflow as tf
 

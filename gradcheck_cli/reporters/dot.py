@@ -1,0 +1,253 @@
+"""The Graphviz (DOT) report: the subgraph between the dead variables and the loss."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from gradcheck_cli.analysis.verdicts import Edge, Status, VariableVerdict
+from gradcheck_cli.findings.report import Report
+from gradcheck_cli.reporters import display_path
+
+_LOSS = "loss"
+_VARIABLE_STYLE = {
+    Status.BLOCKED: {"color": "red", "fontcolor": "red"},
+    Status.UNUSED: {"color": "orange", "fontcolor": "darkorange"},
+}
+_CUT_STYLE = {"color": "red", "fontcolor": "red", "penwidth": "2"}
+
+# An attribute value: a string, or the lines of a label (joined with DOT's own line break).
+_Value = str | tuple[str, ...]
+
+
+def quote(text: str) -> str:
+    """`text` as a DOT double-quoted string.
+
+    Only `"` needs escaping for the DOT parser, but labels also read backslash sequences
+    (`\\n`, `\\l`, `\\N`...), so a backslash is doubled: names keep their own backslashes.
+    """
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n") + '"'
+
+
+@dataclass(frozen=True)
+class _OpFacts:
+    """What the verdicts tell about an op: its type, why gradient stops there, a short name."""
+
+    op_type: str | None = None
+    reasons: frozenset[str] = frozenset()
+    shown: str | None = None
+
+    def merge(self, other: _OpFacts) -> _OpFacts:
+        return _OpFacts(
+            self.op_type or other.op_type, self.reasons | other.reasons, self.shown or other.shown
+        )
+
+
+@dataclass(frozen=True)
+class _EdgeFacts:
+    cut: bool = False
+    reasons: frozenset[str] = frozenset()
+    # Dashed: the ops between the two ends are not known.
+    dashed: bool = False
+
+    def merge(self, other: _EdgeFacts) -> _EdgeFacts:
+        return _EdgeFacts(
+            self.cut or other.cut, self.reasons | other.reasons, self.dashed and other.dashed
+        )
+
+
+@dataclass
+class _Graph:
+    """Dead variables, ops and edges, united over every dead variable."""
+
+    variables: dict[str, VariableVerdict] = field(default_factory=dict)
+    ops: dict[str, _OpFacts] = field(default_factory=dict)
+    edges: dict[tuple[str, str], _EdgeFacts] = field(default_factory=dict)
+
+    def op(self, name: str, facts: _OpFacts) -> str:
+        node = f"op:{name}"
+        self.ops[node] = self.ops.get(node, _OpFacts()).merge(facts)
+        return node
+
+    def edge(self, source: str, target: str, facts: _EdgeFacts) -> None:
+        key = (source, target)
+        self.edges[key] = self.edges[key].merge(facts) if key in self.edges else facts
+
+
+def render_dot(report: Report) -> str:
+    """A Graphviz digraph: dead variables (boxes), the ops on their paths (ellipses, with
+    cut edges red and bold, labelled with the reason), the loss, and an "unused" cluster."""
+    graph = _Graph()
+    for verdict in report.variables:
+        if verdict.status is Status.BLOCKED:
+            _add_blocked(graph, verdict)
+    unused = sorted(
+        (v for v in report.variables if v.status is Status.UNUSED), key=lambda v: v.name
+    )
+    return _write(report, graph, unused)
+
+
+def _variable_id(verdict: VariableVerdict) -> str:
+    return f"variable:{verdict.name}"
+
+
+def _add_blocked(graph: _Graph, verdict: VariableVerdict) -> None:
+    variable = _variable_id(verdict)
+    graph.variables[variable] = verdict
+    facts = _FactIndex(verdict)
+    edges = list(verdict.subgraph)
+    # Route steps name their function, the top graph's included: show their op name alone.
+    shown: dict[str, str] = {}
+    if not edges:
+        edges = _route_edges(verdict)
+        shown = {_qualified(step.function, step.op): step.op for step in verdict.route}
+    if not edges:
+        _add_blockers_only(graph, verdict, variable)
+        return
+    for edge in edges:
+        source, target = (
+            graph.op(name, facts.get(name).merge(_OpFacts(shown=shown.get(name))))
+            for name in (edge.source, edge.target)
+        )
+        reasons = facts.get(edge.target).reasons if edge.cut else frozenset()
+        graph.edge(source, target, _EdgeFacts(edge.cut, reasons))
+    sources = {edge.source for edge in edges}
+    targets = {edge.target for edge in edges}
+    # The variable enters its subgraph where no edge comes in, and the loss is where no edge
+    # goes out; when a loop leaves no such op, the first and last edges name the ends.
+    for entry in sorted(sources - targets) or [edges[0].source]:
+        graph.edge(variable, f"op:{entry}", _EdgeFacts())
+    for exit_ in sorted(targets - sources) or [edges[-1].target]:
+        graph.edge(f"op:{exit_}", _LOSS, _EdgeFacts())
+
+
+def _route_edges(verdict: VariableVerdict) -> list[Edge]:
+    steps = verdict.route
+    return [
+        Edge(_qualified(a.function, a.op), _qualified(b.function, b.op), cut=b.cut is not None)
+        for a, b in zip(steps, steps[1:])
+    ]
+
+
+def _add_blockers_only(graph: _Graph, verdict: VariableVerdict, variable: str) -> None:
+    # Without a subgraph or a route, draw each cut between the variable and the loss, dashed.
+    for blocker in verdict.blockers:
+        reasons = frozenset({blocker.reason.value})
+        node = graph.op(
+            _qualified(blocker.function, blocker.op),
+            _OpFacts(blocker.op_type, reasons, shown=blocker.op),
+        )
+        graph.edge(variable, node, _EdgeFacts(cut=True, reasons=reasons, dashed=True))
+        graph.edge(node, _LOSS, _EdgeFacts(dashed=True))
+    if not verdict.blockers:
+        graph.edge(variable, _LOSS, _EdgeFacts(cut=True, dashed=True))
+
+
+def _qualified(function: str | None, op: str) -> str:
+    return f"{function}/{op}" if function else op
+
+
+class _FactIndex:
+    """Op type and cut reasons of the ops a verdict names, looked up by subgraph node name.
+
+    Subgraph names are `function/op`, with an empty function in the top graph, while blockers
+    and route steps also name the top graph's function: an exact `function/op` match wins,
+    then a match on the op name alone.
+    """
+
+    def __init__(self, verdict: VariableVerdict) -> None:
+        self._exact: dict[str, _OpFacts] = {}
+        self._bare: dict[str, _OpFacts] = {}
+        for step in verdict.route:
+            reasons = {step.cut.value} if step.cut is not None else set()
+            self._add(step.function, step.op, step.op_type, reasons)
+        for blocker in verdict.blockers:
+            self._add(blocker.function, blocker.op, blocker.op_type, {blocker.reason.value})
+
+    def _add(self, function: str | None, op: str, op_type: str, reasons: Iterable[str]) -> None:
+        facts = _OpFacts(op_type, frozenset(reasons))
+        for table, key in (
+            (self._exact, _qualified(function, op)),
+            (self._bare, op),
+            (self._bare, f"/{op}"),
+        ):
+            table[key] = table.get(key, _OpFacts()).merge(facts)
+
+    def get(self, name: str) -> _OpFacts:
+        return self._exact.get(name) or self._bare.get(name) or _OpFacts()
+
+
+def _variable_attrs(verdict: VariableVerdict) -> dict[str, _Value]:
+    return {
+        "label": (verdict.name, verdict.status.value),
+        "shape": "box",
+        **_VARIABLE_STYLE.get(verdict.status, {}),
+    }
+
+
+def _op_attrs(name: str, facts: _OpFacts) -> dict[str, _Value]:
+    shown = facts.shown or name.removeprefix("op:")
+    # The op type on a second line, unless the name already ends with it ("dense/MatMul").
+    if facts.op_type is None or shown.rsplit("/", 1)[-1] == facts.op_type:
+        label: tuple[str, ...] = (shown,)
+    else:
+        label = (shown, facts.op_type)
+    attrs: dict[str, _Value] = {"label": label, "shape": "ellipse"}
+    if facts.reasons:
+        attrs["color"] = "red"
+    return attrs
+
+
+def _edge_attrs(facts: _EdgeFacts) -> dict[str, _Value]:
+    attrs: dict[str, _Value] = {}
+    if facts.cut:
+        attrs.update(_CUT_STYLE)
+        attrs["style"] = "bold,dashed" if facts.dashed else "bold"
+        if facts.reasons:
+            attrs["label"] = ", ".join(sorted(facts.reasons))
+    elif facts.dashed:
+        attrs["style"] = "dashed"
+    return attrs
+
+
+def _write(report: Report, graph: _Graph, unused: list[VariableVerdict]) -> str:
+    title = f"gradcheck {display_path(report.source.path)}, loss {report.source.loss}"
+    nodes: dict[str, dict[str, _Value]] = {
+        _LOSS: {"label": f"loss: {report.source.loss}", "shape": "doubleoctagon"}
+    }
+    nodes.update({node: _variable_attrs(v) for node, v in graph.variables.items()})
+    nodes.update({node: _op_attrs(node, facts) for node, facts in graph.ops.items()})
+    lines = [
+        "digraph gradcheck {",
+        f"  graph [label={quote(title)}, labelloc=t, rankdir=LR];",
+        '  node [fontname="Helvetica"];',
+        '  edge [fontname="Helvetica"];',
+    ]
+    lines += [f"  {_statement(quote(node), attrs)};" for node, attrs in sorted(nodes.items())]
+    if unused:
+        lines += [
+            f"  subgraph {quote('cluster_unused')} {{",
+            f"    label={quote('unused')};",
+            f"    style={quote('dashed')};",
+        ]
+        lines += [f"    {_statement(quote(_variable_id(v)), _variable_attrs(v))};" for v in unused]
+        lines.append("  }")
+    for (source, target), facts in sorted(graph.edges.items()):
+        head = f"{quote(source)} -> {quote(target)}"
+        lines.append(f"  {_statement(head, _edge_attrs(facts))};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _statement(head: str, attrs: dict[str, _Value]) -> str:
+    if not attrs:
+        return head
+    listed = ", ".join(f"{key}={_value(value)}" for key, value in sorted(attrs.items()))
+    return f"{head} [{listed}]"
+
+
+def _value(value: _Value) -> str:
+    if isinstance(value, str):
+        return quote(value)
+    return '"' + "\\n".join(quote(line)[1:-1] for line in value) + '"'

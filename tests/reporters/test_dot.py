@@ -1,0 +1,305 @@
+"""`--format dot`: a well-formed Graphviz digraph of the dead variables' paths to the loss."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+from gradcheck_cli.analysis.verdicts import (
+    Blocker,
+    Edge,
+    PathStep,
+    Reason,
+    Status,
+    VariableVerdict,
+)
+from gradcheck_cli.findings.report import Report, SourceInfo
+from gradcheck_cli.reporters import Format, render
+from gradcheck_cli.reporters.dot import render_dot
+
+FN = "__inference_loss_17"
+
+
+# A small DOT reader: just enough of the grammar (graphviz.org/doc/info/lang.html) to check
+# the structure of what render_dot writes, without pydot or the dot binary.
+
+_TOKEN = re.compile(
+    r'\s*(?:(?P<string>"(?:\\.|[^"\\])*")|(?P<arrow>->)|(?P<punct>[{}\[\];=,])'
+    r"|(?P<word>[A-Za-z_0-9.]+))"
+)
+
+
+def _tokens(text: str) -> list[str]:
+    tokens, position = [], 0
+    while text[position:].strip():
+        match = _TOKEN.match(text, position)
+        assert match, f"cannot read DOT at {text[position : position + 40]!r}"
+        tokens.append(match.group(match.lastgroup or ""))
+        position = match.end()
+    return tokens
+
+
+def _unquote(token: str) -> str:
+    if not token.startswith('"'):
+        return token
+    # Inside a DOT string only \" is an escape; labels additionally read \\ and \n.
+    return token[1:-1].replace('\\"', '"')
+
+
+def _label_text(value: str) -> str:
+    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), value)
+
+
+@dataclass
+class Dot:
+    nodes: dict[str, dict[str, str]] = field(default_factory=dict)
+    edges: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    clusters: dict[str, list[str]] = field(default_factory=dict)
+
+    def node_labelled(self, first_line: str, shape: str = "ellipse") -> str:
+        """The one node of this shape whose label starts with `first_line`."""
+        found = [
+            node
+            for node, attrs in self.nodes.items()
+            if _label_text(attrs.get("label", node)).split("\n")[0] == first_line
+            and attrs.get("shape") == shape
+        ]
+        assert len(found) == 1, (first_line, found)
+        return found[0]
+
+    def edge(self, source: str, target: str) -> dict[str, str]:
+        found = [attrs for s, t, attrs in self.edges if (s, t) == (source, target)]
+        assert len(found) == 1, (source, target)
+        return found[0]
+
+
+def parse(text: str) -> Dot:
+    tokens = _tokens(text)
+    assert tokens[:3] == ["digraph", "gradcheck", "{"], tokens[:3]
+    dot = Dot()
+    depth, cluster, i = 0, None, 2
+
+    def attributes(i: int) -> tuple[dict[str, str], int]:
+        attrs: dict[str, str] = {}
+        if i < len(tokens) and tokens[i] == "[":
+            i += 1
+            while tokens[i] != "]":
+                key, equals, value = tokens[i : i + 3]
+                assert equals == "=", tokens[i : i + 3]
+                attrs[key] = _unquote(value)
+                i += 3
+                if tokens[i] == ",":
+                    i += 1
+            i += 1
+        return attrs, i
+
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "{":
+            depth, i = depth + 1, i + 1
+        elif token == "}":
+            depth, i = depth - 1, i + 1
+            assert depth >= 0, "unbalanced braces"
+            if depth == 1:
+                cluster = None
+        elif token == "subgraph":
+            cluster = _unquote(tokens[i + 1])
+            dot.clusters[cluster] = []
+            i += 2
+        elif token in ("graph", "node", "edge"):
+            _, i = attributes(i + 1)
+            assert tokens[i] == ";"
+            i += 1
+        elif i + 1 < len(tokens) and tokens[i + 1] == "=":
+            i += 3
+            assert tokens[i] == ";"
+            i += 1
+        elif i + 1 < len(tokens) and tokens[i + 1] == "->":
+            source, target = _unquote(token), _unquote(tokens[i + 2])
+            attrs, i = attributes(i + 3)
+            dot.edges.append((source, target, attrs))
+            assert tokens[i] == ";"
+            i += 1
+        else:
+            assert token.startswith('"'), f"unquoted id {token!r}"
+            node = _unquote(token)
+            assert node not in dot.nodes, f"{node} declared twice"
+            dot.nodes[node], i = attributes(i + 1)
+            if cluster is not None:
+                dot.clusters[cluster].append(node)
+            assert tokens[i] == ";"
+            i += 1
+    assert depth == 0, "unbalanced braces"
+    return dot
+
+
+def _check_structure(text: str) -> Dot:
+    dot = parse(text)
+    for source, target, _ in dot.edges:
+        assert source in dot.nodes, f"edge from undeclared {source}"
+        assert target in dot.nodes, f"edge to undeclared {target}"
+    assert len({(s, t) for s, t, _ in dot.edges}) == len(dot.edges), "duplicate edges"
+    if shutil.which("dot"):  # the real parser too, where Graphviz is installed
+        result = subprocess.run(
+            ["dot", "-Tsvg"], input=text, capture_output=True, text=True, check=False
+        )
+        assert result.returncode == 0, result.stderr
+    return dot
+
+
+def _verdict(name: str, status: Status, **fields: object) -> VariableVerdict:
+    return VariableVerdict(
+        name=name,
+        path=None,
+        trainable=True,
+        dtype="float32",
+        shape=(2, 2),
+        status=status,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def _seed_report() -> Report:
+    """The seed case: weights_i cut by a stop_gradient, and, behind it, a cast to int32."""
+    weights = _verdict(
+        'layer1/weights_i "fixed" [0]:0',
+        Status.BLOCKED,
+        blockers=(
+            Blocker("layer1/StopGradient", "StopGradient", Reason.STOP_GRADIENT, "m", FN),
+            Blocker("layer1/Cast", "Cast", Reason.INTEGER_DTYPE, "m", FN),
+        ),
+        route=(
+            PathStep("weights_i", "_Arg", FN),
+            PathStep("layer1/Mul", "Mul", FN),
+            PathStep("layer1/StopGradient", "StopGradient", FN, cut=Reason.STOP_GRADIENT),
+            PathStep("MatMul", "MatMul", FN),
+            PathStep("loss", "Mean", FN),
+        ),
+        subgraph=(
+            Edge("weights_i", "layer1/Mul"),
+            Edge("layer1/Mul", "layer1/StopGradient", cut=True),
+            Edge("layer1/Mul", "layer1/Cast", cut=True),
+            Edge("layer1/Cast", "layer1/Cast_1"),
+            Edge("layer1/StopGradient", "MatMul"),
+            Edge("layer1/Cast_1", "MatMul"),
+            Edge("MatMul", "loss"),
+        ),
+    )
+    # A second dead variable that shares the tail of the path: the edges are united.
+    scale = _verdict(
+        "scale",
+        Status.BLOCKED,
+        blockers=(Blocker("Round", "Round", Reason.NON_DIFFERENTIABLE_OP, "m", FN),),
+        subgraph=(
+            Edge("scale", "Round", cut=True),
+            Edge("Round", "MatMul"),
+            Edge("MatMul", "loss"),
+        ),
+    )
+    unused = _verdict("dense_1/kernel\\", Status.UNUSED, explanation="never called")
+    ok = _verdict("biases", Status.OK)
+    return Report(SourceInfo("model.py", "script", "loss"), (weights, scale, unused, ok))
+
+
+def test_the_seed_case_draws_every_path_with_the_cuts_in_red() -> None:
+    text = render_dot(_seed_report())
+    dot = _check_structure(text)
+    mul = dot.node_labelled("layer1/Mul")
+    stop = dot.node_labelled("layer1/StopGradient")
+    cast = dot.node_labelled("layer1/Cast")
+    for target, reason in ((stop, "stop_gradient"), (cast, "integer_dtype")):
+        attrs = dot.edge(mul, target)
+        assert attrs["color"] == "red" and "bold" in attrs["style"]
+        assert attrs["label"] == reason
+    round_ = dot.node_labelled("Round")
+    scale_op = dot.node_labelled("scale")
+    dot.edge(dot.node_labelled("scale", "box"), scale_op)
+    assert dot.edge(scale_op, round_)["color"] == "red"
+    assert _label_text(dot.nodes[round_]["label"]) == "Round"
+    # Edges that are not cut are not red.
+    assert dot.edge(dot.node_labelled("MatMul"), dot.node_labelled("loss")).get("color") != "red"
+
+
+def test_variables_are_boxes_with_their_status_and_lead_to_the_loss() -> None:
+    dot = _check_structure(render_dot(_seed_report()))
+    weights = dot.node_labelled('layer1/weights_i "fixed" [0]:0', "box")
+    assert _label_text(dot.nodes[weights]["label"]).split("\n")[1] == "blocked"
+    entry = dot.node_labelled("weights_i")
+    assert _label_text(dot.nodes[entry]["label"]) == "weights_i\n_Arg"
+    dot.edge(weights, entry)
+    loss = [n for n, a in dot.nodes.items() if a.get("shape") == "doubleoctagon"]
+    assert len(loss) == 1
+    reaching = {source for source, target, _ in dot.edges if target == loss[0]}
+    assert reaching == {dot.node_labelled("loss")}
+
+
+def test_unused_variables_are_isolated_boxes_in_a_cluster() -> None:
+    dot = _check_structure(render_dot(_seed_report()))
+    unused = dot.node_labelled("dense_1/kernel\\", "box")
+    clusters = [name for name, members in dot.clusters.items() if unused in members]
+    assert len(clusters) == 1 and clusters[0].startswith("cluster")
+    assert all(unused not in (s, t) for s, t, _ in dot.edges)
+    assert not any("biases" in node for node in dot.nodes), "ok variables are not drawn"
+
+
+def test_names_are_escaped() -> None:
+    text = render_dot(_seed_report())
+    assert r'label="layer1/weights_i \"fixed\" [0]:0\nblocked"' in text
+    assert r'label="dense_1/kernel\\\nunused"' in text
+
+
+def test_without_a_subgraph_the_route_or_the_blockers_are_drawn() -> None:
+    routed = _verdict(
+        "w",
+        Status.BLOCKED,
+        route=(
+            PathStep("w", "_Arg", FN),
+            PathStep("Cast", "Cast", FN, cut=Reason.INTEGER_DTYPE),
+            PathStep("loss", "Sum", FN),
+        ),
+    )
+    bare = _verdict(
+        "v",
+        Status.BLOCKED,
+        blockers=(Blocker("ArgMax", "ArgMax", Reason.NON_DIFFERENTIABLE_OP, "m", FN),),
+    )
+    report = Report(SourceInfo("m", "savedmodel", "loss"), (routed, bare))
+    dot = _check_structure(render_dot(report))
+    variable = dot.node_labelled("w", "box")
+    entry = dot.node_labelled("w")
+    assert _label_text(dot.nodes[entry]["label"]) == "w\n_Arg"
+    cast = dot.node_labelled("Cast")
+    dot.edge(variable, entry)
+    assert dot.edge(entry, cast)["color"] == "red"
+    assert dot.edge(entry, cast)["label"] == "integer_dtype"
+    dot.edge(cast, dot.node_labelled("loss"))
+    argmax = dot.node_labelled("ArgMax")
+    assert dot.edge(dot.node_labelled("v", "box"), argmax)["label"] == "non_differentiable_op"
+
+
+def test_output_is_deterministic_and_clean_reports_are_valid() -> None:
+    report = _seed_report()
+    reordered = Report(report.source, tuple(reversed(report.variables)))
+    assert render_dot(report) == render_dot(reordered)
+    clean = Report(SourceInfo("m", "savedmodel", "loss"), (_verdict("w", Status.OK),))
+    dot = _check_structure(render_dot(clean))
+    assert len(dot.nodes) == 1 and not dot.edges
+
+
+def test_the_format_enum_dispatches_to_dot() -> None:
+    assert Format("dot") is Format.DOT
+    assert render(_seed_report(), Format.DOT) == render_dot(_seed_report())
+
+
+def test_the_dot_reporter_does_not_import_tensorflow() -> None:
+    probe = (
+        "import sys, gradcheck_cli.reporters.dot, gradcheck_cli.reporters.explain; "
+        "print('tensorflow' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "False"
