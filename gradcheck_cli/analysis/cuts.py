@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 from collections.abc import Iterable
 
 from gradcheck_cli.analysis.reachability import (
@@ -39,9 +40,13 @@ class CutFinder:
         blockers = _dedupe(self._walk(body, [source], self.structural.top_masks(), trace))
         # A shape read (tf.shape, a reduction over an unknown rank) is worth naming only when
         # it is the variable's sole way to the loss.
-        value_cuts = [b for b in blockers if b.op_type not in SHAPE_OPS]
+        value_cuts = [b for b in blockers if b.op_type not in SHAPE_OPS] or blockers
+        # Cuts in the loss function itself name no function; cuts in the functions it calls do.
+        value_cuts = [
+            replace(b, function=None) if b.function == body.name else b for b in value_cuts
+        ]
         path = trace.path(body, source, self.program.loss)
-        return value_cuts or blockers, path, tuple(sorted(trace.edges.values(), key=_edge_key))
+        return value_cuts, path, tuple(sorted(trace.edges.values(), key=_edge_key))
 
     # -- internals ----------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -13,6 +14,7 @@ from rich.text import Text
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Reason, Status, VariableVerdict
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
+from gradcheck_cli.findings.source import assigned_name
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import display_path
 
@@ -123,7 +125,8 @@ def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> 
     else:
         if verdict.route:
             console.print("  path to the loss:")
-            console.print(Text("    ") + _route_text(verdict.route))
+            name = assigned_name(report.code_at(verdict.location)) or verdict.name.split("/")[-1]
+            console.print(Text("    ") + _route_text(name, verdict.route))
         for number, blocker in enumerate(verdict.blockers, start=1):
             _write_cut(console, report, number, blocker)
         hidden = _hidden_cuts_sentence(verdict)
@@ -143,6 +146,8 @@ def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) 
     else:
         scope = blocker.op.rpartition("/")[0]
         where = f"op {blocker.op}" + (f" in name scope {scope}" if scope else "")
+    if blocker.function is not None:
+        where += f" in function {function_name(blocker.function)}"
     console.print(
         f"  [red]cut {number}[/] [bold]{escape(blocker.op_type)}[/] "
         f"[dim]({blocker.reason.value})[/] at {escape(where)}"
@@ -162,7 +167,7 @@ def _write_code(console: Console, report: Report, location: SourceLocation | Non
     )
 
 
-def _route_text(route: tuple[PathStep, ...]) -> Text:
+def _route_text(name: str, route: tuple[PathStep, ...]) -> Text:
     """`w → Mul → ✂ Cast → … 4 ops … → loss`: cuts highlighted, pass-through ops left out,
     long runs without a cut collapsed, the name scope (Keras layer) shown where it changes."""
     steps = [s for s in route[1:-1] if s.cut is not None or s.op_type not in _QUIET_OPS]
@@ -179,7 +184,7 @@ def _route_text(route: tuple[PathStep, ...]) -> Text:
         run = []
         if step is not None:
             items.append(step)
-    text = Text(route[0].op.split("/")[-1] if route else "variable", style="bold")
+    text = Text(name, style="bold")
     scope = ""
     for item in items:
         text.append(" → ")
@@ -255,6 +260,11 @@ def _write_summary(console: Console, report: Report) -> None:
             str(len(verdict.blockers)) if verdict.blockers else "",
         )
     console.print(table)
+
+
+def function_name(name: str) -> str:
+    """`__inference_bucket_ids_123` -> `bucket_ids`, the name the user gave the function."""
+    return re.sub(r"_\d+$", "", name.removeprefix("__inference_"))
 
 
 def _where(location: SourceLocation) -> str:
