@@ -8,3 +8,12 @@ import os
 # float arithmetic off so gradients that are exactly zero stay exactly zero.
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
+
+
+def pytest_addoption(parser):  # type: ignore[no-untyped-def]
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        default=False,
+        help="rewrite the golden report files from the current output instead of comparing",
+    )

@@ -39,9 +39,15 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
     """What to write instead, for a dead variable as a whole."""
     name = python_name(verdict, source)
     if not verdict.blockers:
+        owner = verdict.name.split("/")[-2] if verdict.name.count("/") >= 1 else None
+        if owner is not None and assigned_name(source.line(verdict.location)) is None:
+            return (
+                f"call the layer {owner} in the forward pass, or delete it; if it is meant to "
+                "stay untrained, set its trainable attribute to False"
+            )
         return (
-            f"use {name} in the computation of the loss (call the layer that owns it), or delete "
-            f"it; if it is meant to stay untrained, create it with trainable=False"
+            f"use {name} in the computation of the loss, or delete it; if it is meant to stay "
+            "untrained, create it with trainable=False"
         )
     if verdict.blockers[0].op_type == "LeavesTensorFlow":
         return "compute the loss with TensorFlow ops only: no .numpy(), float() or NumPy on tensors"

@@ -137,7 +137,7 @@ def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> 
         head, *code = fix.splitlines()
         console.print(f"  [bold]fix:[/] {escape(head)}")
         for line in code:
-            console.print(f"  [green]{escape(line)}[/]")
+            console.print(f"  [green]{escape(line)}[/]", soft_wrap=True)
 
 
 def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) -> None:
@@ -162,8 +162,7 @@ def _write_code(console: Console, report: Report, location: SourceLocation | Non
         return
     console.print(
         Text(f"    {location.line:>5} | ", style="dim") + Text(code.rstrip()),
-        no_wrap=True,
-        overflow="ellipsis",
+        soft_wrap=True,  # code is never cut or folded: the terminal wraps it, copies stay whole
     )
 
 

@@ -1,0 +1,72 @@
+"""The terminal report, compared with golden files (colour off, 80 columns, paths redacted).
+
+Regenerate after an intended change with: python -m pytest tests/reporters --update-goldens
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from gradcheck_cli import check
+from gradcheck_cli.findings.report import Report
+from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).parent / "golden"
+SCRIPTS = {
+    "seed_script": ("sample_models/faulty_weights_tf1.py", "loss"),
+    "straight_through_fix": ("sample_models/faulty_weights_fixed.py", "loss"),
+    "keras_unused_layer": ("sample_models/keras_unused_layer.py", "loss"),
+    "argmax_loss": ("tests/scripts/argmax_loss.py", "loss"),
+    "cond_branch_cut": ("tests/scripts/cond_branch_cut.py", "loss"),
+}
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Report, Path]]:
+    scratch = tmp_path_factory.mktemp("golden")
+    saved = scratch / "with_debug_info"
+    subprocess.run(
+        [sys.executable, str(REPO / "sample_models/write_savedmodel.py"), str(saved)],
+        check=True,
+        capture_output=True,
+    )
+    bare = scratch / "without_debug_info"
+    shutil.copytree(saved, bare)
+    shutil.rmtree(bare / "debug")
+    jobs = {name: (str(REPO / path), loss) for name, (path, loss) in SCRIPTS.items()}
+    jobs["savedmodel_with_debug_info"] = (str(saved), "loss")
+    jobs["savedmodel_without_debug_info"] = (str(bare), "loss")
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {name: pool.submit(check, path, loss) for name, (path, loss) in jobs.items()}
+        return {name: (future.result(), scratch) for name, future in futures.items()}
+
+
+@pytest.mark.parametrize("case", [*SCRIPTS, "savedmodel_with_debug_info", "savedmodel_without_debug_info"])
+def test_terminal_report_matches_golden(
+    case: str,
+    reports: dict[str, tuple[Report, Path]],
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    report, scratch = reports[case]
+    monkeypatch.chdir(REPO)  # paths inside the repository print relative to it
+    text = render_terminal(report, TerminalOptions(color=False, width=80))
+    text = text.replace(str(scratch), "<tmp>").replace(str(REPO), "<repo>")
+    golden = GOLDEN / f"{case}.txt"
+    if request.config.getoption("--update-goldens"):
+        golden.write_text(text)
+    assert golden.is_file(), f"no golden file {golden.name}; run with --update-goldens"
+    assert text == golden.read_text()
+
+
+def test_colour_is_off_without_a_terminal(reports: dict[str, tuple[Report, Path]]) -> None:
+    report, _ = reports["seed_script"]
+    assert "\x1b[" not in render_terminal(report, TerminalOptions(color=False, width=80))
+    assert "\x1b[" in render_terminal(report, TerminalOptions(color=True, width=80))
