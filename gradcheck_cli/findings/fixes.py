@@ -73,17 +73,35 @@ def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -
         line = f"{target} = {name} + tf.stop_gradient({value} - {name})"
         where = f" (line {last.location.line})" if last and last.location else ""
     else:
-        line = f"{name}_forward = {name} + tf.stop_gradient(transformed({name}) - {name})"
+        types = {b.op_type for b in verdict.blockers}
+        template = (
+            _ELEMENTWISE[types.pop()] if len(types) == 1 and types <= set(_ELEMENTWISE) else None
+        )
+        forward = template.format(name) if template else f"transformed({name})"
+        line = f"{name}_forward = {name} + tf.stop_gradient({forward} - {name})"
         where = ""
-    only_stops = all(b.reason is Reason.STOP_GRADIENT for b in verdict.blockers)
-    lead = (
-        f"remove the tf.stop_gradient, or, to keep the transformed value in the forward pass "
-        f"and still train {name}, use the straight-through estimator{where}:"
-        if only_stops
-        else f"to use the transformed value forward and still train {name}, use the "
-        f"straight-through estimator{where}; no other tf.stop_gradient is needed:"
-    )
+    stops = [b for b in verdict.blockers if b.reason is Reason.STOP_GRADIENT]
+    if len(stops) == len(verdict.blockers):
+        lead = (
+            f"remove the tf.stop_gradient, or, to keep the transformed value in the forward "
+            f"pass and still train {name}, use the straight-through estimator{where}:"
+        )
+    else:
+        lead = (
+            f"to use the transformed value forward and still train {name}, use the "
+            f"straight-through estimator{where}"
+            + ("; no other tf.stop_gradient is needed:" if stops else ":")
+        )
     return f"{lead}\n    {line}"
+
+
+_ELEMENTWISE = {
+    "Round": "tf.round({})",
+    "Floor": "tf.floor({})",
+    "Ceil": "tf.math.ceil({})",
+    "Rint": "tf.math.rint({})",
+    "Sign": "tf.sign({})",
+}
 
 
 def _last_cut(verdict: VariableVerdict) -> Blocker | None:
