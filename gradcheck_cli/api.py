@@ -18,9 +18,15 @@ from gradcheck_cli.loaders.bundle import Bundle
 
 
 def check(
-    model: str | os.PathLike[str], loss: str | None = None, *, verify: bool = False
+    model: str | os.PathLike[str],
+    loss: str | None = None,
+    *,
+    verify: bool = False,
+    all_cuts: bool = False,
 ) -> Report:
     """Analyse a SavedModel directory or a Python script and return the report.
+
+    `all_cuts`: also name the cuts on the other paths of variables that do train (GC204).
 
     Raises GradcheckError when the input cannot be analysed.
     """
@@ -46,10 +52,13 @@ def check(
     bundle = run_worker(
         {"mode": "script", "path": str(path.resolve()), "loss": loss, "verify": verify}
     )
-    return report_from_bundle(bundle, SourceInfo(str(path), "script", bundle.loss_name), verify)
+    source = SourceInfo(str(path), "script", bundle.loss_name)
+    return report_from_bundle(bundle, source, verify, all_cuts)
 
 
-def check_function(function: Any, *, variables: Any = None, verify: bool = False) -> Report:
+def check_function(
+    function: Any, *, variables: Any = None, verify: bool = False, all_cuts: bool = False
+) -> Report:
     """Analyse a live `tf.function` (or concrete function) in this process.
 
     `variables`: extra candidate variables (e.g. every variable of a model); the variables the
@@ -79,16 +88,17 @@ def check_function(function: Any, *, variables: Any = None, verify: bool = False
             ordered,
             [r.name for r in bundle.variables],
         )
-    return report_from_bundle(
-        bundle, SourceInfo("<function>", "function", bundle.loss_name), verify
-    )
+    source = SourceInfo("<function>", "function", bundle.loss_name)
+    return report_from_bundle(bundle, source, verify, all_cuts)
 
 
 def _name_of(function: Any) -> str:
     return str(getattr(function, "__name__", None) or getattr(function, "name", "loss"))
 
 
-def report_from_bundle(bundle: Bundle, source: SourceInfo, verify: bool) -> Report:
+def report_from_bundle(
+    bundle: Bundle, source: SourceInfo, verify: bool, all_cuts: bool = False
+) -> Report:
     if bundle.kind == "eager":
         analysis = Analysis(_eager_verdicts(bundle))
         notes = list(bundle.notes)
@@ -96,7 +106,7 @@ def report_from_bundle(bundle: Bundle, source: SourceInfo, verify: bool) -> Repo
         from gradcheck_cli.loaders.from_bundle import program_from_bundle
 
         program = program_from_bundle(bundle)
-        analysis = analyse(program)
+        analysis = analyse(program, cuts_of_live=all_cuts)
         notes = program.notes
     verification = None
     if verify:

@@ -123,7 +123,7 @@ def run(options: Options) -> ExitCode:
     from gradcheck_cli.api import check
 
     try:
-        report = check(options.model, options.loss, verify=options.verify)
+        report = check(options.model, options.loss, verify=options.verify, all_cuts=options.verbose)
     except GradcheckError as error:
         click.echo(f"gradcheck: error: {error}", err=True)
         return ExitCode.ERROR

@@ -151,3 +151,19 @@ def test_eager_only_loss_names_the_line_that_leaves_tensorflow(
     (left,) = [f for f in report["findings"] if f["code"] == "GC109"]
     line = script.read_text().splitlines()[left["location"]["line"] - 1]
     assert marker in line
+
+
+def test_quiet_prints_only_the_verdict(saved: Path) -> None:
+    full_code, full, _ = _run(str(saved), "--color", "never")
+    code, out, _ = _run(str(saved), "-q", "--color", "never")
+    assert code == full_code
+    assert out.splitlines() == [full.splitlines()[-1]]
+
+
+def test_why_tells_one_story(saved: Path) -> None:
+    full_code, _, _ = _run(str(saved), "--color", "never")
+    code, out, _ = _run(str(saved), "--why", "scale", "--color", "never")
+    assert code == full_code
+    assert " scale shape" in out and "kernel" not in out
+    code, out, err = _run(str(saved), "--why", "nope")
+    assert code == ExitCode.ERROR and "no variable named 'nope'" in err and out == ""

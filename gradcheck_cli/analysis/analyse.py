@@ -8,6 +8,8 @@ from gradcheck_cli.analysis.reachability import Reachability
 from gradcheck_cli.analysis.verdicts import (
     Analysis,
     Blocker,
+    Concern,
+    ConcernKind,
     Edge,
     PathStep,
     Reason,
@@ -28,8 +30,12 @@ _ASSIGN_OPS = frozenset(
 )
 
 
-def analyse(program: Program) -> Analysis:
-    """One verdict per candidate variable, in the program's variable order, and the concerns."""
+def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
+    """One verdict per candidate variable, in the program's variable order, and the concerns.
+
+    `cuts_of_live`: also walk forward from every live variable to name the cuts on its other
+    paths (GC204); one walk per variable, so only when asked for (`--verbose`).
+    """
     gradient_pass = Reachability(program, gradient=True)
     gradient = gradient_pass.top_masks()
     structural_pass = Reachability(program, gradient=False)
@@ -37,6 +43,7 @@ def analyse(program: Program) -> Analysis:
     finder = CutFinder(program, structural_pass)
     without_stop_gradient: dict[TensorRef, int] | None = None
     verdicts = []
+    partly_cut: list[Concern] = []
     for variable in program.variables:
         source = variable.source
         explanation = None
@@ -51,6 +58,19 @@ def analyse(program: Program) -> Analysis:
             explanation = "the loss function never reads it"
         elif gradient.get(source, 0):
             status = Status.OK
+            if cuts_of_live:
+                partly_cut += [
+                    Concern(
+                        kind=ConcernKind.CUT_ON_SOME_PATHS,
+                        op=cut.op,
+                        op_type=cut.op_type,
+                        function=cut.function,
+                        location=cut.location,
+                        variables=(variable.name,),
+                        detail=cut.message,
+                    )
+                    for cut in finder.cuts(source)
+                ]
         elif structural.get(source, 0):
             status = Status.BLOCKED
             cuts, route, subgraph = finder.explain(source)
@@ -81,7 +101,8 @@ def analyse(program: Program) -> Analysis:
                 cuts_without_stop_gradient=remaining,
             )
         )
-    return Analysis(tuple(verdicts), find_concerns(program, gradient_pass, structural_pass))
+    concerns = find_concerns(program, gradient_pass, structural_pass) + tuple(partly_cut)
+    return Analysis(tuple(verdicts), concerns)
 
 
 def _why_unused(program: Program, source: TensorRef) -> str:

@@ -90,6 +90,7 @@ class ConcernKind(str, enum.Enum):
     STOP_GRADIENT_REDUNDANT = "stop_gradient_redundant"
     STOP_GRADIENT_NO_EFFECT = "stop_gradient_no_effect"
     CUT_IN_BRANCH = "cut_in_branch"
+    CUT_ON_SOME_PATHS = "cut_on_some_paths"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ _CONCERN_CODES = {
     ConcernKind.STOP_GRADIENT_REDUNDANT: "GC202",
     ConcernKind.STOP_GRADIENT_NO_EFFECT: "GC203",
     ConcernKind.CUT_IN_BRANCH: "GC205",
+    ConcernKind.CUT_ON_SOME_PATHS: "GC204",
 }
 
 
@@ -112,6 +113,8 @@ def _concern_finding(concern: Concern, source: SourceLines) -> Finding:
         "no gradient anyway, the path is already cut before it",
         ConcernKind.STOP_GRADIENT_NO_EFFECT: "this tf.stop_gradient has no effect: no trainable "
         "variable is upstream of it",
+        ConcernKind.CUT_ON_SOME_PATHS: f"{', '.join(concern.variables)} trains through another "
+        f"path, but this {concern.op_type} cuts one of its paths: {concern.detail}",
         ConcernKind.CUT_IN_BRANCH: f"{', '.join(concern.variables) or 'an input'}: "
         f"{concern.detail}",
     }

@@ -48,7 +48,9 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Report,
         return {name: (future.result(), scratch) for name, future in futures.items()}
 
 
-@pytest.mark.parametrize("case", [*SCRIPTS, "savedmodel_with_debug_info", "savedmodel_without_debug_info"])
+@pytest.mark.parametrize(
+    "case", [*SCRIPTS, "savedmodel_with_debug_info", "savedmodel_without_debug_info"]
+)
 def test_terminal_report_matches_golden(
     case: str,
     reports: dict[str, tuple[Report, Path]],
