@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import replace
 from collections.abc import Iterable
+from dataclasses import replace
 
 from gradcheck_cli.analysis.reachability import (
     IF_OPS,
