@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.analysis.analyse import analyse
+from gradcheck_cli.analysis.concerns import regularizer_only
 from gradcheck_cli.analysis.verdicts import Analysis, Blocker, Reason, Status, VariableVerdict
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.build import Context, build_findings
@@ -23,8 +25,11 @@ def check(
     *,
     verify: bool = False,
     all_cuts: bool = False,
+    unsafe_deserialization: bool = False,
 ) -> Report:
-    """Analyse a SavedModel directory or a Python script and return the report.
+    """Analyse a SavedModel directory, a Python script or a Keras model file; return the report.
+
+    `unsafe_deserialization`: let Keras run Python code stored in a `.keras` file (Lambda layers).
 
     `all_cuts`: also name the cuts on the other paths of variables that do train (GC204).
 
@@ -45,6 +50,19 @@ def check(
         return _report(source, analysis, context)
     if path.is_dir():
         raise GradcheckError(f"{path} is a folder without saved_model.pb: not a SavedModel")
+    if path.suffix in (".keras", ".h5"):
+        from gradcheck_cli.loaders.worker_process import run_worker
+
+        request = {
+            "mode": "keras",
+            "path": str(path.resolve()),
+            "loss": loss,
+            "verify": verify,
+            "unsafe": unsafe_deserialization,
+        }
+        bundle = run_worker(request)
+        source = SourceInfo(str(path), "keras", bundle.loss_name)
+        return report_from_bundle(bundle, source, verify, all_cuts)
     if path.suffix != ".py":
         raise GradcheckError(f"{path} is neither a SavedModel directory nor a Python script (.py)")
     from gradcheck_cli.loaders.worker_process import run_worker
@@ -108,6 +126,11 @@ def report_from_bundle(
         program = program_from_bundle(bundle)
         analysis = analyse(program, cuts_of_live=all_cuts)
         notes = program.notes
+        if bundle.data_only is not None:
+            data_only = analyse(program_from_bundle(bundle.data_only))
+            analysis = replace(
+                analysis, concerns=analysis.concerns + regularizer_only(analysis, data_only)
+            )
     verification = None
     if verify:
         verification = compare(

@@ -33,6 +33,7 @@ class Options:
     why: str | None = None
     quiet: bool = False
     verbose: bool = False
+    unsafe_deserialization: bool = False
 
 
 def _use_color(choice: str) -> bool:
@@ -85,6 +86,11 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
     show_default=True,
     help="Colour the terminal report (NO_COLOR and FORCE_COLOR are honoured with auto).",
 )
+@click.option(
+    "--unsafe-deserialization",
+    is_flag=True,
+    help="Let Keras run Python code stored in a .keras file (Lambda layers). Only for files you trust.",
+)
 @click.option("--why", metavar="VARIABLE", help="Explain one variable only (its name or path).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the one-line verdict.")
 @click.option("--verbose", "-v", is_flag=True, help="Also show informational findings.")
@@ -104,6 +110,7 @@ def command(
     output_format: str,
     verify: bool,
     color: str,
+    unsafe_deserialization: bool,
     why: str | None,
     quiet: bool,
     verbose: bool,
@@ -115,13 +122,26 @@ def command(
     "__main__"). Exit codes: 0 no dead trainable variable, 1 dead variables, 2 the input could
     not be analysed.
     """
-    options = Options(model, loss, Format(output_format), verify, color, debug, why, quiet, verbose)
+    options = Options(
+        model,
+        loss,
+        Format(output_format),
+        verify,
+        color,
+        debug,
+        why,
+        quiet,
+        verbose,
+        unsafe_deserialization,
+    )
     sys.exit(run(options))
 
 
 def run(options: Options) -> ExitCode:
     from gradcheck_cli.api import check
 
+    if options.debug:
+        os.environ["GRADCHECK_DEBUG"] = "1"  # the TensorFlow worker prints its tracebacks too
     try:
         report = check(options.model, options.loss, verify=options.verify, all_cuts=options.verbose)
     except GradcheckError as error:

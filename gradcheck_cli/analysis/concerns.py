@@ -13,7 +13,7 @@ from gradcheck_cli.analysis.reachability import (
     branches_of,
     callee_of,
 )
-from gradcheck_cli.analysis.verdicts import Concern, ConcernKind
+from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status
 from gradcheck_cli.differentiability.rules import input_cut
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef, is_trainable_dtype
 
@@ -199,3 +199,27 @@ def _concern(kind: ConcernKind, body: Body, node: Node) -> Concern:
     return Concern(
         kind=kind, op=node.name, op_type=node.op_type, function=body.name, location=node.location
     )
+
+
+def regularizer_only(full: Analysis, data_only: Analysis) -> tuple[Concern, ...]:
+    """Variables alive for the whole objective but dead for the data loss alone: only the
+    regularizers or add_loss terms reach them, so training only decays them."""
+    dead_for_data = {v.name for v in data_only.verdicts if v.dead}
+    return tuple(
+        Concern(
+            kind=ConcernKind.TRAINED_ONLY_BY_REGULARIZER,
+            op="",
+            op_type="",
+            location=verdict.location,
+            variables=(verdict.name,),
+            detail=_regularizer_detail(verdict.name),
+        )
+        for verdict in full.verdicts
+        if verdict.status is Status.OK and verdict.name in dead_for_data
+    )
+
+
+def _regularizer_detail(name: str) -> str:
+    parts = name.split("/")
+    owner = f" of layer {parts[-2]}" if len(parts) >= 2 else ""
+    return f"only model.losses (the regularizer{owner}, or an add_loss term) reach it"

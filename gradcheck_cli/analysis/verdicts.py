@@ -91,6 +91,7 @@ class ConcernKind(str, enum.Enum):
     STOP_GRADIENT_NO_EFFECT = "stop_gradient_no_effect"
     CUT_IN_BRANCH = "cut_in_branch"
     CUT_ON_SOME_PATHS = "cut_on_some_paths"
+    TRAINED_ONLY_BY_REGULARIZER = "trained_only_by_regularizer"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ _CONCERN_CODES = {
     ConcernKind.STOP_GRADIENT_NO_EFFECT: "GC203",
     ConcernKind.CUT_IN_BRANCH: "GC205",
     ConcernKind.CUT_ON_SOME_PATHS: "GC204",
+    ConcernKind.TRAINED_ONLY_BY_REGULARIZER: "GC206",
 }
 
 
@@ -78,7 +79,8 @@ def _dead_variable_findings(verdict: VariableVerdict, source: SourceLines) -> li
         return [
             finding(
                 "GC108",
-                f"{verdict.name} never reaches the loss: {verdict.explanation}",
+                f"{verdict.name}{_attribute(verdict)} never reaches the loss: "
+                f"{verdict.explanation}",
                 hint=variable_fix(verdict, source),
                 variable=verdict.name,
                 location=verdict.location,
@@ -105,6 +107,13 @@ def _dead_variable_findings(verdict: VariableVerdict, source: SourceLines) -> li
     return found
 
 
+def _attribute(verdict: VariableVerdict) -> str:
+    """` (model.proj.kernel)`: the attribute that holds it, when that says more than its name."""
+    if verdict.path and verdict.path != verdict.name:
+        return f" ({verdict.path})"
+    return ""
+
+
 def _concern_finding(concern: Concern, source: SourceLines) -> Finding:
     code = _CONCERN_CODES[concern.kind]
     messages = {
@@ -115,6 +124,9 @@ def _concern_finding(concern: Concern, source: SourceLines) -> Finding:
         "variable is upstream of it",
         ConcernKind.CUT_ON_SOME_PATHS: f"{', '.join(concern.variables)} trains through another "
         f"path, but this {concern.op_type} cuts one of its paths: {concern.detail}",
+        ConcernKind.TRAINED_ONLY_BY_REGULARIZER: f"{', '.join(concern.variables)} is reached "
+        f"only through a regularizer: {concern.detail}; the loss itself never trains it, "
+        "training only decays it",
         ConcernKind.CUT_IN_BRANCH: f"{', '.join(concern.variables) or 'an input'}: "
         f"{concern.detail}",
     }

@@ -40,6 +40,13 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
     name = python_name(verdict, source)
     if not verdict.blockers:
         owner = verdict.name.split("/")[-2] if verdict.name.count("/") >= 1 else None
+        read = (verdict.explanation or "").startswith("it is read")
+        if owner is not None and read:
+            return (
+                f"nothing the loss uses depends on layer {owner}'s output: give that output a "
+                f"loss (compile(loss={{...}})) or remove the layer; if it is meant to stay "
+                "untrained, set its trainable attribute to False"
+            )
         if owner is not None and assigned_name(source.line(verdict.location)) is None:
             return (
                 f"call the layer {owner} in the forward pass, or delete it; if it is meant to "

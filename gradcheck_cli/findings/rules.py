@@ -648,6 +648,33 @@ _ALL = (
             "out = dense(x) + bias  # the same differentiable computation in every branch"
         ),
     ),
+    Rule(
+        code="GC206",
+        name="variable-trained-only-by-regularizer",
+        severity=Severity.WARNING,
+        summary="A variable gets gradient only from a regularizer or an add_loss term",
+        what_it_does=(
+            "Checks a Keras model's objective twice: as Keras trains it (compiled losses plus "
+            "`model.losses`) and with the compiled losses alone. A variable that gets gradient "
+            "from the first but not from the second is reached only through a kernel "
+            "regularizer, an activity regularizer or an `add_loss` term."
+        ),
+        why_bad=(
+            "TensorFlow does give the variable a gradient, so Keras prints no warning, but that "
+            "gradient only pulls it towards the regularizer's optimum (zero, for L2): the "
+            "variable decays, it never learns anything from the data."
+        ),
+        example=(
+            "pooled = layers.Dense(16, kernel_regularizer=keras.regularizers.L2(0.01),\n"
+            '                      name="pooler")(sequence[:, 0])\n'
+            "logits = layers.Dense(vocabulary)(sequence)  # the loss never uses `pooled`\n"
+            'model = keras.Model(tokens, {"logits": logits, "pooled": pooled})'
+        ),
+        use_instead=(
+            "# Use the pooled output in a loss, or drop the pooler from the model:\n"
+            "model = keras.Model(tokens, logits)"
+        ),
+    ),
 )
 
 RULES: dict[str, Rule] = {rule.code: rule for rule in _ALL}

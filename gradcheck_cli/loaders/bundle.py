@@ -50,3 +50,5 @@ class Bundle:
     verify_method: str = "tf.GradientTape"
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # the input could not be analysed (exit 2)
+    # The same objective without model.losses (regularizers, add_loss), for Keras models.
+    data_only: Bundle | None = None

@@ -13,6 +13,7 @@ import pickle
 import runpy
 import sys
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,10 @@ def main(argv: list[str]) -> int:
     try:
         if request["mode"] == "script":
             bundle = load_script(Path(request["path"]), request.get("loss"), request["verify"])
+        elif request["mode"] == "keras":
+            bundle = load_keras_file(
+                Path(request["path"]), request.get("loss"), request["verify"], request["unsafe"]
+            )
         else:
             bundle = Bundle(kind="verify", loss_name=request["loss"])
             try:
@@ -40,6 +45,15 @@ def main(argv: list[str]) -> int:
                 bundle.verify_error = f"{type(error).__name__}: {error}"
     except GradcheckError as error:
         bundle = Bundle(kind="error", loss_name="", error=str(error))
+    except Exception as error:  # a gradcheck bug: one line, the traceback only when debugging
+        if os.environ.get("GRADCHECK_DEBUG"):
+            traceback.print_exc()
+        bundle = Bundle(
+            kind="error",
+            loss_name="",
+            error=f"internal error while tracing: {type(error).__name__}: {error} "
+            "(run with --debug for the traceback)",
+        )
     with result_path.open("wb") as result:
         pickle.dump(bundle, result)
     sys.stdout.flush()
@@ -64,10 +78,10 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Bundle:
 
     sys.argv = [str(path)]
     sys.path.insert(0, str(path.parent.resolve()))
+    layer_sites = _track_layer_construction(path)
     with tf.variable_creator_scope(record):
         namespace = _run(path)
         name, value = _find_loss(namespace, loss, path)
-        created_at = {id(v): location for v, location in created}
         if _is_graph_tensor(value):
             bundle = traced.bundle_from_graph(value.graph, value, name)
             if verify:
@@ -78,8 +92,12 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Bundle:
                 f"{name} in {path} is an eager value, not a loss function: gradients cannot be "
                 "traced from a computed number; pass the function that computes it"
             )
-        keras_info = _keras_info(namespace)
+        keras = _keras_weights(namespace, layer_sites)
+        created_at = {id(v): location for v, location in created}
+        created_at.update(keras.constructed_at)
         candidates = [v for v, _ in created if isinstance(v, tf.Variable)]
+        if _is_keras_model(value):
+            return _keras_bundle(value, None, name, candidates, keras, created_at, verify)
         try:
             concrete = concrete_function(value, name, path)
         except GradcheckError:
@@ -91,23 +109,113 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Bundle:
                 raise GradcheckError(
                     f"{name} in {path} cannot be traced{at}: {traced.error_summary(error)}"
                 ) from None
-            bundle = _eager_fallback(value, name, path, candidates, keras_info, created_at, error)
+            bundle = _eager_fallback(value, name, path, candidates, keras.info, created_at, error)
             if verify:
                 assert bundle.eager is not None
                 bundle.tf_verdicts = dict(bundle.eager.verdicts)
             return bundle
-        loss_output = loss_output_index(concrete, name)
-        bundle = traced.bundle_from_concrete_function(
-            concrete, name, loss_output, candidates, created_at=created_at, keras_info=keras_info
+        return _traced_bundle(concrete, name, candidates, keras, created_at, verify)
+
+
+def _traced_bundle(
+    concrete: Any,
+    name: str,
+    candidates: list[Any],
+    keras: KerasWeights,
+    created_at: dict[int, SourceLocation | None],
+    verify: bool,
+) -> Bundle:
+    from gradcheck_cli.loaders import traced
+
+    loss_output = loss_output_index(concrete, name)
+    bundle = traced.bundle_from_concrete_function(
+        concrete,
+        name,
+        loss_output,
+        candidates,
+        created_at=created_at,
+        keras_info=keras.info,
+        attributes=keras.attributes,
+    )
+    if verify:
+        variables = traced.candidate_variables(candidates, concrete)
+        bundle.tf_verdicts = tape_verdicts(
+            lambda: flat_output(concrete(*random_inputs(concrete)), loss_output),
+            variables,
+            [r.name for r in bundle.variables],
         )
-        if verify:
-            variables = traced.candidate_variables(candidates, concrete)
-            bundle.tf_verdicts = tape_verdicts(
-                lambda: flat_output(concrete(*random_inputs(concrete)), loss_output),
-                variables,
-                [r.name for r in bundle.variables],
-            )
-        return bundle
+    return bundle
+
+
+def _is_keras_model(value: Any) -> bool:
+    if "keras" not in sys.modules:
+        return False
+    import keras
+
+    return isinstance(value, keras.Model)
+
+
+def _keras_bundle(
+    model: Any,
+    loss: str | None,
+    name: str,
+    candidates: list[Any],
+    keras: KerasWeights,
+    created_at: dict[int, SourceLocation | None],
+    verify: bool,
+) -> Bundle:
+    """The model's own objective; with model.losses, also the data loss alone (for GC206)."""
+    from gradcheck_cli.loaders.keras_objective import keras_objective
+
+    # The optimizer's slots and the metrics' counters are Keras's bookkeeping, not the model's.
+    bookkeeping = {id(getattr(v, "value", v)) for v in _bookkeeping_variables(model)}
+    candidates = [v for v in candidates if id(v) not in bookkeeping]
+    weights = [w.value for w in model.weights]
+    for weight in model.weights:
+        keras.info.setdefault(id(weight.value), (weight.path, bool(weight.trainable)))
+    known = {id(v) for v in candidates}
+    candidates = candidates + [v for v in weights if id(v) not in known]
+    objective = keras_objective(model, loss, name)
+    bundle = _traced_bundle(objective.full, name, candidates, keras, created_at, verify)
+    if objective.data_only is not None:
+        bundle.data_only = _traced_bundle(
+            objective.data_only, name, candidates, keras, created_at, False
+        )
+    return bundle
+
+
+def _bookkeeping_variables(model: Any) -> list[Any]:
+    variables = list(getattr(model, "metrics_variables", []) or [])
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is not None:
+        variables += list(getattr(optimizer, "variables", []) or [])
+    return variables
+
+
+def load_keras_file(path: Path, loss: str | None, verify: bool, unsafe: bool) -> Bundle:
+    """A `.keras` / `.h5` model, deserialized with Keras's safe mode unless told otherwise."""
+    import keras
+
+    try:
+        model = keras.saving.load_model(str(path), safe_mode=not unsafe, compile=True)
+    except Exception as error:
+        from gradcheck_cli.loaders import traced
+
+        hint = (
+            "; it holds Python code (a Lambda layer?): if you trust it, pass "
+            "--unsafe-deserialization"
+            if "safe_mode" in str(error) or "unsafe" in str(error).lower()
+            else ""
+        )
+        raise GradcheckError(
+            f"{path} cannot be loaded by Keras: {traced.error_summary(error)}{hint}"
+        ) from None
+    keras_weights = KerasWeights()
+    for weight in model.weights:
+        keras_weights.info[id(weight.value)] = (weight.path, bool(weight.trainable))
+    bundle = _keras_bundle(model, loss, path.name, [], keras_weights, {}, verify)
+    bundle.loss_name = loss or "compiled loss + model.losses"
+    return bundle
 
 
 def _left_tensorflow(error: Exception) -> bool:
@@ -277,30 +385,79 @@ def flat_output(result: Any, index: int) -> Any:
     return tf.nest.flatten(result, expand_composites=True)[index]
 
 
-def _keras_info(namespace: dict[str, Any]) -> dict[int, tuple[str, bool]]:
-    """id(backing tf.Variable) -> (Keras path, Keras trainable) for Keras layers in the script."""
+@dataclass
+class KerasWeights:
+    """What Keras knows about the weights of the layers bound in the script's namespace."""
+
+    # id(backing tf.Variable) -> (Keras path, Keras trainable)
+    info: dict[int, tuple[str, bool]] = field(default_factory=dict)
+    # id(backing tf.Variable) -> attribute path ("model.proj.kernel")
+    attributes: dict[int, str] = field(default_factory=dict)
+    # id(backing tf.Variable) -> where the owning layer was constructed
+    constructed_at: dict[int, SourceLocation] = field(default_factory=dict)
+
+
+def _keras_weights(
+    namespace: dict[str, Any], layer_sites: dict[int, SourceLocation | None]
+) -> KerasWeights:
+    """Keras paths, trainability, attribute paths and construction lines of every weight."""
+    found = KerasWeights()
     if "keras" not in sys.modules:
-        return {}
+        return found
     import keras
 
-    info: dict[int, tuple[str, bool]] = {}
-    pending = list(namespace.values())
+    pending = [(name, value) for name, value in namespace.items() if not name.startswith("_")]
     seen: set[int] = set()
     while pending:
-        value = pending.pop()
+        path, value = pending.pop(0)
         if id(value) in seen:
             continue
         seen.add(id(value))
         if isinstance(value, keras.layers.Layer):
+            site = layer_sites.get(id(value))
             for weight in value.weights:
                 backing = getattr(weight, "value", None)
-                if backing is not None:
-                    info[id(backing)] = (weight.path, bool(weight.trainable))
+                if backing is None:
+                    continue
+                # Breadth first: a deeper layer that owns the weight overwrites its parents.
+                found.info[id(backing)] = (weight.path, bool(weight.trainable))
+                found.attributes[id(backing)] = f"{path}.{weight.name}"
+                if site is not None:
+                    found.constructed_at[id(backing)] = site
+            for attribute, member in vars(value).items():
+                if not attribute.startswith("_"):
+                    pending.append((f"{path}.{attribute}", member))
         elif isinstance(value, (list, tuple)):
-            pending.extend(value)
+            pending.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
         elif isinstance(value, dict):
-            pending.extend(value.values())
-    return info
+            pending.extend((f"{path}[{key!r}]", item) for key, item in value.items())
+    return found
+
+
+def _track_layer_construction(path: Path) -> dict[int, SourceLocation | None]:
+    """Record the user's line that constructs each Keras layer (`self.proj = layers.Dense(32)`).
+
+    Only for scripts that mention Keras: importing it costs a second.
+    """
+    sites: dict[int, SourceLocation | None] = {}
+    try:
+        if "keras" not in path.read_text(errors="replace"):
+            return sites
+    except OSError:
+        return sites
+    import keras
+
+    from gradcheck_cli.loaders import traced
+
+    original = keras.layers.Layer.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        if id(self) not in sites:
+            sites[id(self)] = traced.user_location(traceback.extract_stack()[:-1])
+        original(self, *args, **kwargs)
+
+    keras.layers.Layer.__init__ = init  # type: ignore[method-assign]
+    return sites
 
 
 # -- the eager fallback --------------------------------------------------------------------------

@@ -66,6 +66,7 @@ def bundle_from_concrete_function(
     *,
     created_at: dict[int, SourceLocation | None] | None = None,
     keras_info: dict[int, tuple[str, bool]] | None = None,
+    attributes: dict[int, str] | None = None,
 ) -> Bundle:
     """Protos of `concrete` and the candidate variables, mapped onto its captured arguments.
 
@@ -98,7 +99,7 @@ def bundle_from_concrete_function(
                 dtype=_dtype(variable),
                 shape=_shape(variable),
                 arg_index=arg_of_handle.get(id(variable.handle)),
-                path=keras_path,
+                path=(attributes or {}).get(id(variable), keras_path),
                 location=created_at.get(id(variable)),
             )
         )
