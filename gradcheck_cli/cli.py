@@ -89,7 +89,7 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
 @click.option(
     "--unsafe-deserialization",
     is_flag=True,
-    help="Let Keras run Python code stored in a .keras file (Lambda layers). Only for files you trust.",
+    help="Let Keras run Python code stored in a .keras file (Lambda layers); trusted files only.",
 )
 @click.option("--why", metavar="VARIABLE", help="Explain one variable only (its name or path).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the one-line verdict.")
