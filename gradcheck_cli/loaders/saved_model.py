@@ -196,6 +196,7 @@ def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
     paths = _object_paths(object_graph)
     variables: list[Variable] = []
     seen: dict[tuple[str, int, str], int] = {}
+    listed = _listed_trainable(object_graph)
     for node_id, node in enumerate(object_graph.nodes):
         if node.WhichOneof("kind") != "variable":
             continue
@@ -216,7 +217,7 @@ def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
         variables.append(
             Variable(
                 name=saved_variable.name or path or f"variable_{node_id}",
-                trainable=saved_variable.trainable,
+                trainable=saved_variable.trainable if listed is None else key in listed,
                 dtype=dtype_name(saved_variable.dtype),
                 shape=shape,
                 source=source,
@@ -240,6 +241,25 @@ _VARIABLE_LISTS = (
     "trainable_variables.",
     "non_trainable_variables.",
 )
+
+
+def _listed_trainable(object_graph: Any) -> set[tuple[str, int, str]] | None:
+    """Keys of the variables in the root's `trainable_variables` list (Keras export archives).
+
+    Keras keeps a frozen layer's backing tf.Variable trainable, so `SavedVariable.trainable`
+    is wrong for it; the archive's own list is right.
+    """
+    root = object_graph.nodes[0]
+    listing = next((c.node_id for c in root.children if c.local_name == "trainable_variables"), None)
+    if listing is None:
+        return None
+    keys = set()
+    for child in object_graph.nodes[listing].children:
+        node = object_graph.nodes[child.node_id]
+        if node.WhichOneof("kind") == "variable":
+            variable = node.variable
+            keys.add((variable.name, variable.dtype, str(_shape(variable.shape))))
+    return keys
 
 
 def _in_variable_list(path: str | None) -> bool:
