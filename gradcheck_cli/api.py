@@ -101,7 +101,7 @@ def check_function(
         ordered = traced.candidate_variables(candidates, concrete)
         bundle.tf_verdicts = tf_worker.tape_verdicts(
             lambda: tf_worker.flat_output(
-                concrete(*tf_worker.random_inputs(concrete)), loss_output
+                tf_worker.call_with_random_inputs(concrete, concrete), loss_output
             ),
             ordered,
             [r.name for r in bundle.variables],

@@ -250,7 +250,9 @@ def _listed_trainable(object_graph: Any) -> set[tuple[str, int, str]] | None:
     is wrong for it; the archive's own list is right.
     """
     root = object_graph.nodes[0]
-    listing = next((c.node_id for c in root.children if c.local_name == "trainable_variables"), None)
+    listing = next(
+        (c.node_id for c in root.children if c.local_name == "trainable_variables"), None
+    )
     if listing is None:
         return None
     keys = set()

@@ -140,7 +140,7 @@ def _traced_bundle(
     if verify:
         variables = traced.candidate_variables(candidates, concrete)
         bundle.tf_verdicts = tape_verdicts(
-            lambda: flat_output(concrete(*random_inputs(concrete)), loss_output),
+            lambda: flat_output(call_with_random_inputs(concrete, concrete), loss_output),
             variables,
             [r.name for r in bundle.variables],
         )
@@ -543,7 +543,13 @@ def _gradient_verdicts(tape: Any, result: Any, variables: list[Any]) -> list[str
 # -- TensorFlow's own verdict (--verify) --------------------------------------------------------
 
 
-def random_inputs(concrete: Any) -> list[Any]:
+def call_with_random_inputs(function: Any, concrete: Any) -> Any:
+    """Call `function` on random tensors shaped by `concrete`'s input signature."""
+    args, kwargs = random_inputs(concrete)
+    return function(*args, **kwargs)
+
+
+def random_inputs(concrete: Any) -> tuple[list[Any], dict[str, Any]]:
     import tensorflow as tf
 
     args, kwargs = concrete.structured_input_signature
@@ -564,7 +570,10 @@ def random_inputs(concrete: Any) -> list[Any]:
             values.append(rng.uniform(shape) > 0.5)
         else:
             values.append(tf.zeros(shape, spec.dtype))
-    return tf.nest.pack_sequence_as((args, kwargs), values, expand_composites=True)[0]
+    packed_args, packed_kwargs = tf.nest.pack_sequence_as(
+        (args, kwargs), values, expand_composites=True
+    )
+    return list(packed_args), dict(packed_kwargs)
 
 
 def tape_verdicts(compute: Any, variables: list[Any], names: list[str]) -> dict[str, str]:
@@ -675,8 +684,7 @@ def saved_model_verdicts(path: Path, loss: str) -> dict[str, str]:
             variables.append(obj)
 
     def compute() -> Any:
-        args = random_inputs(concrete)
-        result = function(*args)
+        result = call_with_random_inputs(function, concrete)
         if isinstance(result, dict):
             return (
                 result[key]
