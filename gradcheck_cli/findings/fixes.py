@@ -47,7 +47,13 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
                 f"loss (compile(loss={{...}})) or remove the layer; if it is meant to stay "
                 "untrained, set its trainable attribute to False"
             )
-        if owner is not None and assigned_name(source.line(verdict.location)) is None:
+        attribute = assigned_name(source.line(verdict.location))
+        if owner is not None and attribute is not None and verdict.path not in (None, verdict.name):
+            return (
+                f"call {attribute} in the forward pass, or delete it; if it is meant to stay "
+                f"untrained, set {attribute}.trainable = False"
+            )
+        if owner is not None and attribute is None:
             return (
                 f"call the layer {owner} in the forward pass, or delete it; if it is meant to "
                 "stay untrained, set its trainable attribute to False"

@@ -92,7 +92,15 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
         for verdict in chosen:
             _write_story(console, report, verdict)
         return
+    layers = _unused_layers(report)
+    told: set[str] = set()
     for verdict in report.dead:
+        layer = _layer_of(verdict.name)
+        if layer in layers:
+            if layer not in told:
+                told.add(layer)
+                _write_layer_story(console, report, layer, layers[layer])
+            continue
         _write_story(console, report, verdict)
     _write_findings(console, report, options)
     console.print()
@@ -138,6 +146,51 @@ def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> 
         console.print(f"  [bold]fix:[/] {escape(head)}")
         for line in code:
             console.print(f"  [green]{escape(line)}[/]", soft_wrap=True)
+
+
+def _layer_of(name: str) -> str | None:
+    return name.rpartition("/")[0] or None
+
+
+def _unused_layers(report: Report) -> dict[str, list[VariableVerdict]]:
+    """Keras layers (by path) whose every trainable variable is unused: told as one story."""
+    by_layer: dict[str, list[VariableVerdict]] = {}
+    for verdict in report.variables:
+        layer = _layer_of(verdict.name)
+        if layer is not None and verdict.status is not Status.FROZEN:
+            by_layer.setdefault(layer, []).append(verdict)
+    return {
+        layer: members
+        for layer, members in by_layer.items()
+        if len(members) > 1 and all(v.status is Status.UNUSED for v in members)
+    }
+
+
+def _write_layer_story(
+    console: Console, report: Report, layer: str, members: list[VariableVerdict]
+) -> None:
+    console.print()
+    first = members[0]
+    weights = ", ".join(v.name.rpartition("/")[2] for v in members)
+    attribute = first.path.rpartition(".")[0] if first.path and first.path != first.name else None
+    holder = f" ({attribute})" if attribute else ""
+    console.print(
+        f"[bold yellow]unused[/] layer [bold]{escape(layer)}[/]{escape(holder)}: {escape(weights)}"
+    )
+    if first.location is not None:
+        console.print(f"  created at {escape(_where(first.location))}")
+        _write_code(console, report, first.location)
+    if (first.explanation or "").startswith("it is read"):
+        console.print(
+            "  its output is not used by any loss: nothing the loss computes depends on it"
+        )
+    else:
+        console.print(
+            "  built but never called in the forward pass: the loss never reads its weights"
+        )
+    fix = report.fixes.get(first.name)
+    if fix:
+        console.print(f"  [bold]fix:[/] {escape(fix)}")
 
 
 def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) -> None:
