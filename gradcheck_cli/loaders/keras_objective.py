@@ -67,6 +67,12 @@ def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
             return tf.reduce_mean(loss_function(y, y_pred))
         return model._compile_loss(y, y_pred, None)
 
+    if loss is None and _overrides_train_step(model):
+        return KerasObjective(
+            _train_step_loss(model, x_specs, y_specs),
+            None,
+            f"{name}: the loss its own train_step differentiates",
+        )
     has_extra_losses = bool(model.losses)
     overrides = type(model).compute_loss is not keras.Model.compute_loss
     data_only = None
@@ -138,3 +144,51 @@ def _target_spec(tensor: Any, sparse: bool) -> Any:
     if sparse:
         return tf.TensorSpec(shape[:-1], tf.int32)
     return tf.TensorSpec(shape, tensor.dtype)
+
+
+def _overrides_train_step(model: Any) -> bool:
+    step = type(model).train_step
+    return not getattr(step, "__qualname__", "").startswith("TensorFlowTrainer.")
+
+
+def _train_step_loss(model: Any, x_specs: Any, y_specs: Any) -> Any:
+    """Trace the model's own train_step and return what it asks its GradientTape to
+    differentiate; the gradient and the optimizer step themselves are left out."""
+    import tensorflow as tf
+
+    targets: list[Any] = []
+    original_gradient = tf.GradientTape.gradient
+
+    def capture(tape: Any, target: Any, sources: Any, *args: Any, **kwargs: Any) -> Any:
+        targets.append(target)
+        return tf.nest.map_structure(lambda s: tf.zeros_like(s), sources)
+
+    def no_step(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    @tf.function(input_signature=[x_specs, y_specs], autograph=False)
+    def step(x: Any, y: Any) -> Any:
+        model.train_step((x, y))
+        if not targets:
+            raise GradcheckError(
+                "the model's train_step never calls GradientTape.gradient, so gradcheck cannot "
+                "tell what it trains on"
+            )
+        return targets[-1]
+
+    optimizer = getattr(model, "optimizer", None)
+    patched = [(tf.GradientTape, "gradient", original_gradient)]
+    tf.GradientTape.gradient = capture  # type: ignore[method-assign]
+    if optimizer is not None:
+        for method in ("apply_gradients", "apply"):
+            if hasattr(optimizer, method):
+                patched.append((optimizer, method, getattr(optimizer, method)))
+                setattr(optimizer, method, no_step)
+    try:
+        return step.get_concrete_function()
+    finally:
+        for owner, attribute, value in patched:
+            if owner is tf.GradientTape:
+                setattr(owner, attribute, value)
+            else:
+                delattr(owner, attribute)
