@@ -1,0 +1,1 @@
+"""Keras models, `.keras` files and Keras exports, judged against TensorFlow's own gradients."""
