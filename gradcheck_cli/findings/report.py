@@ -48,6 +48,8 @@ class Report:
     code: Mapping[tuple[str, int], str] = field(default_factory=dict)
     # What to write instead, per dead variable name.
     fixes: Mapping[str, str] = field(default_factory=dict)
+    # Dead variables accepted on purpose, with the reason (allow-dead pattern or baseline).
+    allowed: Mapping[str, str] = field(default_factory=dict)
 
     def code_at(self, location: SourceLocation | None) -> str | None:
         return None if location is None else self.code.get((location.file, location.line))
@@ -57,7 +59,8 @@ class Report:
 
     @property
     def dead(self) -> tuple[VariableVerdict, ...]:
-        return tuple(v for v in self.variables if v.dead)
+        """Dead trainable variables that no allow-dead pattern or baseline accepts."""
+        return tuple(v for v in self.variables if v.dead and v.name not in self.allowed)
 
     @property
     def summary(self) -> dict[str, int]:

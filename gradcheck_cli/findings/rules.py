@@ -158,6 +158,28 @@ _ALL = (
     ),
     # 1xx: dead trainable variables, by the reason their paths are cut.
     Rule(
+        code="GC007",
+        name="dead-variable-allowed",
+        severity=Severity.INFO,
+        summary="A dead variable is accepted by an allow-dead pattern or the baseline",
+        what_it_does=(
+            "Records each dead trainable variable that the configuration accepts: it matches an "
+            "`allow-dead` glob in `[tool.gradcheck]`, or it was already dead when the baseline "
+            "was written. Its own findings stay in the report, as information, and it no longer "
+            "fails the run."
+        ),
+        why_bad=(
+            "Nothing is wrong if the variable is dead on purpose (a pooler a fine-tuning head "
+            "ignores); the record keeps the decision visible."
+        ),
+        example=(
+            "# pyproject.toml\n"
+            "[tool.gradcheck]\n"
+            'allow-dead = { "*/pooler/*" = "the classification head ignores the pooler" }'
+        ),
+        use_instead="# Remove the pattern when the variable should train again.",
+    ),
+    Rule(
         code="GC101",
         name="stop-gradient-cuts-variable",
         severity=Severity.ERROR,

@@ -294,7 +294,7 @@ def _shown(item: Finding, options: TerminalOptions) -> bool:
     if item.code.startswith("GC1"):
         return item.code in ("GC109", "GC110")  # the stories above say the rest
     if item.severity is Severity.INFO:
-        return options.verbose or item.code in ("GC003", "GC005")
+        return options.verbose or item.code in ("GC003", "GC005", "GC007")
     return True
 
 
@@ -307,7 +307,10 @@ def _write_summary(console: Console, report: Report) -> None:
     for verdict in report.variables:
         table.add_row(
             escape(verdict.name),
-            Text(verdict.status.value, style=_STATUS_STYLE[verdict.status]),
+            Text(
+                verdict.status.value + (" (allowed)" if verdict.name in report.allowed else ""),
+                style="dim" if verdict.name in report.allowed else _STATUS_STYLE[verdict.status],
+            ),
             escape(_shape(verdict)),
             str(len(verdict.blockers)) if verdict.blockers else "",
         )
@@ -332,6 +335,8 @@ def _shape(verdict: VariableVerdict) -> str:
 def _verdict_line(report: Report) -> str:
     summary = report.summary
     counts = ", ".join(f"{summary[k]} {k}" for k in ("ok", "blocked", "unused", "frozen"))
+    if report.allowed:
+        counts += f"; {len(report.allowed)} dead but allowed"
     dead = len(report.dead)
     if dead:
         verb = "is" if dead == 1 else "are"

@@ -1,0 +1,78 @@
+"""What the user accepts: dead variables allowed on purpose, codes selected or ignored."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from gradcheck_cli.findings.build import finding
+from gradcheck_cli.findings.finding import Finding, Severity
+from gradcheck_cli.findings.report import Report
+
+
+def apply_policy(
+    report: Report,
+    *,
+    allow_dead: Mapping[str, str] | Iterable[str] = (),
+    baseline: Iterable[str] = (),
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+) -> Report:
+    """The report as the user's configuration reads it.
+
+    `allow_dead`: glob patterns of variable names (or a mapping pattern -> reason); a dead
+    variable that matches is reported as allowed (GC007) and no longer fails the run.
+    `baseline`: names of variables that were already dead when the baseline was written.
+    `select` / `ignore`: finding codes or prefixes (`GC1`, `GC201`) to keep / drop.
+    """
+    patterns = (
+        dict(allow_dead) if isinstance(allow_dead, Mapping) else dict.fromkeys(allow_dead, "")
+    )
+    known = set(baseline)
+    allowed: dict[str, str] = dict(report.allowed)
+    for verdict in report.variables:
+        if not verdict.dead or verdict.name in allowed:
+            continue
+        for pattern, reason in patterns.items():
+            if fnmatch.fnmatchcase(verdict.name, pattern) or (
+                verdict.path and fnmatch.fnmatchcase(verdict.path, pattern)
+            ):
+                why = f"allow-dead pattern {pattern!r}" + (f": {reason}" if reason else "")
+                allowed[verdict.name] = why
+                break
+        else:
+            if verdict.name in known:
+                allowed[verdict.name] = "listed in the baseline"
+    findings = [_accepted(f) if f.variable in allowed else f for f in report.findings]
+    findings += [
+        finding("GC007", f"{name} is dead, but allowed by {why}", variable=name)
+        for name, why in sorted(allowed.items())
+        if name not in report.allowed
+    ]
+    selected = tuple(select)
+    ignored = tuple(ignore)
+    findings = [
+        f
+        for f in findings
+        if (not selected or f.code.startswith(selected)) and not f.code.startswith(ignored)
+    ]
+    return replace(report, findings=tuple(sorted(findings, key=_order)), allowed=allowed)
+
+
+def _accepted(item: Finding) -> Finding:
+    """A dead variable's finding, kept for the record but no longer an error."""
+    if item.severity is not Severity.ERROR:
+        return item
+    return replace(item, severity=Severity.INFO, message=f"{item.message} (allowed)")
+
+
+def _order(item: Finding) -> tuple[str, str, str, int, str]:
+    location = item.location
+    return (
+        item.code,
+        item.variable or "",
+        location.file if location else "",
+        location.line if location else 0,
+        item.message,
+    )
