@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from gradcheck_cli.analysis.concerns import find_concerns
 from gradcheck_cli.analysis.cuts import CutFinder
 from gradcheck_cli.analysis.reachability import Reachability
@@ -36,6 +38,9 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
     `cuts_of_live`: also walk forward from every live variable to name the cuts on its other
     paths (GC204); one walk per variable, so only when asked for (`--verbose`).
     """
+    # Function summaries recurse once per level of nesting (calls, conds, loops): deep models
+    # need more than Python's default limit.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 50 * len(program.bodies) + 1000))
     gradient_pass = Reachability(program, gradient=True)
     gradient = gradient_pass.top_masks()
     structural_pass = Reachability(program, gradient=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import ARG_OP, Body, Node, SourceLocation, TensorRef
 from gradcheck_cli.loaders.tf_protos import dtype_name
 
@@ -50,6 +51,8 @@ class GraphBuilder:
             body = self._function_body(fdef)
             self.bodies[current] = body
             pending.extend(self._callees(body))
+        if name not in self.bodies:
+            raise GradcheckError(f"the model is malformed: function {name} has no body")
         return self.bodies[name]
 
     def add_graph(self, graph_def: Any, name: str, loss: TensorRef) -> Body:
@@ -181,6 +184,8 @@ def _attr(node_def: Any, op_def: Any, name: str) -> Any:
 
 def _graph_ref(text: str) -> TensorRef:
     name, _, index = text.partition(":")
+    if not name or (index and not index.isdigit()):
+        raise GradcheckError(f"the model is malformed: a node input reads {text!r}")
     return TensorRef(name, int(index) if index else 0)
 
 
@@ -188,6 +193,8 @@ def _function_ref(
     text: str, layouts: Mapping[str, list[tuple[str, list[str | None]]]]
 ) -> TensorRef:
     parts = text.split(":")
+    if not parts[0] or len(parts) > 3 or not parts[-1].isdigit() and len(parts) > 1:
+        raise GradcheckError(f"the model is malformed: a function input reads {text!r}")
     if len(parts) == 1:
         return TensorRef(parts[0], 0)  # a function argument
     node = parts[0]

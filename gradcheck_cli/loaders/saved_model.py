@@ -123,6 +123,11 @@ def _object_paths(object_graph: Any) -> dict[int, str]:
     while queue:
         node_id = queue.popleft()
         for child in object_graph.nodes[node_id].children:
+            if not 0 <= child.node_id < len(object_graph.nodes):
+                raise GradcheckError(
+                    f"the SavedModel is malformed: object {child.local_name!r} points at "
+                    f"node {child.node_id}, which does not exist"
+                )
             if child.node_id not in paths:
                 parent = paths[node_id]
                 paths[child.node_id] = (
