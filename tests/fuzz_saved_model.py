@@ -14,7 +14,6 @@ import shutil
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,19 +51,27 @@ def _structural_mutation(data: bytes, rng: random.Random) -> bytes:
         if not library.function:
             break
         function = rng.choice(library.function)
-        mutations: list[Callable[[], None]] = [
-            lambda: _drop_node(function, rng),
-            lambda: _dangle_input(function, rng),
-            lambda: _call(function, function, "self_call"),
-            lambda: _call(function, rng.choice(library.function), "cycle"),
-            lambda: _missing_callee(function, rng),
-            lambda: library.function.__delitem__(rng.randrange(len(library.function))),
-            lambda: _duplicate_node(function, rng),
-            lambda: _bad_ret(function, rng),
-            lambda: _bad_child(object_graph, rng),
-            lambda: _bad_bound_input(object_graph, rng),
-        ]
-        rng.choice(mutations)()
+        mutation = rng.randrange(10)
+        if mutation == 0:
+            _drop_node(function, rng)
+        elif mutation == 1:
+            _dangle_input(function, rng)
+        elif mutation == 2:
+            _call(function, function, "self_call")
+        elif mutation == 3:
+            _call(function, rng.choice(library.function), "cycle")
+        elif mutation == 4:
+            _missing_callee(function, rng)
+        elif mutation == 5:
+            del library.function[rng.randrange(len(library.function))]
+        elif mutation == 6:
+            _duplicate_node(function, rng)
+        elif mutation == 7:
+            _bad_ret(function, rng)
+        elif mutation == 8:
+            _bad_child(object_graph, rng)
+        else:
+            _bad_bound_input(object_graph, rng)
     return saved_model.SerializeToString()
 
 
