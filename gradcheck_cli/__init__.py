@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gradcheck_cli.api import check, check_function
+from gradcheck_cli.api import assert_no_dead_variables, check, check_function
 from gradcheck_cli.errors import GradcheckError
 
-__all__ = ["GradcheckError", "check", "check_function"]
+__all__ = ["GradcheckError", "assert_no_dead_variables", "check", "check_function"]
 __version__ = "0.1.0"

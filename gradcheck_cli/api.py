@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -14,20 +15,32 @@ from gradcheck_cli.analysis.verdicts import Analysis, Blocker, Reason, Status, V
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.build import Context, build_findings
 from gradcheck_cli.findings.fixes import variable_fix
+from gradcheck_cli.findings.policy import apply_policy
 from gradcheck_cli.findings.report import Disagreement, Report, SourceInfo, Verification
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.loaders.bundle import Bundle
 
 
 def check(
-    model: str | os.PathLike[str],
+    model: Any,
     loss: str | None = None,
     *,
+    allow_dead: Mapping[str, str] | Iterable[str] = (),
     verify: bool = False,
     all_cuts: bool = False,
     unsafe_deserialization: bool = False,
+    variables: Any = None,
 ) -> Report:
-    """Analyse a SavedModel directory, a Python script or a Keras model file; return the report.
+    """Analyse a model and return the report.
+
+    `model` is a path (str or PathLike, relative to the working directory) to a SavedModel
+    directory, a Python script or a Keras model file; or, in this process, a compiled
+    `keras.Model` (its own objective: compiled losses plus `model.losses`; `loss` may name a
+    Keras loss instead), a `tf.function`, a concrete function or a zero-argument callable
+    returning the loss (`variables`: extra candidates, as in `check_function`).
+
+    `allow_dead`: glob patterns of variable names (or pattern -> reason) that may be dead; they
+    are reported as allowed and left out of `Report.dead`.
 
     `unsafe_deserialization`: let Keras run Python code stored in a `.keras` file (Lambda layers).
 
@@ -35,7 +48,78 @@ def check(
 
     Raises GradcheckError when the input cannot be analysed.
     """
-    path = Path(model)
+    if isinstance(model, (str, os.PathLike)):
+        report = _check_path(Path(model), loss, verify, all_cuts, unsafe_deserialization)
+    elif _is_keras_model(model):
+        report = _check_keras_model(model, loss, verify, all_cuts)
+    elif callable(model) or hasattr(model, "get_concrete_function"):
+        if loss is not None:
+            raise GradcheckError(
+                f"loss={loss!r} names a loss inside a file; a function passed to check() is the "
+                "loss itself"
+            )
+        report = check_function(model, variables=variables, verify=verify, all_cuts=all_cuts)
+    else:
+        raise GradcheckError(
+            f"cannot check a {type(model).__name__}: pass a path, a compiled keras.Model, a "
+            "tf.function or a zero-argument function returning the loss"
+        )
+    return apply_policy(report, allow_dead=allow_dead) if allow_dead else report
+
+
+def assert_no_dead_variables(
+    model: Any,
+    loss: str | None = None,
+    *,
+    allow_dead: Mapping[str, str] | Iterable[str] = (),
+    verify: bool = False,
+    all_cuts: bool = False,
+    unsafe_deserialization: bool = False,
+    variables: Any = None,
+) -> Report:
+    """`check`, then raise AssertionError with the terminal report if a variable is dead.
+
+    Returns the report when every trainable variable can train (or is allowed dead).
+    """
+    report = check(
+        model,
+        loss,
+        allow_dead=allow_dead,
+        verify=verify,
+        all_cuts=all_cuts,
+        unsafe_deserialization=unsafe_deserialization,
+        variables=variables,
+    )
+    if report.dead:
+        raise AssertionError(readable_report(report))
+    return report
+
+
+def readable_report(report: Report) -> str:
+    """The terminal report without colour, as a test failure shows it."""
+    from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+
+    return render_terminal(report, TerminalOptions(color=False, width=100))
+
+
+def _is_keras_model(value: Any) -> bool:
+    # Whoever built a live Keras model has imported Keras: never import it here to find out.
+    keras = sys.modules.get("keras")
+    return keras is not None and isinstance(value, keras.Model)
+
+
+def _check_keras_model(model: Any, loss: str | None, verify: bool, all_cuts: bool) -> Report:
+    from gradcheck_cli.loaders.tf_worker import keras_model_bundle
+
+    name = str(getattr(model, "name", None) or type(model).__name__)
+    bundle = keras_model_bundle(model, loss, name, verify)
+    source = SourceInfo(f"<keras.Model {name}>", "keras", bundle.loss_name)
+    return report_from_bundle(bundle, source, verify, all_cuts)
+
+
+def _check_path(
+    path: Path, loss: str | None, verify: bool, all_cuts: bool, unsafe_deserialization: bool
+) -> Report:
     if not path.exists():
         raise GradcheckError(f"{path}: no such file or directory")
     from gradcheck_cli.loaders.saved_model import is_saved_model, load_saved_model

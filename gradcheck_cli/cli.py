@@ -2,43 +2,73 @@
 
 from __future__ import annotations
 
-import enum
 import os
 import sys
-import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
 from gradcheck_cli import __version__
+from gradcheck_cli.config import Overrides, Settings, check_codes, load_settings
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.terminal import TerminalOptions
+from gradcheck_cli.run import (
+    ExitCode,
+    FailOn,
+    ModelCheck,
+    Policy,
+    check_models,
+    exit_code,
+    missing_variable,
+    write_baseline,
+)
 
-
-class ExitCode(enum.IntEnum):
-    CLEAN = 0
-    DEAD_VARIABLES = 1
-    ERROR = 2
+__all__ = ["ExitCode", "Options", "command", "main", "run"]
 
 
 @dataclass(frozen=True)
 class Options:
-    model: str
-    loss: str | None
-    output_format: Format
-    verify: bool
-    color: str
-    debug: bool
+    """Everything one run needs: the models, the merged settings, how to show the result."""
+
+    models: tuple[str, ...]
+    settings: Settings
+    verify: bool = False
+    color: str = "auto"
+    debug: bool = False
     why: str | None = None
     quiet: bool = False
     verbose: bool = False
     unsafe_deserialization: bool = False
+    output: Path | None = None
+    jobs: int = 1
+    exit_zero: bool = False
+    write_baseline: Path | None = None
 
 
-def _use_color(choice: str) -> bool:
+class CodeList(click.ParamType):
+    """Rule codes or prefixes, comma-separated: `GC1,GC201`."""
+
+    name = "CODES"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        codes = tuple(code.strip() for code in str(value).split(",") if code.strip())
+        bad = check_codes(codes)
+        if bad is not None:
+            self.fail(f"{bad!r} is not a rule code or a prefix of one", param, ctx)
+        return codes
+
+
+def _use_color(choice: str, to_file: bool = False) -> bool:
     if choice != "auto":
         return choice == "always"
+    if to_file:
+        return False
     if os.environ.get("NO_COLOR"):
         return False
     if os.environ.get("FORCE_COLOR"):
@@ -63,18 +93,67 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("model", type=click.Path())
+@click.argument("models", metavar="MODEL...", nargs=-1, required=True, type=click.Path())
 @click.option(
-    "--loss", "-l", help="The loss: a function path, signature, SIGNATURE:OUTPUT, or tensor name."
+    "--loss",
+    "-l",
+    help="The loss for every MODEL: a function path, signature, SIGNATURE:OUTPUT, or tensor name.",
 )
 @click.option(
     "--format",
     "-f",
     "output_format",
     type=click.Choice([f.value for f in Format]),
-    default=Format.TERMINAL.value,
+    help="Output format.  [default: terminal]",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report to FILE instead of stdout.",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice([f.value for f in FailOn]),
+    help="The least severe finding that fails the run (exit 1).  [default: error]",
+)
+@click.option(
+    "--exit-zero", is_flag=True, help="Exit 0 whatever the findings (2 is still reported)."
+)
+@click.option(
+    "--select", type=CodeList(), multiple=True, help="Report only these codes or prefixes."
+)
+@click.option("--ignore", type=CodeList(), multiple=True, help="Drop these codes or prefixes.")
+@click.option(
+    "--allow-dead",
+    metavar="PATTERN",
+    multiple=True,
+    help="Accept dead variables whose name or path matches this glob (repeatable).",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Fail only on dead variables not listed in this baseline file.",
+)
+@click.option(
+    "--write-baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write today's dead variables to this baseline file and exit 0.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read settings from this file (a pyproject.toml or a gradcheck.toml) instead of "
+    "the nearest pyproject.toml.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=1,
     show_default=True,
-    help="Output format.",
+    help="Check models in this many processes.",
 )
 @click.option(
     "--verify", is_flag=True, help="Also ask TensorFlow for its own gradients and compare."
@@ -105,9 +184,19 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
 )
 @click.version_option(__version__, prog_name="gradcheck")
 def command(
-    model: str,
+    models: tuple[str, ...],
     loss: str | None,
-    output_format: str,
+    output_format: str | None,
+    output: Path | None,
+    fail_on: str | None,
+    exit_zero: bool,
+    select: tuple[tuple[str, ...], ...],
+    ignore: tuple[tuple[str, ...], ...],
+    allow_dead: tuple[str, ...],
+    baseline: Path | None,
+    write_baseline: Path | None,
+    config_file: Path | None,
+    jobs: int,
     verify: bool,
     color: str,
     unsafe_deserialization: bool,
@@ -116,64 +205,105 @@ def command(
     verbose: bool,
     debug: bool,
 ) -> None:
-    """Find the trainable variables that LOSS can never train in MODEL, and say why.
+    """Find the trainable variables that a loss can never train in each MODEL, and say why.
 
-    MODEL is a SavedModel directory or a Python script (imported with a __name__ other than
-    "__main__"). Exit codes: 0 no dead trainable variable, 1 dead variables, 2 the input could
-    not be analysed.
+    MODEL is a SavedModel directory, a Python script (imported with a __name__ other than
+    "__main__") or a Keras model file. Settings come from [tool.gradcheck] in the nearest
+    pyproject.toml (or --config), then these options. Exit codes: 0 nothing fails the run,
+    1 findings (dead variables), 2 an input could not be analysed.
     """
+    overrides = Overrides(
+        loss=loss,
+        select=tuple(code for codes in select for code in codes) if select else None,
+        ignore=tuple(code for codes in ignore for code in codes),
+        allow_dead=allow_dead,
+        output_format=Format(output_format) if output_format else None,
+        fail_on=FailOn(fail_on) if fail_on else None,
+        baseline=baseline,
+    )
+    try:
+        settings = load_settings(overrides, config_file)
+    except GradcheckError as error:
+        click.echo(f"gradcheck: error: {error}", err=True)
+        sys.exit(ExitCode.ERROR)
     options = Options(
-        model,
-        loss,
-        Format(output_format),
-        verify,
-        color,
-        debug,
-        why,
-        quiet,
-        verbose,
-        unsafe_deserialization,
+        models=models,
+        settings=settings,
+        verify=verify,
+        color=color,
+        debug=debug,
+        why=why,
+        quiet=quiet,
+        verbose=verbose,
+        unsafe_deserialization=unsafe_deserialization,
+        output=output,
+        jobs=jobs,
+        exit_zero=exit_zero,
+        write_baseline=write_baseline,
     )
     sys.exit(run(options))
 
 
 def run(options: Options) -> ExitCode:
-    from gradcheck_cli.api import check
-
+    """Check the models, write the report (or the baseline), return the exit code."""
+    settings = options.settings
     if options.debug:
         os.environ["GRADCHECK_DEBUG"] = "1"  # the TensorFlow worker prints its tracebacks too
+    checks = [
+        ModelCheck(
+            model,
+            settings.loss_for(model),
+            verify=options.verify,
+            all_cuts=options.verbose,
+            unsafe_deserialization=options.unsafe_deserialization,
+        )
+        for model in options.models
+    ]
+    policy = Policy(
+        allow_dead=settings.allow_dead,
+        select=settings.select,
+        ignore=settings.ignore,
+        baseline=None if options.write_baseline else settings.baseline,
+    )
     try:
-        report = check(options.model, options.loss, verify=options.verify, all_cuts=options.verbose)
-    except GradcheckError as error:
+        outcomes = check_models(checks, policy, jobs=options.jobs)
+    except GradcheckError as error:  # an unreadable baseline
         click.echo(f"gradcheck: error: {error}", err=True)
         return ExitCode.ERROR
-    except Exception as error:  # a gradcheck bug: say so plainly, keep exit code 2
-        if options.debug:
-            traceback.print_exc()
-        click.echo(
-            f"gradcheck: internal error: {type(error).__name__}: {error} "
-            "(run with --debug for the traceback)",
-            err=True,
+    failed = [outcome for outcome in outcomes if outcome.report is None]
+    for outcome in failed:
+        if options.debug and outcome.trace:
+            click.echo(outcome.trace, err=True, nl=False)
+        click.echo(outcome.message, err=True)
+    reports = [outcome.report for outcome in outcomes if outcome.report is not None]
+    if options.write_baseline is not None:
+        if failed:
+            return ExitCode.ERROR
+        click.echo(write_baseline(options.write_baseline, outcomes), err=True)
+        return ExitCode.CLEAN
+    if options.why is not None and reports:
+        problem = missing_variable(reports, options.why)
+        if problem is not None:
+            click.echo(problem, err=True)
+            return ExitCode.ERROR
+    if reports:
+        to_file = options.output is not None
+        terminal = TerminalOptions(
+            color=_use_color(options.color, to_file),
+            width=_terminal_width() if not to_file and sys.stdout.isatty() else 100,
+            focus=options.why,
+            quiet=options.quiet,
+            verbose=options.verbose,
         )
-        return ExitCode.ERROR
-    if options.why is not None and not any(
-        options.why in (v.name, v.path) for v in report.variables
-    ):
-        names = ", ".join(v.name for v in report.variables[:12])
-        click.echo(
-            f"gradcheck: error: no variable named {options.why!r}; variables: {names}", err=True
+        # One report renders as before; several need the multi-report `render`.
+        text = render(
+            reports[0] if len(reports) == 1 else reports, settings.output_format, terminal
         )
-        return ExitCode.ERROR
-    terminal = TerminalOptions(
-        color=_use_color(options.color),
-        width=_terminal_width() if sys.stdout.isatty() else 100,
-        focus=options.why,
-        quiet=options.quiet,
-        verbose=options.verbose,
-    )
-    text = render(report, options.output_format, terminal)
-    click.echo(text, nl=False)
-    return ExitCode.DEAD_VARIABLES if report.dead else ExitCode.CLEAN
+        if options.output is not None:
+            options.output.write_text(text, encoding="utf-8")
+        else:
+            click.echo(text, nl=False)
+    return exit_code(outcomes, settings.fail_on, options.exit_zero)
 
 
 def _terminal_width() -> int:

@@ -44,7 +44,15 @@ def apply_policy(
         else:
             if verdict.name in known:
                 allowed[verdict.name] = "listed in the baseline"
-    findings = [_accepted(f) if f.variable in allowed else f for f in report.findings]
+    everything_allowed = bool(allowed) and all(
+        v.name in allowed for v in report.variables if v.dead
+    )
+    findings = [
+        _accepted(f)
+        if f.variable in allowed or (everything_allowed and f.code in _WHOLE_LOSS_CODES)
+        else f
+        for f in report.findings
+    ]
     findings += [
         finding("GC007", f"{name} is dead, but allowed by {why}", variable=name)
         for name, why in sorted(allowed.items())
@@ -58,6 +66,10 @@ def apply_policy(
         if (not selected or f.code.startswith(selected)) and not f.code.startswith(ignored)
     ]
     return replace(report, findings=tuple(sorted(findings, key=_order)), allowed=allowed)
+
+
+# Findings about the loss as a whole, which stand only while some dead variable is not accepted.
+_WHOLE_LOSS_CODES = frozenset({"GC109", "GC110"})
 
 
 def _accepted(item: Finding) -> Finding:

@@ -121,6 +121,8 @@ class Program:
     notes: list[str] = field(default_factory=list)
     # False when the model carries no source locations at all (a SavedModel without debug info).
     located: bool = True
+    # The loss tensor's static shape, when known (() is a scalar).
+    loss_shape: tuple[int | None, ...] | None = None
 
     @property
     def top_body(self) -> Body:

@@ -38,6 +38,7 @@ class Bundle:
     library: bytes = b""  # FunctionDefLibrary, the top function included
     top_function: str | None = None
     loss_output: int = 0
+    loss_shape: tuple[int | None, ...] | None = None  # static shape of the loss, when known
     graph_def: bytes = b""  # TF1 only
     loss_tensor: str | None = None  # TF1 only
     op_defs: bytes = b""  # OpList of every op type used

@@ -5,11 +5,12 @@ from __future__ import annotations
 from gradcheck_cli.graph.model import Program, SourceLocation, TensorRef, Variable
 from gradcheck_cli.loaders.bundle import Bundle
 from gradcheck_cli.loaders.graph_builder import GraphBuilder
+from gradcheck_cli.loaders.loss_checks import validate_loss
 from gradcheck_cli.loaders.op_defs import merged_op_defs
 from gradcheck_cli.loaders.tf_protos import protos
 
 
-def program_from_bundle(bundle: Bundle) -> Program:
+def program_from_bundle(bundle: Bundle, *, sum_loss: bool = False) -> Program:
     p = protos()
     library = p.function_pb2.FunctionDefLibrary()
     library.ParseFromString(bundle.library)
@@ -54,11 +55,14 @@ def program_from_bundle(bundle: Bundle) -> Program:
                 location=record.location,
             )
         )
-    return Program(
+    program = Program(
         bodies=builder.bodies,
         top=top,
         loss=loss,
         variables=variables,
         custom_gradients=dict(bundle.custom_gradients),
         notes=list(bundle.notes) + builder.notes,
+        loss_shape=bundle.loss_shape,
     )
+    validate_loss(program, bundle.loss_name, sum_loss=sum_loss)
+    return program

@@ -19,6 +19,7 @@ from gradcheck_cli.graph.model import (
 )
 from gradcheck_cli.loaders.debug_info import DebugInfoLocations
 from gradcheck_cli.loaders.graph_builder import GraphBuilder
+from gradcheck_cli.loaders.loss_checks import validate_loss
 from gradcheck_cli.loaders.loss_names import resolve_loss_name
 from gradcheck_cli.loaders.op_defs import merged_op_defs
 from gradcheck_cli.loaders.tf_protos import dtype_name, protos
@@ -33,15 +34,19 @@ class _Candidate:
     concrete_function: str | None  # TF2: the FunctionDef that computes it
     ret_index: int  # which output of that function
     tensor: str | None = None  # TF1: the tensor name in the graph
+    shape: tuple[int | None, ...] | None = None  # TF1: the signature's static shape
 
 
 def is_saved_model(path: Path) -> bool:
-    return path.is_dir() and (
-        (path / "saved_model.pb").is_file() or (path / "saved_model.pbtxt").is_file()
+    return path.is_dir() and any(
+        (path / name).is_file()
+        for name in ("saved_model.pb", "saved_model.pbtxt", "saved_model.cpb")
     )
 
 
-def load_saved_model(path: Path, loss: str | None) -> tuple[Program, str]:
+def load_saved_model(
+    path: Path, loss: str | None, *, sum_loss: bool = False
+) -> tuple[Program, str]:
     """The program of the loss `loss` in the SavedModel at `path`, and the loss's full name."""
     saved_model = _parse(path)
     if not saved_model.meta_graphs:
@@ -69,6 +74,7 @@ def load_saved_model(path: Path, loss: str | None) -> tuple[Program, str]:
         program = _tf1_program(meta_graph, builder, chosen)
     program.notes.extend(builder.notes)
     program.located = locations is not None
+    validate_loss(program, name, sum_loss=sum_loss)
     return program, name
 
 
@@ -82,6 +88,11 @@ def _no_locations(node: str, function: str) -> None:
 def _parse(path: Path) -> Any:
     saved_model = protos().saved_model_pb2.SavedModel()
     binary = path / "saved_model.pb"
+    if not binary.is_file() and (path / "saved_model.cpb").is_file():
+        raise GradcheckError(
+            f"{path} is a chunked SavedModel (saved_model.cpb, the format for models over 2 GiB), "
+            "which gradcheck cannot read yet; check the script that builds the model instead"
+        )
     try:
         if binary.is_file():
             saved_model.ParseFromString(binary.read_bytes())
@@ -235,6 +246,7 @@ def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
         bodies=builder.bodies,
         top=concrete,
         loss=top.rets[chosen.ret_index],
+        loss_shape=_output_shape(saved, chosen.ret_index),
         variables=variables,
         custom_gradients=custom,
     )
@@ -271,6 +283,32 @@ def _listed_trainable(object_graph: Any) -> set[tuple[str, int, str]] | None:
 
 def _in_variable_list(path: str | None) -> bool:
     return path is not None and path.startswith(_VARIABLE_LISTS)
+
+
+def _output_shape(saved: Any, index: int) -> tuple[int | None, ...] | None:
+    """The static shape of output `index` of a saved concrete function, when it says."""
+    specs: list[Any] = []
+
+    def walk(structure: Any) -> None:
+        kind = structure.WhichOneof("kind")
+        if kind == "dict_value":
+            for key in sorted(structure.dict_value.fields):
+                walk(structure.dict_value.fields[key])
+        elif kind in ("list_value", "tuple_value"):
+            for value in getattr(structure, kind).values:
+                walk(value)
+        elif kind == "named_tuple_value":
+            for pair in structure.named_tuple_value.values:
+                walk(pair.value)
+        elif kind == "tensor_spec_value":
+            specs.append(structure.tensor_spec_value.shape)
+        elif kind in ("bounded_tensor_spec_value", "type_spec_value"):
+            specs.append(None)
+
+    walk(saved.output_signature)
+    if index >= len(specs) or specs[index] is None:
+        return None
+    return _shape(specs[index])
 
 
 def _shape(shape_proto: Any) -> tuple[int | None, ...] | None:
@@ -359,9 +397,10 @@ def _tf1_candidates(meta_graph: Any) -> dict[str, _Candidate]:
         outputs = meta_graph.signature_def[signature_name].outputs
         for key in sorted(outputs):
             tensor = outputs[key].name
-            candidates[f"{signature_name}:{key}"] = _Candidate(None, 0, tensor)
+            shape = _shape(outputs[key].tensor_shape)
+            candidates[f"{signature_name}:{key}"] = _Candidate(None, 0, tensor, shape)
             if len(outputs) == 1:
-                candidates[signature_name] = _Candidate(None, 0, tensor)
+                candidates[signature_name] = _Candidate(None, 0, tensor, shape)
     losses = meta_graph.collection_def.get("losses")
     if losses is not None:
         for tensor in losses.node_list.value:
@@ -412,4 +451,10 @@ def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
                     location=producer.location if producer else None,
                 )
             )
-    return Program(bodies=builder.bodies, top="graph", loss=loss, variables=variables)
+    return Program(
+        bodies=builder.bodies,
+        top="graph",
+        loss=loss,
+        variables=variables,
+        loss_shape=chosen.shape,
+    )

@@ -210,10 +210,12 @@ def load_keras_file(path: Path, loss: str | None, verify: bool, unsafe: bool) ->
         raise GradcheckError(
             f"{path} cannot be loaded by Keras: {traced.error_summary(error)}{hint}"
         ) from None
-    keras_weights = KerasWeights()
-    for weight in model.weights:
-        keras_weights.info[id(weight.value)] = (weight.path, bool(weight.trainable))
-    bundle = _keras_bundle(model, loss, path.name, [], keras_weights, {}, verify)
+    return keras_model_bundle(model, loss, path.name, verify)
+
+
+def keras_model_bundle(model: Any, loss: str | None, name: str, verify: bool) -> Bundle:
+    """A live Keras model's own objective (a loaded file's, or one handed to the library)."""
+    bundle = _keras_bundle(model, loss, name, [], KerasWeights(), {}, verify)
     bundle.loss_name = loss or "compiled loss + model.losses"
     return bundle
 

@@ -48,6 +48,11 @@ def _dtype(variable: Any) -> str:
     return variable.dtype.base_dtype.name
 
 
+def _static_shape(tensor: Any) -> tuple[int | None, ...] | None:
+    shape = tensor.shape
+    return None if shape.rank is None else tuple(shape.as_list())
+
+
 def _shape(variable: Any) -> tuple[int | None, ...] | None:
     shape = variable.shape
     if shape.rank is None:
@@ -112,6 +117,7 @@ def bundle_from_concrete_function(
         library=library.SerializeToString(),
         top_function=fdef.signature.name,
         loss_output=loss_output,
+        loss_shape=_static_shape(graph.outputs[loss_output]),
         op_defs=_op_defs(library.function, ()),
         locations=_locations(graphs),
         custom_gradients=_custom_gradients(graphs),
@@ -258,6 +264,7 @@ def bundle_from_graph(graph: Any, loss: Any, loss_name: str) -> Bundle:
         graph_def=graph_def.SerializeToString(),
         library=graph_def.library.SerializeToString(),
         loss_tensor=loss.name,
+        loss_shape=_static_shape(loss),
         op_defs=_op_defs(graph_def.library.function, graph_def.node),
         locations=_locations(graphs),
         custom_gradients=_custom_gradients(graphs),

@@ -33,8 +33,16 @@ def _without_tensorflow_start_up_noise(text: str) -> str:
     )
 
 
-def run_worker(request: dict[str, Any]) -> Bundle:
-    """Everything the worker (and the user's code in it) prints goes to our stderr."""
+DEFAULT_TIMEOUT = 600.0
+
+
+def run_worker(request: dict[str, Any], timeout: float | None = None) -> Bundle:
+    """Everything the worker (and the user's code in it) prints goes to our stderr.
+
+    `timeout` (seconds; default GRADCHECK_TIMEOUT or 600) bounds a script that never returns.
+    """
+    if timeout is None:
+        timeout = float(os.environ.get("GRADCHECK_TIMEOUT", DEFAULT_TIMEOUT))
     with tempfile.TemporaryDirectory(prefix="gradcheck-") as scratch:
         request_path = Path(scratch) / "request.json"
         result_path = Path(scratch) / "result.pickle"
@@ -43,19 +51,27 @@ def run_worker(request: dict[str, Any]) -> Bundle:
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
         env["PYTHONUNBUFFERED"] = "1"
-        completed = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "gradcheck_cli.loaders.tf_worker",
-                str(request_path),
-                str(result_path),
-            ],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            env=env,
-            check=False,
-        )
+        try:
+            completed = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "gradcheck_cli.loaders.tf_worker",
+                    str(request_path),
+                    str(result_path),
+                ],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                env=env,
+                check=False,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            raise GradcheckError(
+                f"{request.get('path')} did not finish within {timeout:g} s (an endless loop, or "
+                "training that runs at import?); set GRADCHECK_TIMEOUT or --timeout if it needs "
+                "longer"
+            ) from None
         for stream in (completed.stdout, completed.stderr):
             text = _without_tensorflow_start_up_noise(stream.decode(errors="replace"))
             if text:

@@ -1,34 +1,69 @@
-"""Reporters: each renders a Report to text, nothing more."""
+"""Reporters: each renders a Report (or the reports of several models) to text, nothing more."""
 
 from __future__ import annotations
 
 import enum
 import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gradcheck_cli.findings.report import Report
 
 
 class Format(str, enum.Enum):
     TERMINAL = "terminal"
     JSON = "json"
     DOT = "dot"
+    TEXT = "text"
+    SARIF = "sarif"
+    GITHUB = "github"
+    MARKDOWN = "markdown"
 
 
-def render(report: object, output_format: Format, terminal: object = None) -> str:
-    """The report in `output_format`; `terminal` (TerminalOptions) shapes the terminal format."""
+def render(
+    reports: Report | Sequence[Report], output_format: Format, terminal: object = None
+) -> str:
+    """`reports` (one Report, or one per model checked) in `output_format`.
+
+    `terminal` (TerminalOptions) shapes the terminal format. One report renders exactly as it
+    always has; several render as one document of that format (a JSON array, one SARIF run per
+    model, one DOT cluster per model...).
+    """
     from gradcheck_cli.findings.report import Report
 
-    assert isinstance(report, Report)
+    many = not isinstance(reports, Report)
+    batch = tuple(reports) if not isinstance(reports, Report) else (reports,)
+    assert all(isinstance(report, Report) for report in batch)
+    output_format = Format(output_format)
     if output_format is Format.JSON:
-        from gradcheck_cli.reporters.json_reporter import render_json
+        from gradcheck_cli.reporters.json_reporter import render_json, render_json_array
 
-        return render_json(report)
+        return render_json_array(batch) if many else render_json(batch[0])
     if output_format is Format.DOT:
-        from gradcheck_cli.reporters.dot import render_dot
+        from gradcheck_cli.reporters.dot import render_dot, render_dot_clusters
 
-        return render_dot(report)
+        return render_dot_clusters(batch) if many else render_dot(batch[0])
+    if output_format is Format.TEXT:
+        from gradcheck_cli.reporters.text import render_text
+
+        return render_text(batch)
+    if output_format is Format.SARIF:
+        from gradcheck_cli.reporters.sarif import render_sarif
+
+        return render_sarif(batch)
+    if output_format is Format.GITHUB:
+        from gradcheck_cli.reporters.github import render_github
+
+        return render_github(batch)
+    if output_format is Format.MARKDOWN:
+        from gradcheck_cli.reporters.markdown import render_markdown
+
+        return render_markdown(batch)
     from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
 
     options = terminal if isinstance(terminal, TerminalOptions) else TerminalOptions()
-    return render_terminal(report, options)
+    return "\n".join(render_terminal(report, options) for report in batch)
 
 
 def display_path(path: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from gradcheck_cli.analysis.verdicts import Edge, Status, VariableVerdict
@@ -78,6 +78,28 @@ class _Graph:
 def render_dot(report: Report) -> str:
     """A Graphviz digraph: dead variables (boxes), the ops on their paths (ellipses, with
     cut edges red and bold, labelled with the reason), the loss, and an "unused" cluster."""
+    return _document(_title(report), _body(report, prefix="", indent="  "))
+
+
+def render_dot_clusters(reports: Sequence[Report]) -> str:
+    """Several models in one digraph: each model's graph (as render_dot draws it) in a cluster
+    of its own, node names prefixed with the model's number so models never share a node."""
+    lines: list[str] = []
+    for number, report in enumerate(reports, start=1):
+        lines += [
+            f"  subgraph {quote(f'cluster_model_{number}')} {{",
+            f"    label={quote(_title(report))};",
+            *_body(report, prefix=f"model {number}/", indent="    "),
+            "  }",
+        ]
+    return _document(f"gradcheck, {len(reports)} models", lines)
+
+
+def _title(report: Report) -> str:
+    return f"gradcheck {display_path(report.source.path)}, loss {report.source.loss}"
+
+
+def _body(report: Report, prefix: str, indent: str) -> list[str]:
     graph = _Graph()
     for verdict in report.variables:
         if verdict.status is Status.BLOCKED:
@@ -85,7 +107,7 @@ def render_dot(report: Report) -> str:
     unused = sorted(
         (v for v in report.variables if v.status is Status.UNUSED), key=lambda v: v.name
     )
-    return _write(report, graph, unused)
+    return _statements(report, graph, unused, prefix, indent)
 
 
 def _variable_id(verdict: VariableVerdict) -> str:
@@ -211,33 +233,47 @@ def _edge_attrs(facts: _EdgeFacts) -> dict[str, _Value]:
     return attrs
 
 
-def _write(report: Report, graph: _Graph, unused: list[VariableVerdict]) -> str:
-    title = f"gradcheck {display_path(report.source.path)}, loss {report.source.loss}"
+def _document(title: str, body: list[str]) -> str:
+    lines = [
+        "digraph gradcheck {",
+        f"  graph [label={quote(title)}, labelloc=t, rankdir=LR];",
+        '  node [fontname="Helvetica"];',
+        '  edge [fontname="Helvetica"];',
+        *body,
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _statements(
+    report: Report, graph: _Graph, unused: list[VariableVerdict], prefix: str, indent: str
+) -> list[str]:
+    def node_id(node: str) -> str:
+        return quote(prefix + node)
+
     nodes: dict[str, dict[str, _Value]] = {
         _LOSS: {"label": f"loss: {report.source.loss}", "shape": "doubleoctagon"}
     }
     nodes.update({node: _variable_attrs(v) for node, v in graph.variables.items()})
     nodes.update({node: _op_attrs(node, facts) for node, facts in graph.ops.items()})
     lines = [
-        "digraph gradcheck {",
-        f"  graph [label={quote(title)}, labelloc=t, rankdir=LR];",
-        '  node [fontname="Helvetica"];',
-        '  edge [fontname="Helvetica"];',
+        f"{indent}{_statement(node_id(node), attrs)};" for node, attrs in sorted(nodes.items())
     ]
-    lines += [f"  {_statement(quote(node), attrs)};" for node, attrs in sorted(nodes.items())]
     if unused:
+        cluster = f"cluster_{prefix}unused" if prefix else "cluster_unused"
         lines += [
-            f"  subgraph {quote('cluster_unused')} {{",
-            f"    label={quote('unused')};",
-            f"    style={quote('dashed')};",
+            f"{indent}subgraph {quote(cluster)} {{",
+            f"{indent}  label={quote('unused')};",
+            f"{indent}  style={quote('dashed')};",
         ]
-        lines += [f"    {_statement(quote(_variable_id(v)), _variable_attrs(v))};" for v in unused]
-        lines.append("  }")
+        lines += [
+            f"{indent}  {_statement(node_id(_variable_id(v)), _variable_attrs(v))};" for v in unused
+        ]
+        lines.append(f"{indent}}}")
     for (source, target), facts in sorted(graph.edges.items()):
-        head = f"{quote(source)} -> {quote(target)}"
-        lines.append(f"  {_statement(head, _edge_attrs(facts))};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        head = f"{node_id(source)} -> {node_id(target)}"
+        lines.append(f"{indent}{_statement(head, _edge_attrs(facts))};")
+    return lines
 
 
 def _statement(head: str, attrs: dict[str, _Value]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from gradcheck_cli.findings.report import Report
@@ -65,3 +66,8 @@ def as_dict(report: Report) -> dict[str, Any]:
 
 def render_json(report: Report) -> str:
     return json.dumps(as_dict(report), indent=2) + "\n"
+
+
+def render_json_array(reports: Sequence[Report]) -> str:
+    """Several models' reports: a JSON array of `gradcheck/1` objects, in the order given."""
+    return json.dumps([as_dict(report) for report in reports], indent=2) + "\n"

@@ -222,23 +222,9 @@ def _write_code(console: Console, report: Report, location: SourceLocation | Non
 def _route_text(name: str, route: tuple[PathStep, ...]) -> Text:
     """`w → Mul → ✂ Cast → … 4 ops … → loss`: cuts highlighted, pass-through ops left out,
     long runs without a cut collapsed, the name scope (Keras layer) shown where it changes."""
-    steps = [s for s in route[1:-1] if s.cut is not None or s.op_type not in _QUIET_OPS]
-    items: list[PathStep | int] = []
-    run: list[PathStep] = []
-    for step in [*steps, None]:
-        if step is not None and step.cut is None:
-            run.append(step)
-            continue
-        if len(run) > _LONG_RUN + 1:
-            items += [run[0], len(run) - 2, run[-1]]
-        else:
-            items += run
-        run = []
-        if step is not None:
-            items.append(step)
     text = Text(name, style="bold")
     scope = ""
-    for item in items:
+    for item in route_items(route):
         text.append(" → ")
         if isinstance(item, int):
             text.append(f"… {item} ops …", style="dim")
@@ -254,6 +240,26 @@ def _route_text(name: str, route: tuple[PathStep, ...]) -> Text:
     text.append(" → ")
     text.append("loss", style="bold")
     return text
+
+
+def route_items(route: tuple[PathStep, ...]) -> list[PathStep | int]:
+    """The steps of a route worth showing, between the variable and the loss (both left out):
+    pass-through ops dropped, a long run without a cut kept as its ends and a count between."""
+    steps = [s for s in route[1:-1] if s.cut is not None or s.op_type not in _QUIET_OPS]
+    items: list[PathStep | int] = []
+    run: list[PathStep] = []
+    for step in [*steps, None]:
+        if step is not None and step.cut is None:
+            run.append(step)
+            continue
+        if len(run) > _LONG_RUN + 1:
+            items += [run[0], len(run) - 2, run[-1]]
+        else:
+            items += run
+        run = []
+        if step is not None:
+            items.append(step)
+    return items
 
 
 def _hidden_cuts_sentence(verdict: VariableVerdict) -> str | None:
@@ -332,7 +338,8 @@ def _shape(verdict: VariableVerdict) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in verdict.shape) + "]"
 
 
-def _verdict_line(report: Report) -> str:
+def verdict_parts(report: Report) -> tuple[str, str]:
+    """The verdict, plain: the headline (`1 of 4 trainable variables is dead`) and the counts."""
     summary = report.summary
     counts = ", ".join(f"{summary[k]} {k}" for k in ("ok", "blocked", "unused", "frozen"))
     if report.allowed:
@@ -340,8 +347,11 @@ def _verdict_line(report: Report) -> str:
     dead = len(report.dead)
     if dead:
         verb = "is" if dead == 1 else "are"
-        return (
-            f"[bold red]{dead} of {summary['trainable']} trainable variables {verb} dead[/] "
-            f"({counts})"
-        )
-    return f"[bold green]every trainable variable gets gradient[/] ({counts})"
+        return f"{dead} of {summary['trainable']} trainable variables {verb} dead", counts
+    return "every trainable variable gets gradient", counts
+
+
+def _verdict_line(report: Report) -> str:
+    headline, counts = verdict_parts(report)
+    style = "bold red" if report.dead else "bold green"
+    return f"[{style}]{headline}[/] ({counts})"

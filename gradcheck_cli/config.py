@@ -1,0 +1,204 @@
+"""The settings of one run: defaults < `[tool.gradcheck]` in a TOML file < command-line flags."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.reporters import Format
+from gradcheck_cli.run import FailOn
+
+KEYS = ("loss", "select", "ignore", "allow-dead", "format", "fail-on", "baseline")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The merged settings. Paths are absolute (config paths resolved against the file's folder)."""
+
+    loss: str | None = None  # one loss for every model (from --loss or `loss = "..."`)
+    # (absolute path glob, loss) from a `loss` table, first match wins.
+    losses: tuple[tuple[str, str], ...] = ()
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    # (variable-name glob, reason); the reason may be empty.
+    allow_dead: tuple[tuple[str, str], ...] = ()
+    output_format: Format = Format.TERMINAL
+    fail_on: FailOn = FailOn.ERROR
+    baseline: Path | None = None
+    source: Path | None = None  # the file the settings were read from, if any
+
+    def loss_for(self, model: str | os.PathLike[str]) -> str | None:
+        """The loss to check `model` with; None lets gradcheck detect it."""
+        if self.loss is not None or not self.losses:
+            return self.loss
+        where = os.path.normpath(Path(model).resolve())
+        for pattern, loss in self.losses:
+            if fnmatch.fnmatchcase(where, pattern):
+                return loss
+        return None
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What the command line said; None (or empty) where it said nothing.
+
+    `select`, `format`, `fail_on`, `loss` and `baseline` replace the file's value; `ignore` and
+    `allow_dead` add to it (a flag can silence more, never re-enable what the file silences).
+    """
+
+    loss: str | None = None
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    allow_dead: tuple[str, ...] = ()
+    output_format: Format | None = None
+    fail_on: FailOn | None = None
+    baseline: Path | None = None
+
+
+def load_settings(
+    overrides: Overrides = Overrides(),
+    config: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> Settings:
+    """Defaults, then the config file (`config`, or the nearest pyproject.toml), then flags."""
+    start = Path(cwd) if cwd is not None else Path.cwd()
+    base = Settings()
+    if config is not None:
+        path = Path(config)
+        base = parse_table(read_table(path), path)
+    else:
+        found = find_pyproject(start)
+        if found is not None:
+            base = parse_table(read_table(found), found)
+    return merge(base, overrides, start)
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml with a `[tool.gradcheck]` table, walking up from `start`."""
+    for folder in (start.resolve(), *start.resolve().parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file() and "gradcheck" in _load_toml(candidate).get("tool", {}):
+            return candidate
+    return None
+
+
+def read_table(path: Path) -> dict[str, Any]:
+    """The gradcheck table of `path`: `[tool.gradcheck]` of a pyproject.toml, else the top level."""
+    if not path.is_file():
+        raise GradcheckError(f"{path}: no such config file")
+    document = _load_toml(path)
+    if path.name != "pyproject.toml":
+        return document
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict) or "gradcheck" not in tool:
+        raise GradcheckError(f"{path}: no [tool.gradcheck] table")
+    table = tool["gradcheck"]
+    if not isinstance(table, dict):
+        raise GradcheckError(f"{path}: [tool.gradcheck] must be a table")
+    return table
+
+
+def parse_table(table: Mapping[str, Any], path: Path) -> Settings:
+    """Settings from one gradcheck table; every key checked, paths resolved against `path`."""
+    where = f"{path}: [tool.gradcheck]" if path.name == "pyproject.toml" else str(path)
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise GradcheckError(f"{where}: unknown key {unknown[0]!r} (known keys: {', '.join(KEYS)})")
+    folder = path.resolve().parent
+    values: dict[str, Any] = {"source": path}
+    if "loss" in table:
+        loss = table["loss"]
+        if isinstance(loss, str):
+            values["loss"] = loss
+        elif isinstance(loss, dict) and all(isinstance(v, str) for v in loss.values()):
+            values["losses"] = tuple(
+                (os.path.normpath(folder / pattern), name) for pattern, name in loss.items()
+            )
+        else:
+            raise _wrong_type(where, "loss", "a string or a table of model path -> loss name")
+    for key in ("select", "ignore"):
+        if key in table:
+            values[key] = _codes(table[key], where, key)
+    if "allow-dead" in table:
+        allow = table["allow-dead"]
+        if _is_strings(allow):
+            values["allow_dead"] = tuple((pattern, "") for pattern in allow)
+        elif isinstance(allow, dict) and all(isinstance(v, str) for v in allow.values()):
+            values["allow_dead"] = tuple(allow.items())
+        else:
+            raise _wrong_type(where, "allow-dead", "a list of globs or a table of glob -> reason")
+    if "format" in table:
+        values["output_format"] = _choice(table["format"], Format, where, "format")
+    if "fail-on" in table:
+        values["fail_on"] = _choice(table["fail-on"], FailOn, where, "fail-on")
+    if "baseline" in table:
+        if not isinstance(table["baseline"], str):
+            raise _wrong_type(where, "baseline", "a path (string)")
+        values["baseline"] = folder / table["baseline"]
+    return Settings(**values)
+
+
+def merge(base: Settings, overrides: Overrides, cwd: Path) -> Settings:
+    """`base` with the command line's flags on top; flag paths are relative to `cwd`."""
+    return Settings(
+        loss=overrides.loss if overrides.loss is not None else base.loss,
+        losses=() if overrides.loss is not None else base.losses,
+        select=overrides.select if overrides.select is not None else base.select,
+        ignore=base.ignore + tuple(c for c in overrides.ignore if c not in base.ignore),
+        allow_dead=base.allow_dead + tuple((pattern, "") for pattern in overrides.allow_dead),
+        output_format=overrides.output_format or base.output_format,
+        fail_on=overrides.fail_on or base.fail_on,
+        baseline=cwd / overrides.baseline if overrides.baseline is not None else base.baseline,
+        source=base.source,
+    )
+
+
+def check_codes(codes: tuple[str, ...]) -> str | None:
+    """The first entry that is not a rule code or a prefix of one, if any."""
+    from gradcheck_cli.findings.rules import RULES
+
+    for code in codes:
+        if not code or not any(known.startswith(code) for known in RULES):
+            return code
+    return None
+
+
+def _codes(value: Any, where: str, key: str) -> tuple[str, ...]:
+    if not _is_strings(value):
+        raise _wrong_type(where, key, 'a list of codes or prefixes (e.g. ["GC1", "GC201"])')
+    codes = tuple(value)
+    bad = check_codes(codes)
+    if bad is not None:
+        raise GradcheckError(f"{where}: {key}: {bad!r} is not a rule code or a prefix of one")
+    return codes
+
+
+def _choice(value: Any, kind: type[Format] | type[FailOn], where: str, key: str) -> Any:
+    names = [member.value for member in kind]
+    if value not in names:
+        raise GradcheckError(f"{where}: {key} must be one of {', '.join(names)}, not {value!r}")
+    return kind(value)
+
+
+def _is_strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _wrong_type(where: str, key: str, expected: str) -> GradcheckError:
+    return GradcheckError(f"{where}: {key} must be {expected}")
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as error:
+        raise GradcheckError(f"{path}: not valid TOML: {error}") from None
+    except OSError as error:
+        raise GradcheckError(f"{path}: cannot read: {error.strerror}") from None

@@ -1,0 +1,114 @@
+"""The pytest integration: a `gradcheck` fixture, a `--gradcheck` option and a `gradcheck` marker.
+
+pytest imports every installed plugin when it starts, in every project: this module imports
+neither TensorFlow nor rich. The library is imported inside the fixture's methods and the hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from gradcheck_cli.findings.report import Report
+
+_MARKER_HELP = (
+    "gradcheck(loss=None, allow_dead=()): after the test, check every SavedModel the test wrote "
+    "under tmp_path and fail it if a trainable variable can never train"
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gradcheck")
+    group.addoption(
+        "--gradcheck",
+        action="store_true",
+        default=False,
+        help="after each test, check every SavedModel it wrote under tmp_path for trainable "
+        "variables its loss can never train (the test fails with the report)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", _MARKER_HELP)
+
+
+class Gradcheck:
+    """What the `gradcheck` fixture gives a test: the library's `check` and its assertion."""
+
+    def check(
+        self,
+        model: Any,
+        loss: str | None = None,
+        *,
+        allow_dead: Mapping[str, str] | Iterable[str] = (),
+        **options: Any,
+    ) -> Report:
+        """`gradcheck_cli.check`: the report on a path, a compiled Keras model or a function."""
+        from gradcheck_cli.api import check
+
+        return check(model, loss, allow_dead=allow_dead, **options)
+
+    def assert_no_dead_variables(
+        self,
+        model: Any,
+        loss: str | None = None,
+        *,
+        allow_dead: Mapping[str, str] | Iterable[str] = (),
+        **options: Any,
+    ) -> Report:
+        """Fail the test with the readable report if a trainable variable can never train."""
+        from gradcheck_cli.api import assert_no_dead_variables
+
+        __tracebackhide__ = True
+        return assert_no_dead_variables(model, loss, allow_dead=allow_dead, **options)
+
+
+@pytest.fixture
+def gradcheck() -> Gradcheck:
+    """Check models for trainable variables their loss can never train."""
+    return Gradcheck()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    # A test that already failed is not checked: its own failure says more.
+    result = yield
+    marker = item.get_closest_marker("gradcheck")
+    if marker is None and not item.config.getoption("gradcheck"):
+        return result
+    funcargs: dict[str, Any] = getattr(item, "funcargs", {})
+    folder = funcargs.get("tmp_path") or funcargs.get("tmpdir")
+    if folder is None:
+        return result
+    kwargs = marker.kwargs if marker is not None else {}
+    failures = _dead_saved_models(Path(folder), kwargs.get("loss"), kwargs.get("allow_dead", ()))
+    if failures:
+        pytest.fail("\n\n".join(failures), pytrace=False)
+    return result
+
+
+def _dead_saved_models(
+    folder: Path, loss: str | None, allow_dead: Mapping[str, str] | Iterable[str]
+) -> list[str]:
+    """The report of every SavedModel under `folder` that has a dead variable or cannot be read.
+
+    A SavedModel that cannot be analysed fails the test too: the user asked for it to be
+    checked, and a silent pass would read as "no dead variables".
+    """
+    from gradcheck_cli.api import check, readable_report
+    from gradcheck_cli.errors import GradcheckError
+
+    failures = []
+    for model in sorted({pb.parent for pb in folder.rglob("saved_model.pb")}):
+        try:
+            report = check(model, loss, allow_dead=allow_dead)
+        except GradcheckError as error:
+            failures.append(f"gradcheck could not analyse the SavedModel {model}: {error}")
+            continue
+        if report.dead:
+            failures.append(readable_report(report))
+    return failures

@@ -1,0 +1,83 @@
+"""GitHub Actions workflow commands: an annotation per dead variable, warning and notice."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gradcheck_cli.analysis.verdicts import VariableVerdict
+from gradcheck_cli.findings.finding import Finding, Severity
+from gradcheck_cli.findings.report import Report
+from gradcheck_cli.reporters import display_path
+
+_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def render_github(reports: Sequence[Report]) -> str:
+    """One `::error` per dead variable (a variable cut in three places is one annotation, at
+    its first cut, naming every cut), and one `::warning` or `::notice` per other finding."""
+    lines: list[str] = []
+    for report in reports:
+        verdicts = {verdict.name: verdict for verdict in report.variables}
+        # Each entry is a finding alone, or the error findings of one variable.
+        entries: list[list[Finding]] = []
+        by_variable: dict[str, list[Finding]] = {}
+        for item in report.findings:
+            if item.severity is not Severity.ERROR or item.variable is None:
+                entries.append([item])
+            elif item.variable in by_variable:
+                by_variable[item.variable].append(item)
+            else:
+                by_variable[item.variable] = [item]
+                entries.append(by_variable[item.variable])
+        for entry in entries:
+            if len(entry) == 1:
+                lines.append(_command(entry[0], _with_hint(entry[0].message, entry[0].hint)))
+            else:
+                lines.append(_dead_variable_command(verdicts.get(entry[0].variable or ""), entry))
+    return "".join(line + "\n" for line in lines)
+
+
+def _dead_variable_command(verdict: VariableVerdict | None, items: list[Finding]) -> str:
+    # Along the path from the variable to the loss, the first cut comes first.
+    order = {b.op: number for number, b in enumerate(verdict.blockers)} if verdict else {}
+    items = sorted(items, key=lambda item: order.get(item.op or "", len(order)))
+    status = verdict.status.value if verdict else "dead"
+    lines = [f"{items[0].variable} is {status}: {len(items)} cuts between it and the loss"]
+    lines += [f"- {_where(item)}{item.code} {item.message}" for item in items]
+    hints = [f"- {item.hint}" for item in items if item.hint]
+    if hints:
+        lines += ["fixes:", *hints]
+    return _command(items[0], "\n".join(lines))
+
+
+def _with_hint(message: str, hint: str | None) -> str:
+    return message if hint is None else f"{message}\nfix: {hint}"
+
+
+def _where(item: Finding) -> str:
+    if item.location is None:
+        return ""
+    return f"{display_path(item.location.file)}:{item.location.line}: "
+
+
+def _command(item: Finding, message: str) -> str:
+    """The workflow command for `item`, at its file and line when it has them."""
+    properties: list[tuple[str, str]] = []
+    if item.location is not None:
+        properties += [
+            ("file", display_path(item.location.file)),
+            ("line", str(item.location.line)),
+        ]
+    properties.append(("title", f"{item.code} {item.rule}"))
+    listed = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
+    return f"::{_COMMAND[item.severity]} {listed}::{escape_data(message)}"
+
+
+def escape_data(text: str) -> str:
+    """A command's message, escaped as @actions/core does (`%`, CR and LF)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A command property's value: the message escapes, and `:` and `,` as well."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")

@@ -1,0 +1,193 @@
+"""The Markdown report for a pull-request comment or a job summary, with Mermaid diagrams."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
+from gradcheck_cli.findings.finding import Severity
+from gradcheck_cli.findings.report import Report
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters.terminal import route_items, verdict_parts
+
+_SEVERITY_MARK = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+_CUT_CLASS = "classDef cut stroke:#d00,stroke-width:2px,color:#d00"
+
+
+def render_markdown(reports: Sequence[Report]) -> str:
+    """`## gradcheck`, the verdict, then per model: the dead variables' table, the warnings and
+    a Mermaid flowchart of each dead variable's path to the loss, its cuts marked."""
+    lines = ["## gradcheck", ""]
+    if len(reports) == 1:
+        lines += [_verdict(reports[0]), ""]
+        lines += _section_body(reports[0])
+    else:
+        lines += [_overall_verdict(reports), ""]
+        for report in reports:
+            lines += [f"### {_title(report)}", "", _verdict(report), ""]
+            lines += _section_body(report)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def _title(report: Report) -> str:
+    return f"{_code(display_path(report.source.path))}, loss {_code(report.source.loss)}"
+
+
+def _verdict(report: Report) -> str:
+    headline, counts = verdict_parts(report)
+    mark = ":x:" if report.dead else ":white_check_mark:"
+    return f"{mark} **{headline}** ({counts})"
+
+
+def _overall_verdict(reports: Sequence[Report]) -> str:
+    dead = sum(len(report.dead) for report in reports)
+    trainable = sum(report.summary["trainable"] for report in reports)
+    models = f"in {len(reports)} models"
+    if dead:
+        verb = "is" if dead == 1 else "are"
+        return f":x: **{dead} of {trainable} trainable variables {verb} dead** {models}"
+    return f":white_check_mark: **every trainable variable gets gradient** {models}"
+
+
+def _section_body(report: Report) -> list[str]:
+    lines: list[str] = []
+    if not report.dead:
+        lines += ["No dead trainable variables.", ""]
+    if report.dead:
+        lines += ["| variable | status | cuts |", "| --- | --- | --- |"]
+        lines += [
+            f"| {_cell(_code(v.name))} | {v.status.value} | {_cell(_cuts(v))} |"
+            for v in report.dead
+        ]
+        lines.append("")
+    notes = [item for item in report.findings if not _told_by_table(report, item.variable)]
+    if notes:
+        lines += ["#### Warnings and notes", ""]
+        for item in notes:
+            where = f" at {_code(_where(item.location))}" if item.location else ""
+            mark = _SEVERITY_MARK[item.severity]
+            lines.append(f"- **{item.code}** {mark}{where}: {_inline(item.message)}")
+        lines.append("")
+    for verdict in report.dead:
+        lines += [f"{_code(verdict.name)}, path to the loss:", ""]
+        lines += [*mermaid(verdict, report.source.loss), ""]
+    return lines
+
+
+def _told_by_table(report: Report, variable: str | None) -> bool:
+    return variable is not None and any(v.name == variable for v in report.dead)
+
+
+def _cuts(verdict: VariableVerdict) -> str:
+    if verdict.status is Status.UNUSED:
+        return _inline(verdict.explanation or "never reaches the loss")
+    return "<br>".join(_cut(blocker) for blocker in verdict.blockers) or "?"
+
+
+def _cut(blocker: Blocker) -> str:
+    where = _where(blocker.location) if blocker.location else f"op {blocker.op}"
+    return f"{_code(blocker.op_type)} at {_code(where)} ({blocker.reason.value})"
+
+
+def _where(location: SourceLocation) -> str:
+    return f"{display_path(location.file)}:{location.line}"
+
+
+# -- Markdown and HTML text ----------------------------------------------------------------------
+
+
+def _code(text: str) -> str:
+    """`text` as an inline code span, whatever backticks it holds."""
+    text = text.replace("\n", " ")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
+    return f"{fence}{padded}{fence}"
+
+
+def _cell(text: str) -> str:
+    # GitHub splits table cells on `|` even inside code spans, unless escaped.
+    return text.replace("|", "\\|")
+
+
+def _inline(text: str) -> str:
+    """Prose from a model (names included) with Markdown and HTML read as plain text."""
+    text = re.sub(r"\s*\n\s*", " ", text)
+    return re.sub(r"([\\`*_\[\]<>|~])", r"\\\1", text)
+
+
+# -- Mermaid -------------------------------------------------------------------------------------
+
+
+def mermaid(verdict: VariableVerdict, loss: str) -> list[str]:
+    """A fenced Mermaid flowchart: the variable, the ops its route shows, the loss; a cut is a
+    red node reached by a dotted edge labelled `✂ reason`."""
+    nodes: list[tuple[str, str, bool]] = [("variable", verdict.name, False)]
+    edges: list[tuple[str, str, str | None]] = []
+    previous = "variable"
+    if verdict.route:
+        for number, item in enumerate(route_items(verdict.route), start=1):
+            node = f"step{number}"
+            if isinstance(item, int):
+                nodes.append((node, f"… {item} ops …", False))
+                edges.append((previous, node, None))
+            else:
+                nodes.append((node, _step_label(item), item.cut is not None))
+                edges.append((previous, node, _cut_label(item)))
+            previous = node
+        edges.append((previous, "loss", None))
+    elif verdict.blockers:
+        for number, blocker in enumerate(verdict.blockers, start=1):
+            node = f"cut{number}"
+            nodes.append((node, f"{blocker.op}\n{blocker.op_type}", True))
+            edges += [("variable", node, f"✂ {blocker.reason.value}"), (node, "loss", None)]
+    else:
+        edges.append(("variable", "loss", f"✂ {verdict.explanation or verdict.status.value}"))
+    nodes.append(("loss", f"loss: {loss}", False))
+    lines = ["```mermaid", "flowchart LR"]
+    lines += [f'  {node}["{mermaid_label(label)}"]' for node, label, _ in nodes]
+    for source, target, label in edges:
+        arrow = f'-.->|"{mermaid_label(label)}"|' if label else "-->"
+        lines.append(f"  {source} {arrow} {target}")
+    cut_nodes = [node for node, _, cut in nodes if cut]
+    if cut_nodes:
+        lines += [f"  {_CUT_CLASS}", f"  class {','.join(cut_nodes)} cut"]
+    lines.append("```")
+    return lines
+
+
+def _step_label(step: PathStep) -> str:
+    shown = step.op
+    if shown.rsplit("/", 1)[-1] != step.op_type:
+        shown += f"\n{step.op_type}"
+    return shown
+
+
+def _cut_label(step: PathStep) -> str | None:
+    return f"✂ {step.cut.value}" if step.cut is not None else None
+
+
+def mermaid_label(text: str) -> str:
+    """`text` safe inside a quoted Mermaid label: quotes, brackets of
+    every kind, `&`, `|`, `#` and backticks as
+    Mermaid entity codes, and line breaks as `<br>`."""
+    escaped = (
+        text.replace("#", "#35;")
+        .replace("&", "#amp;")
+        .replace('"', "#quot;")
+        .replace("<", "#lt;")
+        .replace(">", "#gt;")
+        .replace("`", "#96;")
+        .replace("[", "#91;")
+        .replace("]", "#93;")
+        .replace("(", "#40;")
+        .replace(")", "#41;")
+        .replace("{", "#123;")
+        .replace("}", "#125;")
+        .replace("|", "#124;")
+    )
+    return re.sub(r"\r\n|\r|\n", "<br>", escaped)

@@ -1,0 +1,197 @@
+"""Check many models in one run: each with its loss and the user's policy; the run's exit code."""
+
+from __future__ import annotations
+
+import enum
+import json
+import multiprocessing
+import os
+import traceback
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.findings.finding import Severity
+from gradcheck_cli.findings.report import Report
+
+BASELINE_SCHEMA = "gradcheck-baseline/1"
+
+
+class ExitCode(enum.IntEnum):
+    CLEAN = 0
+    DEAD_VARIABLES = 1
+    ERROR = 2
+
+
+class FailOn(str, enum.Enum):
+    """The least severe finding that fails the run."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    NEVER = "never"
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """One model to check and how."""
+
+    model: str
+    loss: str | None = None
+    verify: bool = False
+    all_cuts: bool = False
+    unsafe_deserialization: bool = False
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the user accepts (see `apply_policy`); `baseline` is a baseline file, if any."""
+
+    allow_dead: tuple[tuple[str, str], ...] = ()
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    baseline: Path | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One model's result: a report, or the reason it could not be analysed."""
+
+    model: str
+    report: Report | None = None
+    error: str | None = None
+    internal: bool = False  # a gradcheck bug rather than bad input
+    trace: str | None = field(default=None, repr=False)
+
+    @property
+    def message(self) -> str:
+        """The one line that goes to stderr when the model could not be analysed."""
+        if not self.internal:
+            return f"gradcheck: error: {self.error}"
+        return f"gradcheck: internal error: {self.error} (run with --debug for the traceback)"
+
+
+def check_models(
+    checks: Sequence[ModelCheck], policy: Policy = Policy(), jobs: int = 1
+) -> list[Outcome]:
+    """Check every model (in `jobs` processes when > 1), apply `policy`; in argument order.
+
+    A model that cannot be analysed becomes an Outcome with an error; the others still run.
+    """
+    if jobs > 1 and len(checks) > 1:
+        # spawn, not fork: forking a process that may hold threads is unsafe.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(min(jobs, len(checks)), mp_context=context) as pool:
+            outcomes = list(pool.map(check_model, checks))
+    else:
+        outcomes = [check_model(item) for item in checks]
+    known = read_baseline(policy.baseline) if policy.baseline is not None else {}
+    return [_with_policy(outcome, policy, known) for outcome in outcomes]
+
+
+def check_model(item: ModelCheck) -> Outcome:
+    """Check one model; every failure becomes an Outcome (this runs in worker processes too)."""
+    from gradcheck_cli import api
+
+    try:
+        report = api.check(
+            item.model,
+            item.loss,
+            verify=item.verify,
+            all_cuts=item.all_cuts,
+            unsafe_deserialization=item.unsafe_deserialization,
+        )
+    except GradcheckError as error:
+        return Outcome(item.model, error=str(error))
+    except Exception as error:  # a gradcheck bug: report it, keep exit code 2
+        return Outcome(
+            item.model,
+            error=f"{type(error).__name__}: {error}",
+            internal=True,
+            trace=traceback.format_exc(),
+        )
+    return Outcome(item.model, report=report)
+
+
+def _with_policy(
+    outcome: Outcome, policy: Policy, baseline: Mapping[str, frozenset[str]]
+) -> Outcome:
+    from gradcheck_cli.findings.policy import apply_policy
+
+    if outcome.report is None:
+        return outcome
+    report = apply_policy(
+        outcome.report,
+        allow_dead=dict(policy.allow_dead),
+        baseline=baseline.get(_key(outcome.model), frozenset()),
+        select=policy.select,
+        ignore=policy.ignore,
+    )
+    return Outcome(outcome.model, report=report)
+
+
+def exit_code(outcomes: Iterable[Outcome], fail_on: FailOn, exit_zero: bool = False) -> ExitCode:
+    """The run's exit code: 2 if any model could not be analysed (never hidden), else 1 if a
+    finding at or above `fail_on` is left after the policy (unless `exit_zero`), else 0."""
+    outcomes = list(outcomes)
+    if any(outcome.report is None for outcome in outcomes):
+        return ExitCode.ERROR
+    if exit_zero or fail_on is FailOn.NEVER:
+        return ExitCode.CLEAN
+    failing = {Severity.ERROR} if fail_on is FailOn.ERROR else {Severity.ERROR, Severity.WARNING}
+    for outcome in outcomes:
+        assert outcome.report is not None
+        if any(item.severity in failing for item in outcome.report.findings):
+            return ExitCode.DEAD_VARIABLES
+    return ExitCode.CLEAN
+
+
+def missing_variable(reports: Sequence[Report], name: str) -> str | None:
+    """The error line when no report has a variable called `name` (for --why), else None."""
+    if any(name in (v.name, v.path) for report in reports for v in report.variables):
+        return None
+    names = ", ".join(v.name for report in reports for v in report.variables[:12])
+    return f"gradcheck: error: no variable named {name!r}; variables: {names}"
+
+
+def read_baseline(path: Path) -> dict[str, frozenset[str]]:
+    """Dead variables per model (keyed by absolute model path) from a baseline file."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise GradcheckError(f"{path}: cannot read the baseline: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise GradcheckError(f"{path}: the baseline is not valid JSON: {error}") from None
+    if not isinstance(document, dict) or document.get("schema") != BASELINE_SCHEMA:
+        raise GradcheckError(f"{path}: not a gradcheck baseline (schema {BASELINE_SCHEMA})")
+    models = document.get("models")
+    if not isinstance(models, dict):
+        raise GradcheckError(f"{path}: not a gradcheck baseline (schema {BASELINE_SCHEMA})")
+    folder = path.resolve().parent
+    return {
+        _key(folder / model): frozenset(str(name) for name in names)
+        for model, names in models.items()
+    }
+
+
+def write_baseline(path: Path, outcomes: Sequence[Outcome]) -> str:
+    """Write today's dead variables of every checked model; return the line to tell the user.
+
+    Model paths are stored relative to the baseline's folder, so the file works from any
+    working directory and on any machine that checks out the same tree.
+    """
+    folder = path.resolve().parent
+    models: dict[str, list[str]] = {}
+    for outcome in outcomes:
+        assert outcome.report is not None
+        relative = os.path.relpath(_key(outcome.model), folder)
+        models[Path(relative).as_posix()] = sorted(v.name for v in outcome.report.dead)
+    document = {"schema": BASELINE_SCHEMA, "models": dict(sorted(models.items()))}
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    count = sum(len(names) for names in models.values())
+    return f"gradcheck: wrote {path}: {count} dead variable(s) in {len(models)} model(s)"
+
+
+def _key(model: str | os.PathLike[str]) -> str:
+    return os.path.normpath(Path(model).resolve())

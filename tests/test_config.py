@@ -1,0 +1,157 @@
+"""Configuration: `[tool.gradcheck]` parsing, the three layers, errors that name the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gradcheck_cli.cli import ExitCode, command
+from gradcheck_cli.config import Overrides, Settings, find_pyproject, load_settings
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.reporters import Format
+from gradcheck_cli.run import FailOn
+
+
+def _pyproject(folder: Path, body: str) -> Path:
+    path = folder / "pyproject.toml"
+    path.write_text(f'[project]\nname = "x"\n\n[tool.gradcheck]\n{body}\n')
+    return path
+
+
+def test_defaults_without_a_config(tmp_path: Path) -> None:
+    assert load_settings(cwd=tmp_path) == Settings()
+
+
+def test_every_key_is_read_and_paths_are_relative_to_the_file(tmp_path: Path) -> None:
+    path = _pyproject(
+        tmp_path,
+        'loss = "train_loss"\n'
+        'select = ["GC1", "GC201"]\n'
+        'ignore = ["GC204"]\n'
+        'allow-dead = ["*/pooler/*"]\n'
+        'format = "json"\n'
+        'fail-on = "warning"\n'
+        'baseline = "ci/baseline.json"\n',
+    )
+    settings = load_settings(config=path, cwd="/")
+    assert settings.loss == "train_loss"
+    assert settings.select == ("GC1", "GC201")
+    assert settings.ignore == ("GC204",)
+    assert settings.allow_dead == (("*/pooler/*", ""),)
+    assert settings.output_format is Format.JSON
+    assert settings.fail_on is FailOn.WARNING
+    assert settings.baseline == tmp_path.resolve() / "ci" / "baseline.json"
+    assert settings.loss_for("anything") == "train_loss"
+
+
+def test_allow_dead_table_keeps_the_reasons(tmp_path: Path) -> None:
+    path = _pyproject(tmp_path, 'allow-dead = { "*/pooler/*" = "the head ignores the pooler" }')
+    settings = load_settings(config=path)
+    assert settings.allow_dead == (("*/pooler/*", "the head ignores the pooler"),)
+
+
+def test_loss_table_matches_model_paths_relative_to_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "models" / "bert").mkdir(parents=True)
+    path = _pyproject(tmp_path, 'loss = { "models/bert" = "mlm_loss", "models/*.py" = "loss" }')
+    elsewhere = tmp_path / "models"
+    monkeypatch.chdir(elsewhere)
+    settings = load_settings(config=path)
+    assert settings.loss_for("bert") == "mlm_loss"
+    assert settings.loss_for("bert/") == "mlm_loss"
+    assert settings.loss_for(tmp_path / "models" / "train.py") == "loss"
+    assert settings.loss_for("other") is None  # auto-detection
+    assert load_settings(Overrides(loss="x"), config=path).loss_for("bert") == "x"
+
+
+def test_gradcheck_toml_is_the_table_itself(tmp_path: Path) -> None:
+    path = tmp_path / "gradcheck.toml"
+    path.write_text('fail-on = "never"\nbaseline = "b.json"\n')
+    settings = load_settings(config=path)
+    assert settings.fail_on is FailOn.NEVER
+    assert settings.baseline == tmp_path.resolve() / "b.json"
+
+
+def test_flags_override_the_file(tmp_path: Path) -> None:
+    path = _pyproject(
+        tmp_path,
+        'select = ["GC1"]\nignore = ["GC204"]\nallow-dead = { "a*" = "why" }\n'
+        'format = "json"\nfail-on = "warning"\nbaseline = "b.json"',
+    )
+    flags = Overrides(
+        select=("GC2",),
+        ignore=("GC205",),
+        allow_dead=("b*",),
+        output_format=Format.DOT,
+        fail_on=FailOn.ERROR,
+        baseline=Path("flag.json"),
+    )
+    settings = load_settings(flags, config=path, cwd=tmp_path / "sub")
+    assert settings.select == ("GC2",)  # replaces
+    assert settings.ignore == ("GC204", "GC205")  # adds
+    assert settings.allow_dead == (("a*", "why"), ("b*", ""))  # adds
+    assert settings.output_format is Format.DOT
+    assert settings.fail_on is FailOn.ERROR
+    assert settings.baseline == tmp_path / "sub" / "flag.json"  # flags: relative to cwd
+
+
+def test_nearest_pyproject_with_the_table_is_found_walking_up(tmp_path: Path) -> None:
+    path = _pyproject(tmp_path, 'fail-on = "never"')
+    inner = tmp_path / "a" / "b"
+    inner.mkdir(parents=True)
+    (tmp_path / "a" / "pyproject.toml").write_text('[project]\nname = "no-table"\n')
+    assert find_pyproject(inner) == path.resolve()
+    assert load_settings(cwd=inner).fail_on is FailOn.NEVER
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ('alow-dead = ["x"]', "'alow-dead'"),
+        ('allow-dead = "x"', "allow-dead"),
+        ("allow-dead = { x = 1 }", "allow-dead"),
+        ("select = [1]", "select"),
+        ('select = ["XX9"]', "'XX9'"),
+        ('ignore = "GC1"', "ignore"),
+        ('format = "html"', "format"),
+        ('fail-on = "sometimes"', "fail-on"),
+        ("baseline = 3", "baseline"),
+        ("loss = 3", "loss"),
+        ("loss = { a = 3 }", "loss"),
+    ],
+)
+def test_bad_keys_and_types_name_the_key_and_the_file(
+    tmp_path: Path, body: str, named: str
+) -> None:
+    path = _pyproject(tmp_path, body)
+    with pytest.raises(GradcheckError) as caught:
+        load_settings(config=path)
+    assert named in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_unknown_key_exits_2_on_the_command_line(tmp_path: Path) -> None:
+    path = _pyproject(tmp_path, 'alow-dead = ["x"]')
+    result = CliRunner().invoke(command, ["--config", str(path), str(tmp_path)])
+    assert result.exit_code == ExitCode.ERROR
+    assert result.stdout == ""
+    assert "'alow-dead'" in result.stderr and str(path) in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_invalid_toml_and_missing_table_are_errors(tmp_path: Path) -> None:
+    broken = tmp_path / "gradcheck.toml"
+    broken.write_text("select = [\n")
+    with pytest.raises(GradcheckError, match="not valid TOML"):
+        load_settings(config=broken)
+    plain = tmp_path / "pyproject.toml"
+    plain.write_text('[project]\nname = "x"\n')
+    with pytest.raises(GradcheckError, match=r"no \[tool.gradcheck\] table"):
+        load_settings(config=plain)
+
+
+def test_bad_code_flag_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(command, ["--select", "GC1,NOPE", str(tmp_path)])
+    assert result.exit_code == 2 and "'NOPE'" in result.stderr

@@ -1,0 +1,128 @@
+"""The pytest plugin through pytester: the fixture, the --gradcheck option and the marker.
+
+Each pytester run that touches TensorFlow is a subprocess (TensorFlow's state stays out of this
+process) and costs seconds, so each run holds several tests.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+SAMPLE_MODELS = Path(__file__).resolve().parents[1] / "sample_models"
+
+
+def test_importing_the_plugin_does_not_import_tensorflow_or_rich() -> None:
+    probe = "import sys, gradcheck_cli.pytest_plugin; print('tensorflow' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
+    probe = "import sys, gradcheck_cli.pytest_plugin; print('rich' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
+
+
+def test_the_plugin_is_registered_with_its_option_and_marker(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(["*--gradcheck*"])
+    result = pytester.runpytest("--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.gradcheck(loss=None, allow_dead=()):*"])
+
+
+def test_fixture_fails_on_the_seed_and_passes_on_the_fix(pytester: pytest.Pytester) -> None:
+    shutil.copytree(SAMPLE_MODELS, pytester.path / "sample_models")
+    pytester.makepyfile(
+        """
+        def test_seed(gradcheck):
+            gradcheck.assert_no_dead_variables("sample_models/faulty_weights_tf1.py", loss="loss")
+
+        def test_fixed(gradcheck):
+            report = gradcheck.assert_no_dead_variables(
+                "sample_models/faulty_weights_fixed.py", loss="loss"
+            )
+            assert report.dead == ()
+            assert "hidden1/weights_i" in [v.name for v in report.variables]
+
+        def test_seed_allowed(gradcheck):
+            report = gradcheck.check(
+                "sample_models/faulty_weights_tf1.py", loss="loss", allow_dead=["*weights_i"]
+            )
+            assert report.dead == ()
+            assert list(report.allowed) == ["hidden1/weights_i"]
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.re_match_lines([r"FAILED .*::test_seed( |$)"])
+    output = result.stdout.str()
+    assert "blocked hidden1/weights_i" in output
+    assert "faulty_weights_tf1.py:36" in output  # where weights_i is created
+    assert "StopGradient" in output and "Cast" in output
+    assert "straight-through" in output
+
+
+SAVED_MODEL_TESTS = """
+import pytest
+import tensorflow as tf
+
+
+class Model(tf.Module):
+    def __init__(self):
+        self.scale = tf.Variable(2.0, name="scale")
+        self.offset = tf.Variable(1.0, name="offset")
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def loss(self, x):
+        return tf.reduce_sum(x * self.scale + tf.stop_gradient(self.offset))
+
+
+def write_saved_model(tmp_path):
+    model = Model()
+    with tf.GradientTape() as tape:
+        loss = model.loss(tf.ones([3]))
+    scale, offset = tape.gradient(loss, [model.scale, model.offset])
+    # TensorFlow's own word: offset is dead, scale trains.
+    assert scale is not None and offset is None
+    tf.saved_model.save(model, str(tmp_path / "exported"))
+
+
+@pytest.mark.gradcheck(loss="loss")
+def test_marked(tmp_path):
+    write_saved_model(tmp_path)
+
+
+@pytest.mark.gradcheck(loss="loss", allow_dead=["*offset*"])
+def test_marked_allowed(tmp_path):
+    write_saved_model(tmp_path)
+
+
+def test_unmarked(tmp_path):
+    write_saved_model(tmp_path)
+"""
+
+
+def test_marker_and_option_check_the_saved_models_a_test_writes(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(SAVED_MODEL_TESTS)
+    marker_only = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    marker_only.assert_outcomes(passed=2, failed=1)
+    marker_only.stdout.re_match_lines([r"FAILED .*::test_marked( |$)"])
+    assert "offset" in marker_only.stdout.str()
+    assert "StopGradient" in marker_only.stdout.str()
+
+    option = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--gradcheck", "-k", "unmarked"
+    )
+    option.assert_outcomes(failed=1, deselected=2)
+    option.stdout.re_match_lines([r"FAILED .*::test_unmarked( |$)"])
+    assert "offset" in option.stdout.str()
