@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,8 @@ def check(
     all_cuts: bool = False,
     unsafe_deserialization: bool = False,
     variables: Any = None,
+    sum_loss: bool = False,
+    timeout: float | None = None,
 ) -> Report:
     """Analyse a model and return the report.
 
@@ -49,7 +51,11 @@ def check(
     Raises GradcheckError when the input cannot be analysed.
     """
     if isinstance(model, (str, os.PathLike)):
-        report = _check_path(Path(model), loss, verify, all_cuts, unsafe_deserialization)
+        report = _check_path(
+            Path(model),
+            loss,
+            _PathOptions(verify, all_cuts, unsafe_deserialization, sum_loss, timeout),
+        )
     elif _is_keras_model(model):
         report = _check_keras_model(model, loss, verify, all_cuts)
     elif callable(model) or hasattr(model, "get_concrete_function"):
@@ -117,45 +123,47 @@ def _check_keras_model(model: Any, loss: str | None, verify: bool, all_cuts: boo
     return report_from_bundle(bundle, source, verify, all_cuts)
 
 
-def _check_path(
-    path: Path, loss: str | None, verify: bool, all_cuts: bool, unsafe_deserialization: bool
-) -> Report:
+@dataclass(frozen=True)
+class _PathOptions:
+    verify: bool = False
+    all_cuts: bool = False
+    unsafe_deserialization: bool = False
+    sum_loss: bool = False  # check the sum of a loss that is not a scalar
+    timeout: float | None = None  # seconds a script or Keras file may take in the worker
+
+
+def _check_path(path: Path, loss: str | None, options: _PathOptions) -> Report:
     if not path.exists():
         raise GradcheckError(f"{path}: no such file or directory")
     from gradcheck_cli.loaders.saved_model import is_saved_model, load_saved_model
+    from gradcheck_cli.loaders.worker_process import run_worker
 
+    verify, all_cuts = options.verify, options.all_cuts
     if is_saved_model(path):
-        program, loss_name = load_saved_model(path, loss)
+        program, loss_name = load_saved_model(path, loss, sum_loss=options.sum_loss)
         tf1 = program.top == "graph"
         source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
-        analysis = analyse(program)
+        analysis = analyse(program, cuts_of_live=all_cuts)
         verification = _verify_saved_model(path, loss_name, analysis.verdicts) if verify else None
         context = Context(tuple(program.notes), verification, located=program.located)
         return _report(source, analysis, context)
     if path.is_dir():
         raise GradcheckError(f"{path} is a folder without saved_model.pb: not a SavedModel")
     if path.suffix in (".keras", ".h5"):
-        from gradcheck_cli.loaders.worker_process import run_worker
-
-        request = {
-            "mode": "keras",
-            "path": str(path.resolve()),
-            "loss": loss,
-            "verify": verify,
-            "unsafe": unsafe_deserialization,
-        }
-        bundle = run_worker(request)
-        source = SourceInfo(str(path), "keras", bundle.loss_name)
-        return report_from_bundle(bundle, source, verify, all_cuts)
-    if path.suffix != ".py":
-        raise GradcheckError(f"{path} is neither a SavedModel directory nor a Python script (.py)")
-    from gradcheck_cli.loaders.worker_process import run_worker
-
-    bundle = run_worker(
-        {"mode": "script", "path": str(path.resolve()), "loss": loss, "verify": verify}
-    )
-    source = SourceInfo(str(path), "script", bundle.loss_name)
-    return report_from_bundle(bundle, source, verify, all_cuts)
+        kind = "keras"
+        request = {"mode": "keras", "unsafe": options.unsafe_deserialization}
+    elif path.suffix == ".py":
+        kind = "script"
+        request = {"mode": "script"}
+    else:
+        raise GradcheckError(
+            f"{path} is neither a SavedModel directory, a Python script (.py) nor a Keras "
+            "model file (.keras, .h5)"
+        )
+    request.update({"path": str(path.resolve()), "loss": loss, "verify": verify})
+    bundle = run_worker(request, timeout=options.timeout)
+    source = SourceInfo(str(path), kind, bundle.loss_name)
+    return report_from_bundle(bundle, source, verify, all_cuts, sum_loss=options.sum_loss)
 
 
 def check_function(
@@ -199,7 +207,12 @@ def _name_of(function: Any) -> str:
 
 
 def report_from_bundle(
-    bundle: Bundle, source: SourceInfo, verify: bool, all_cuts: bool = False
+    bundle: Bundle,
+    source: SourceInfo,
+    verify: bool,
+    all_cuts: bool = False,
+    *,
+    sum_loss: bool = False,
 ) -> Report:
     if bundle.kind == "eager":
         analysis = Analysis(_eager_verdicts(bundle))
@@ -207,11 +220,11 @@ def report_from_bundle(
     else:
         from gradcheck_cli.loaders.from_bundle import program_from_bundle
 
-        program = program_from_bundle(bundle)
+        program = program_from_bundle(bundle, sum_loss=sum_loss)
         analysis = analyse(program, cuts_of_live=all_cuts)
         notes = program.notes
         if bundle.data_only is not None:
-            data_only = analyse(program_from_bundle(bundle.data_only))
+            data_only = analyse(program_from_bundle(bundle.data_only, sum_loss=sum_loss))
             analysis = replace(
                 analysis, concerns=analysis.concerns + regularizer_only(analysis, data_only)
             )

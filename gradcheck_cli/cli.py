@@ -45,6 +45,8 @@ class Options:
     jobs: int = 1
     exit_zero: bool = False
     write_baseline: Path | None = None
+    sum_loss: bool = False
+    timeout: float | None = None
 
 
 class CodeList(click.ParamType):
@@ -170,6 +172,18 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
     is_flag=True,
     help="Let Keras run Python code stored in a .keras file (Lambda layers); trusted files only.",
 )
+@click.option(
+    "--sum-loss",
+    is_flag=True,
+    help="Check the sum of a non-scalar loss, as tf.gradients would, instead of refusing it.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds a script or Keras file may take to load and trace.",
+)
 @click.option("--why", metavar="VARIABLE", help="Explain one variable only (its name or path).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the one-line verdict.")
 @click.option("--verbose", "-v", is_flag=True, help="Also show informational findings.")
@@ -200,6 +214,8 @@ def command(
     verify: bool,
     color: str,
     unsafe_deserialization: bool,
+    sum_loss: bool,
+    timeout: float,
     why: str | None,
     quiet: bool,
     verbose: bool,
@@ -240,6 +256,8 @@ def command(
         jobs=jobs,
         exit_zero=exit_zero,
         write_baseline=write_baseline,
+        sum_loss=sum_loss,
+        timeout=timeout,
     )
     sys.exit(run(options))
 
@@ -256,6 +274,8 @@ def run(options: Options) -> ExitCode:
             verify=options.verify,
             all_cuts=options.verbose,
             unsafe_deserialization=options.unsafe_deserialization,
+            sum_loss=options.sum_loss,
+            timeout=options.timeout,
         )
         for model in options.models
     ]

@@ -42,6 +42,8 @@ class ModelCheck:
     verify: bool = False
     all_cuts: bool = False
     unsafe_deserialization: bool = False
+    sum_loss: bool = False
+    timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ def check_model(item: ModelCheck) -> Outcome:
             verify=item.verify,
             all_cuts=item.all_cuts,
             unsafe_deserialization=item.unsafe_deserialization,
+            sum_loss=item.sum_loss,
+            timeout=item.timeout,
         )
     except GradcheckError as error:
         return Outcome(item.model, error=str(error))

@@ -77,7 +77,7 @@ def test_every_format_renders(saved: Path) -> None:
     [
         (["does/not/exist"], "no such file"),
         (["{saved}", "--loss", "los"], "did you mean 'loss'"),
-        (["{here}"], "neither a SavedModel directory nor a Python script"),
+        (["{here}"], "neither a SavedModel directory, a Python script"),
         (["{tests}"], "not a SavedModel"),
     ],
 )
