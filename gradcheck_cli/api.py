@@ -238,6 +238,11 @@ def report_from_bundle(
 
 
 def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
+    if not any(v.trainable for v in analysis.verdicts):
+        raise GradcheckError(
+            f"the loss {source.loss!r} has no trainable variable to check: the model has none, "
+            "or the loss is computed from constants and inputs only"
+        )
     lines = SourceLines()
     findings = build_findings(analysis, context, lines)
     locations = [f.location for f in findings]

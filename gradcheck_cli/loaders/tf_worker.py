@@ -234,9 +234,11 @@ def _run(path: Path) -> dict[str, Any]:
     try:
         return runpy.run_path(str(path), run_name=_RUN_NAME)
     except SystemExit as exit_:
+        arguments = " (does it parse required command-line arguments at import?)"
         raise GradcheckError(
-            f"{path} called sys.exit({exit_.code}) while gradcheck imported it; put the "
-            'training code under `if __name__ == "__main__":`'
+            f"{path} called sys.exit({exit_.code}) while gradcheck imported it"
+            f"{arguments if exit_.code == 2 else ''}; put the training code under "
+            '`if __name__ == "__main__":`'
         ) from None
     except BaseException as error:
         from gradcheck_cli.loaders.traced import exception_location

@@ -73,13 +73,17 @@ def run_worker(request: dict[str, Any], timeout: float | None = None) -> Bundle:
                 "longer"
             ) from None
         for stream in (completed.stdout, completed.stderr):
-            text = _without_tensorflow_start_up_noise(stream.decode(errors="replace"))
+            text = stream.decode(errors="replace")
+            if not os.environ.get("GRADCHECK_DEBUG"):
+                text = _without_tensorflow_start_up_noise(text)
             if text:
                 sys.stderr.write(text)
         if not result_path.is_file():
+            code = completed.returncode
+            how = f"signal {-code}" if code < 0 else f"exit code {code}"
             raise GradcheckError(
-                f"the TensorFlow worker died (exit code {completed.returncode}) before it "
-                f"finished with {request.get('path')}; its output is above"
+                f"{request.get('path')} ended the process while gradcheck loaded it ({how}: "
+                "os._exit, a crash or a kill); anything it printed is above"
             )
         with result_path.open("rb") as result:
             bundle: Bundle = pickle.load(result)

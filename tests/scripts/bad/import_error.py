@@ -1,0 +1,2 @@
+import tensorflow as tf
+import gradcheck_missing_module

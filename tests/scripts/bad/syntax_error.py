@@ -1,0 +1,4 @@
+import tensorflow as tf
+w = tf.Variable(1.0)
+def loss(:
+    return w

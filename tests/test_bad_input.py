@@ -1,0 +1,134 @@
+"""Every input gradcheck cannot analyse gets one clear line on stderr and exit 2, no traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gradcheck_cli.cli import ExitCode, command
+from gradcheck_cli.loaders.tf_protos import protos
+
+BAD = Path(__file__).parent / "scripts" / "bad"
+
+SCRIPT_CASES = {
+    "syntax_error.py": ("raised SyntaxError", []),
+    "import_error.py": ("raised ModuleNotFoundError", []),
+    "hard_exit.py": ("ended the process", []),
+    "endless.py": ("did not finish within 8 s", ["--timeout", "8"]),
+    "needs_arguments.py": ("command-line arguments", []),
+    "int_loss.py": ("only a floating-point loss has gradients", ["--loss", "loss"]),
+    "no_variables.py": ("no trainable variable to check", ["--loss", "loss"]),
+    "vector_loss.py": ("not a scalar", ["--loss", "loss"]),
+}
+
+
+def _gradcheck(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gradcheck_cli", *args, "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def script_runs() -> dict[str, subprocess.CompletedProcess[str]]:
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {
+            name: pool.submit(_gradcheck, str(BAD / name), *extra)
+            for name, (_, extra) in SCRIPT_CASES.items()
+        }
+        return {name: future.result() for name, future in futures.items()}
+
+
+def _assert_one_clear_error(code: int, out: str, err: str, expected: str) -> None:
+    assert code == ExitCode.ERROR, err
+    assert out == ""
+    assert expected in err
+    assert "Traceback" not in err
+    ours = [line for line in err.splitlines() if line.startswith("gradcheck:")]
+    assert len(ours) == 1, err
+
+
+@pytest.mark.parametrize("name", SCRIPT_CASES)
+def test_bad_scripts(name: str, script_runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    run = script_runs[name]
+    _assert_one_clear_error(run.returncode, run.stdout, run.stderr, SCRIPT_CASES[name][0])
+
+
+def test_vector_loss_is_checked_when_asked(tmp_path: Path) -> None:
+    run = _gradcheck(str(BAD / "vector_loss.py"), "--loss", "loss", "--sum-loss")
+    assert run.returncode in (ExitCode.CLEAN, ExitCode.DEAD_VARIABLES), run.stderr
+    assert run.stdout.startswith("{")
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(command, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _saved_model_dir(tmp_path: Path, payload: bytes, name: str = "saved_model.pb") -> Path:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / name).write_bytes(payload)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        (b"", "holds no MetaGraph"),
+        (b"\x0a\xff\xff\xff\xff\x0f", "not a readable SavedModel"),
+        (b"\x00\x01garbage" * 50, "not a readable SavedModel"),
+    ],
+)
+def test_empty_truncated_or_corrupt_saved_model(
+    tmp_path: Path, payload: bytes, expected: str
+) -> None:
+    _assert_one_clear_error(
+        *_cli(str(_saved_model_dir(tmp_path, payload)), "--loss", "loss"), expected
+    )
+
+
+def test_saved_model_without_functions_or_signatures(tmp_path: Path) -> None:
+    saved_model = protos().saved_model_pb2.SavedModel()
+    saved_model.meta_graphs.add().meta_info_def.tags.append("serve")
+    folder = _saved_model_dir(tmp_path, saved_model.SerializeToString())
+    _assert_one_clear_error(*_cli(str(folder)), "no function or tensor that could be a loss")
+
+
+def test_chunked_saved_model(tmp_path: Path) -> None:
+    folder = _saved_model_dir(tmp_path, b"chunks", name="saved_model.cpb")
+    _assert_one_clear_error(*_cli(str(folder)), "chunked SavedModel")
+
+
+def test_unknown_op_is_a_finding_not_a_silent_ok(tmp_path: Path) -> None:
+    import tensorflow as tf
+
+    class Model(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = tf.Variable([1.0, 2.0], name="w")
+
+        @tf.function(input_signature=[tf.TensorSpec([2])])
+        def loss(self, x: tf.Tensor) -> tf.Tensor:
+            return tf.reduce_sum(tf.tanh(x * self.w))
+
+    path = tmp_path / "saved"
+    tf.saved_model.save(Model(), str(path))
+    saved_model = protos().saved_model_pb2.SavedModel()
+    saved_model.ParseFromString((path / "saved_model.pb").read_bytes())
+    for function in saved_model.meta_graphs[0].graph_def.library.function:
+        for node in function.node_def:
+            if node.op == "Tanh":
+                node.op = "TanhFromAFutureTensorFlow"
+    (path / "saved_model.pb").write_bytes(saved_model.SerializeToString())
+    code, out, err = _cli(str(path), "--loss", "loss", "--format", "json")
+    assert code in (ExitCode.CLEAN, ExitCode.DEAD_VARIABLES), err
+    assert '"GC001"' in out and "TanhFromAFutureTensorFlow" in out
