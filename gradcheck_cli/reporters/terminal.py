@@ -348,6 +348,8 @@ def verdict_parts(report: Report) -> tuple[str, str]:
     if dead:
         verb = "is" if dead == 1 else "are"
         return f"{dead} of {summary['trainable']} trainable variables {verb} dead", counts
+    if report.allowed:
+        return "no dead trainable variable beyond those allowed", counts
     return "every trainable variable gets gradient", counts
 
 
