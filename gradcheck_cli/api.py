@@ -175,7 +175,7 @@ def check_function(
     function captures are always candidates. The function must take no arguments or have an
     `input_signature`.
     """
-    from gradcheck_cli.loaders import tf_worker, traced
+    from gradcheck_cli.loaders import tf_verification, tf_worker, traced
 
     concrete = tf_worker.concrete_function(function, _name_of(function), Path("<function>"))
     loss_output = tf_worker.loss_output_index(concrete, _name_of(function))
@@ -191,9 +191,9 @@ def check_function(
     )
     if verify:
         ordered = traced.candidate_variables(candidates, concrete)
-        bundle.tf_verdicts = tf_worker.tape_verdicts(
+        bundle.tf_verdicts = tf_verification.tape_verdicts(
             lambda: tf_worker.flat_output(
-                tf_worker.call_with_random_inputs(concrete, concrete), loss_output
+                tf_verification.call_with_random_inputs(concrete, concrete), loss_output
             ),
             ordered,
             [r.name for r in bundle.variables],

@@ -21,6 +21,13 @@ from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders.bundle import Bundle, EagerOutcome, VariableRecord
 from gradcheck_cli.loaders.loss_names import looks_like_loss, resolve_loss_name
+from gradcheck_cli.loaders.tf_verification import (
+    call_with_random_inputs,
+    gradient_verdicts,
+    saved_model_verdicts,
+    tape_verdicts,
+    verify_graph,
+)
 
 _RUN_NAME = "__gradcheck__"
 
@@ -85,7 +92,7 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Bundle:
         if _is_graph_tensor(value):
             bundle = traced.bundle_from_graph(value.graph, value, name)
             if verify:
-                _verify_graph(bundle, value)
+                verify_graph(bundle, value)
             return bundle
         if isinstance(value, (tf.Tensor, tf.Variable)):
             raise GradcheckError(
@@ -499,7 +506,7 @@ def _eager_fallback(
     read_ids = {id(v) for v in reads.watched_variables()}
     verdicts: dict[str, str] = {}
     records = []
-    gradients = _gradient_verdicts(tape, result, variables)
+    gradients = gradient_verdicts(tape, result, variables)
     for variable, gradient in zip(variables, gradients):
         key_path, keras_trainable = keras_info.get(id(variable), (None, variable.trainable))
         record_name = key_path or traced.variable_name(variable)
@@ -523,190 +530,6 @@ def _eager_fallback(
         reason=traced.error_summary(trace_error),
     )
     return bundle
-
-
-def _gradient_verdicts(tape: Any, result: Any, variables: list[Any]) -> list[str]:
-    """One tape.gradient call for all variables: a persistent tape fails on restored While loops."""
-    import numpy as np
-    import tensorflow as tf
-
-    if not isinstance(result, (tf.Tensor, tf.Variable)):
-        return ["none"] * len(variables)
-    gradients = tape.gradient(result, variables, unconnected_gradients=tf.UnconnectedGradients.NONE)
-    verdicts = []
-    for gradient in gradients:
-        if gradient is None:
-            verdicts.append("none")
-            continue
-        if isinstance(gradient, tf.IndexedSlices):
-            gradient = tf.convert_to_tensor(gradient)
-        verdicts.append("zero" if not np.any(gradient.numpy()) else "gradient")
-    return verdicts
-
-
-# -- TensorFlow's own verdict (--verify) --------------------------------------------------------
-
-
-def call_with_random_inputs(function: Any, concrete: Any) -> Any:
-    """Call `function` on random tensors shaped by `concrete`'s input signature."""
-    args, kwargs = random_inputs(concrete)
-    return function(*args, **kwargs)
-
-
-def random_inputs(concrete: Any) -> tuple[list[Any], dict[str, Any]]:
-    import tensorflow as tf
-
-    args, kwargs = concrete.structured_input_signature
-    specs = tf.nest.flatten((args, kwargs))
-    rng = tf.random.get_global_generator()
-    values = []
-    for spec in specs:
-        shape = (
-            [2 if d is None else d for d in spec.shape.as_list()]
-            if spec.shape.rank is not None
-            else []
-        )
-        if spec.dtype.is_floating:
-            values.append(tf.cast(rng.normal(shape), spec.dtype))
-        elif spec.dtype.is_integer:
-            values.append(tf.cast(rng.uniform(shape, 0, 2, dtype=tf.int64), spec.dtype))
-        elif spec.dtype == tf.bool:
-            values.append(rng.uniform(shape) > 0.5)
-        else:
-            values.append(tf.zeros(shape, spec.dtype))
-    packed_args, packed_kwargs = tf.nest.pack_sequence_as(
-        (args, kwargs), values, expand_composites=True
-    )
-    return list(packed_args), dict(packed_kwargs)
-
-
-def tape_verdicts(compute: Any, variables: list[Any], names: list[str]) -> dict[str, str]:
-    """TensorFlow's verdict per variable: "none", "zero" (all zeros on every run) or "gradient".
-
-    A gradient can be zero by value on one random input (a cond that took the other branch), so
-    "zero" must hold on several runs with different inputs.
-    """
-    import tensorflow as tf
-
-    verdicts: dict[str, str] = {}
-    for run in range(_RUNS):
-        tf.random.set_seed(run)
-        with tf.GradientTape(watch_accessed_variables=False) as tape:
-            for variable in variables:
-                tape.watch(variable)
-            result = compute()
-        for name, verdict in zip(names, _gradient_verdicts(tape, result, variables)):
-            verdicts[name] = _combine(verdicts.get(name), verdict)
-    return verdicts
-
-
-_RUNS = 3
-
-
-def _combine(before: str | None, now: str) -> str:
-    if before is None or before == now:
-        return now
-    return "gradient" if "gradient" in (before, now) else now
-
-
-def _verify_graph(bundle: Bundle, loss: Any) -> None:
-    import numpy as np
-    import tensorflow as tf
-
-    graph = loss.graph
-    variables = [v for v in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)]
-    by_name = {v.op.name: v for v in variables}
-    names = [r.name for r in bundle.variables if r.name in by_name]
-    try:
-        with graph.as_default():
-            gradients = tf.compat.v1.gradients(loss, [by_name[n] for n in names])
-            present = [(n, g) for n, g in zip(names, gradients) if g is not None]
-            verdicts = {n: "none" for n, g in zip(names, gradients) if g is None}
-            with tf.compat.v1.Session(graph=graph) as session:
-                for run in range(_RUNS):
-                    feeds = _random_feeds(graph, run)
-                    session.run(tf.compat.v1.global_variables_initializer(), feed_dict=feeds)
-                    values = session.run([g for _, g in present], feed_dict=feeds)
-                    for (name, _), value in zip(present, values):
-                        dense = value.values if hasattr(value, "values") else value
-                        verdict = "gradient" if np.any(dense) else "zero"
-                        verdicts[name] = _combine(verdicts.get(name) if run else None, verdict)
-        bundle.tf_verdicts = verdicts
-        bundle.verify_method = "tf.gradients + tf.compat.v1.Session"
-    except Exception as error:
-        bundle.verify_error = f"{type(error).__name__}: {error}"
-
-
-def _random_feeds(graph: Any, seed: int) -> dict[Any, Any]:
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for op in graph.get_operations():
-        if op.type != "Placeholder":
-            continue
-        tensor = op.outputs[0]
-        shape = (
-            [2 if d is None else d for d in tensor.shape.as_list()]
-            if tensor.shape.rank is not None
-            else []
-        )
-        numpy_dtype = tensor.dtype.as_numpy_dtype
-        if tensor.dtype.is_floating:
-            feeds[tensor] = rng.normal(size=shape).astype(numpy_dtype)
-        elif tensor.dtype.is_integer:
-            feeds[tensor] = rng.integers(0, 2, size=shape).astype(numpy_dtype)
-        else:
-            feeds[tensor] = np.zeros(shape, numpy_dtype)
-    return feeds
-
-
-def saved_model_verdicts(path: Path, loss: str) -> dict[str, str]:
-    """TensorFlow's verdicts on a SavedModel's loss: load it for real and take the tape's word."""
-    import tensorflow as tf
-    from tensorflow.python.checkpoint import graph_view
-    from tensorflow.python.checkpoint import util as checkpoint_util
-
-    loaded = tf.saved_model.load(str(path))
-    if not hasattr(loaded, "signatures") or not _has_object_graph(path):
-        raise GradcheckError("--verify supports TF2 SavedModels only")
-    function_name, _, key = loss.partition(":")
-    if function_name in loaded.signatures:
-        concrete = function = loaded.signatures[function_name]
-    else:
-        function = loaded
-        for part in function_name.split("."):
-            function = getattr(function, part)
-        # Call the restored function itself: a tape over its inner concrete function fails on
-        # While loops ("a variable without handle data"); the inner one only gives the inputs.
-        concrete = getattr(function, "concrete_functions", [function])[0]
-    variables = []
-    seen = set()
-    for obj in checkpoint_util.list_objects(graph_view.ObjectGraphView(loaded)):
-        if isinstance(obj, tf.Variable) and obj.name not in seen:
-            seen.add(obj.name)
-            variables.append(obj)
-
-    def compute() -> Any:
-        result = call_with_random_inputs(function, concrete)
-        if isinstance(result, dict):
-            return (
-                result[key]
-                if key
-                else (result["loss"] if "loss" in result else next(iter(result.values())))
-            )
-        return tf.nest.flatten(result)[0]
-
-    names = [v.name.split(":")[0] for v in variables]
-    return tape_verdicts(compute, variables, names)
-
-
-def _has_object_graph(path: Path) -> bool:
-    from gradcheck_cli.loaders.tf_protos import protos
-
-    saved_model = protos().saved_model_pb2.SavedModel()
-    saved_model.ParseFromString((path / "saved_model.pb").read_bytes())
-    return bool(saved_model.meta_graphs[0].object_graph_def.nodes)
 
 
 if __name__ == "__main__":
