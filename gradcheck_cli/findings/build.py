@@ -71,7 +71,7 @@ def build_findings(
             finding("GC110", "no trainable variable can receive gradient from this loss")
         )
     findings += [_concern_finding(concern, source) for concern in analysis.concerns]
-    return tuple(sorted(findings, key=_order))
+    return tuple(sorted(findings, key=finding_order))
 
 
 def _dead_variable_findings(verdict: VariableVerdict, source: SourceLines) -> list[Finding]:
@@ -183,7 +183,7 @@ def _verification_findings(
     ]
 
 
-def _order(item: Finding) -> tuple[str, str, str, int, str]:
+def finding_order(item: Finding) -> tuple[str, str, str, int, str]:
     location = item.location
     return (
         item.code,

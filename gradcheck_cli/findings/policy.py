@@ -6,7 +6,7 @@ import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from gradcheck_cli.findings.build import finding
+from gradcheck_cli.findings.build import finding, finding_order
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
 
@@ -65,7 +65,7 @@ def apply_policy(
         for f in findings
         if (not selected or f.code.startswith(selected)) and not f.code.startswith(ignored)
     ]
-    return replace(report, findings=tuple(sorted(findings, key=_order)), allowed=allowed)
+    return replace(report, findings=tuple(sorted(findings, key=finding_order)), allowed=allowed)
 
 
 # Findings about the loss as a whole, which stand only while some dead variable is not accepted.
@@ -77,14 +77,3 @@ def _accepted(item: Finding) -> Finding:
     if item.severity is not Severity.ERROR:
         return item
     return replace(item, severity=Severity.INFO, message=f"{item.message} (allowed)")
-
-
-def _order(item: Finding) -> tuple[str, str, str, int, str]:
-    location = item.location
-    return (
-        item.code,
-        item.variable or "",
-        location.file if location else "",
-        location.line if location else 0,
-        item.message,
-    )

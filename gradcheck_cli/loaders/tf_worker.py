@@ -266,16 +266,9 @@ def _is_graph_tensor(value: Any) -> bool:
 def _looks_callable_loss(value: Any) -> bool:
     if hasattr(value, "get_concrete_function") or type(value).__name__ == "ConcreteFunction":
         return True
-    if inspect.isfunction(value) and value.__module__ == _RUN_NAME:
-        try:
-            signature = inspect.signature(value)
-        except (TypeError, ValueError):
-            return False
-        return all(
-            p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-            for p in signature.parameters.values()
-        )
-    return False
+    return (
+        inspect.isfunction(value) and value.__module__ == _RUN_NAME and _takes_no_arguments(value)
+    )
 
 
 def _find_loss(namespace: dict[str, Any], loss: str | None, path: Path) -> tuple[str, Any]:
