@@ -261,7 +261,6 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         variables=analysis.verdicts,
         findings=findings,
         verification=context.verification,
-        notes=context.notes,
         code=code,
         fixes=fixes,
     )

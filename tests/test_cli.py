@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.reporters import Format
 from tests.oracle import dead_in_script, dead_names
+from tests.tf_oracle_inprocess import tf_verdicts
 
 SCRIPTS = Path(__file__).parent / "scripts"
 
@@ -31,8 +32,13 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
         def loss(self, x: tf.Tensor) -> tf.Tensor:
             return tf.reduce_sum(tf.matmul(x, self.kernel) * tf.round(self.scale))
 
+    module = Small()
     path = tmp_path_factory.mktemp("cli") / "small"
-    tf.saved_model.save(Small(), str(path))
+    tf.saved_model.save(module, str(path))
+    verdicts = tf_verdicts(module.loss, [module.kernel, module.scale], [tf.ones([2, 1])])
+    # These tests are about the command line; the model must have a dead variable, and
+    # TensorFlow, not this test, says that it does.
+    assert dead_names(verdicts) == {"scale"}
     return path
 
 

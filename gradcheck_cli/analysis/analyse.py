@@ -18,18 +18,8 @@ from gradcheck_cli.analysis.verdicts import (
     Status,
     VariableVerdict,
 )
+from gradcheck_cli.differentiability.rules import is_assign_op
 from gradcheck_cli.graph.model import Program, TensorRef
-
-_ASSIGN_OPS = frozenset(
-    {
-        "Assign",
-        "AssignAdd",
-        "AssignSub",
-        "AssignVariableOp",
-        "AssignAddVariableOp",
-        "AssignSubVariableOp",
-    }
-)
 
 
 def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
@@ -113,7 +103,7 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
 def _why_unused(program: Program, source: TensorRef) -> str:
     body = program.top_body
     readers = [n for n in body.nodes.values() if source in n.inputs]
-    if readers and all(n.op_type in _ASSIGN_OPS for n in readers):
+    if readers and all(is_assign_op(n.op_type) for n in readers):
         return "it is only used by an assignment, which feeds nothing the loss reads"
     if readers:
         return "it is read, but nothing computed from it reaches the loss"

@@ -14,10 +14,9 @@ from gradcheck_cli.analysis.reachability import (
     callee_of,
 )
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status
-from gradcheck_cli.differentiability.rules import input_cut
+from gradcheck_cli.differentiability.rules import STOP_GRADIENT_OPS, input_cut
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef, is_trainable_dtype
 
-_STOP_OPS = frozenset({"StopGradient", "PreventGradient"})
 _PASS_THROUGH = frozenset({"Identity", "ReadVariableOp", "Enter", "Switch"})
 
 
@@ -33,7 +32,7 @@ def find_concerns(
     concerns: list[Concern] = []
     consumed = _consumed(top)
     for node in top.nodes.values():
-        if node.op_type in _STOP_OPS and node.inputs:
+        if node.op_type in STOP_GRADIENT_OPS and node.inputs:
             concerns.extend(
                 _stop_gradient_concern(top, node, consumed, reached, reached_with_gradient)
             )
@@ -48,7 +47,7 @@ def find_concerns(
             continue
         used = _consumed(body)
         for node in body.nodes.values():
-            if node.op_type in _STOP_OPS and TensorRef(node.name, 0) not in used:
+            if node.op_type in STOP_GRADIENT_OPS and TensorRef(node.name, 0) not in used:
                 concerns.append(_concern(ConcernKind.STOP_GRADIENT_UNUSED, body, node))
     return tuple(concerns)
 

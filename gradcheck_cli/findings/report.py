@@ -43,7 +43,6 @@ class Report:
     variables: tuple[VariableVerdict, ...]
     findings: tuple[Finding, ...] = ()
     verification: Verification | None = None
-    notes: tuple[str, ...] = field(default=())
     # The user's code at every location the report names, keyed by (file, line).
     code: Mapping[tuple[str, int], str] = field(default_factory=dict)
     # What to write instead, per dead variable name.

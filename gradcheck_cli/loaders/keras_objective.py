@@ -14,7 +14,6 @@ from gradcheck_cli.errors import GradcheckError
 class KerasObjective:
     full: Any  # concrete function: what Keras's fit() minimises
     data_only: Any | None  # the same without model.losses, when there are any
-    description: str
 
 
 def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
@@ -71,15 +70,13 @@ def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
         return KerasObjective(
             _train_step_loss(model, x_specs, y_specs),
             None,
-            f"{name}: the loss its own train_step differentiates",
         )
     has_extra_losses = bool(model.losses)
     overrides = type(model).compute_loss is not keras.Model.compute_loss
     data_only = None
     if has_extra_losses and not overrides:
         data_only = data_loss.get_concrete_function()
-    what = f"Keras loss {loss!r}" if loss else "its compiled loss"
-    return KerasObjective(objective.get_concrete_function(), data_only, f"{name}: {what}")
+    return KerasObjective(objective.get_concrete_function(), data_only)
 
 
 def _input_specs(model: Any, name: str) -> Any:

@@ -4,6 +4,7 @@ gradient, or one that is zero on every random input. Imports TensorFlow; runs in
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -37,30 +38,38 @@ def call_with_random_inputs(function: Any, concrete: Any) -> Any:
 
 
 def random_inputs(concrete: Any) -> tuple[list[Any], dict[str, Any]]:
+    """Random arguments for `concrete`'s input signature, new values on every call."""
+    import numpy as np
     import tensorflow as tf
 
     args, kwargs = concrete.structured_input_signature
-    specs = tf.nest.flatten((args, kwargs))
-    rng = tf.random.get_global_generator()
-    values = []
-    for spec in specs:
-        shape = (
-            [2 if d is None else d for d in spec.shape.as_list()]
-            if spec.shape.rank is not None
-            else []
-        )
-        if spec.dtype.is_floating:
-            values.append(tf.cast(rng.normal(shape), spec.dtype))
-        elif spec.dtype.is_integer:
-            values.append(tf.cast(rng.uniform(shape, 0, 2, dtype=tf.int64), spec.dtype))
-        elif spec.dtype == tf.bool:
-            values.append(rng.uniform(shape) > 0.5)
-        else:
-            values.append(tf.zeros(shape, spec.dtype))
+    rng = np.random.default_rng(next(_SEEDS))
+    values = [
+        tf.constant(random_value(spec.shape, spec.dtype, rng))
+        for spec in tf.nest.flatten((args, kwargs))
+    ]
     packed_args, packed_kwargs = tf.nest.pack_sequence_as(
         (args, kwargs), values, expand_composites=True
     )
     return list(packed_args), dict(packed_kwargs)
+
+
+_SEEDS = itertools.count()
+
+
+def random_value(shape: Any, dtype: Any, rng: Any) -> Any:
+    """A NumPy value for a tensor of `shape` (unknown sizes become 2) and TensorFlow `dtype`."""
+    import numpy as np
+
+    sizes = [2 if d is None else d for d in shape.as_list()] if shape.rank is not None else []
+    numpy_dtype = dtype.as_numpy_dtype
+    if dtype.is_floating:
+        return rng.normal(size=sizes).astype(numpy_dtype)
+    if dtype.is_integer:
+        return rng.integers(0, 2, size=sizes).astype(numpy_dtype)
+    if dtype.is_bool:
+        return rng.random(size=sizes) > 0.5
+    return np.zeros(sizes, numpy_dtype)
 
 
 def tape_verdicts(compute: Any, variables: list[Any], names: list[str]) -> dict[str, str]:
@@ -124,24 +133,11 @@ def _random_feeds(graph: Any, seed: int) -> dict[Any, Any]:
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    feeds = {}
-    for op in graph.get_operations():
-        if op.type != "Placeholder":
-            continue
-        tensor = op.outputs[0]
-        shape = (
-            [2 if d is None else d for d in tensor.shape.as_list()]
-            if tensor.shape.rank is not None
-            else []
-        )
-        numpy_dtype = tensor.dtype.as_numpy_dtype
-        if tensor.dtype.is_floating:
-            feeds[tensor] = rng.normal(size=shape).astype(numpy_dtype)
-        elif tensor.dtype.is_integer:
-            feeds[tensor] = rng.integers(0, 2, size=shape).astype(numpy_dtype)
-        else:
-            feeds[tensor] = np.zeros(shape, numpy_dtype)
-    return feeds
+    return {
+        op.outputs[0]: random_value(op.outputs[0].shape, op.outputs[0].dtype, rng)
+        for op in graph.get_operations()
+        if op.type == "Placeholder"
+    }
 
 
 def saved_model_verdicts(path: Path, loss: str) -> dict[str, str]:

@@ -82,7 +82,8 @@ def functional_activity_side() -> Any:
     inputs = keras.Input((FEATURES,), name="x")
     main = layers.Dense(1, name="main_out")(inputs)
     side = layers.Dense(4, name="side")(inputs)
-    penalised = layers.ActivityRegularization(l1=0.01, name="side_penalty")(side)
+    # L2, not L1: an L1 gradient is a sum of signs, exactly zero on some random batches.
+    penalised = layers.ActivityRegularization(l2=0.01, name="side_penalty")(side)
     model = keras.Model(inputs, {"main": main, "side": penalised}, name="activity_side")
     model.compile(optimizer="adam", loss={"main": "mse", "side": None})
     return model

@@ -14,11 +14,11 @@ from gradcheck_cli.analysis.verdicts import (
     PathStep,
     Reason,
     Status,
-    VariableVerdict,
 )
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.dot import render_dot
+from tests.reporters.factories import verdict
 
 FN = "__inference_loss_17"
 
@@ -150,21 +150,9 @@ def _check_structure(text: str) -> Dot:
     return dot
 
 
-def _verdict(name: str, status: Status, **fields: object) -> VariableVerdict:
-    return VariableVerdict(
-        name=name,
-        path=None,
-        trainable=True,
-        dtype="float32",
-        shape=(2, 2),
-        status=status,
-        **fields,  # type: ignore[arg-type]
-    )
-
-
 def _seed_report() -> Report:
     """The seed case: weights_i cut by a stop_gradient, and, behind it, a cast to int32."""
-    weights = _verdict(
+    weights = verdict(
         'layer1/weights_i "fixed" [0]:0',
         Status.BLOCKED,
         blockers=(
@@ -189,7 +177,7 @@ def _seed_report() -> Report:
         ),
     )
     # A second dead variable that shares the tail of the path: the edges are united.
-    scale = _verdict(
+    scale = verdict(
         "scale",
         Status.BLOCKED,
         blockers=(Blocker("Round", "Round", Reason.NON_DIFFERENTIABLE_OP, "m", FN),),
@@ -199,8 +187,8 @@ def _seed_report() -> Report:
             Edge("MatMul", "loss"),
         ),
     )
-    unused = _verdict("dense_1/kernel\\", Status.UNUSED, explanation="never called")
-    ok = _verdict("biases", Status.OK)
+    unused = verdict("dense_1/kernel\\", Status.UNUSED, explanation="never called")
+    ok = verdict("biases", Status.OK)
     return Report(SourceInfo("model.py", "script", "loss"), (weights, scale, unused, ok))
 
 
@@ -252,7 +240,7 @@ def test_names_are_escaped() -> None:
 
 
 def test_without_a_subgraph_the_route_or_the_blockers_are_drawn() -> None:
-    routed = _verdict(
+    routed = verdict(
         "w",
         Status.BLOCKED,
         route=(
@@ -261,7 +249,7 @@ def test_without_a_subgraph_the_route_or_the_blockers_are_drawn() -> None:
             PathStep("loss", "Sum", FN),
         ),
     )
-    bare = _verdict(
+    bare = verdict(
         "v",
         Status.BLOCKED,
         blockers=(Blocker("ArgMax", "ArgMax", Reason.NON_DIFFERENTIABLE_OP, "m", FN),),
@@ -284,7 +272,7 @@ def test_output_is_deterministic_and_clean_reports_are_valid() -> None:
     report = _seed_report()
     reordered = Report(report.source, tuple(reversed(report.variables)))
     assert render_dot(report) == render_dot(reordered)
-    clean = Report(SourceInfo("m", "savedmodel", "loss"), (_verdict("w", Status.OK),))
+    clean = Report(SourceInfo("m", "savedmodel", "loss"), (verdict("w", Status.OK),))
     dot = _check_structure(render_dot(clean))
     assert len(dot.nodes) == 1 and not dot.edges
 

@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 
 from gradcheck_cli import check
-from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Reason, Status, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Reason, Status
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.findings.rules import RULES
@@ -28,6 +28,7 @@ from gradcheck_cli.reporters.github import escape_data, escape_property
 from gradcheck_cli.reporters.markdown import mermaid_label
 from gradcheck_cli.reporters.sarif import fingerprint
 from gradcheck_cli.reporters.terminal import TerminalOptions
+from tests.reporters.factories import verdict
 from tests.reporters.test_dot import parse
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,24 +64,12 @@ def _at(line: int, file: str = "model.py") -> SourceLocation:
     return SourceLocation(str(REPO / file), line)
 
 
-def _verdict(name: str, status: Status, **fields: object) -> VariableVerdict:
-    return VariableVerdict(
-        name=name,
-        path=None,
-        trainable=True,
-        dtype="float32",
-        shape=(2, 2),
-        status=status,
-        **fields,  # type: ignore[arg-type]
-    )
-
-
 # Names as TensorFlow allows them, and as Markdown, Mermaid and workflow commands do not.
 AWKWARD = 'layer[0]/w "fixed" | #1 <b>`x`:0'
 
 
 def _hand_report() -> Report:
-    weights = _verdict(
+    weights = verdict(
         AWKWARD,
         Status.BLOCKED,
         location=_at(3),
@@ -97,8 +86,8 @@ def _hand_report() -> Report:
             PathStep("loss", "Mean", FN, _at(10)),
         ),
     )
-    unused = _verdict("head/kernel", Status.UNUSED, explanation="never called")
-    ok = _verdict("biases", Status.OK)
+    unused = verdict("head/kernel", Status.UNUSED, explanation="never called")
+    ok = verdict("biases", Status.OK)
     findings = (
         Finding(
             "GC101",
@@ -140,7 +129,7 @@ def _hand_report() -> Report:
 
 
 def _clean_report() -> Report:
-    return Report(SourceInfo("clean.py", "script", "loss"), (_verdict("w", Status.OK),))
+    return Report(SourceInfo("clean.py", "script", "loss"), (verdict("w", Status.OK),))
 
 
 # -- every format ---------------------------------------------------------------------------------
