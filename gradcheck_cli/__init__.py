@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from gradcheck_cli.api import assert_no_dead_variables, check, check_function
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.version import __version__
 
-__all__ = ["GradcheckError", "assert_no_dead_variables", "check", "check_function"]
-__version__ = "0.1.0"
+__all__ = [
+    "GradcheckError",
+    "__version__",
+    "assert_no_dead_variables",
+    "check",
+    "check_function",
+]

@@ -11,7 +11,8 @@ from typing import Any
 
 from gradcheck_cli.analysis.analyse import analyse
 from gradcheck_cli.analysis.concerns import regularizer_only
-from gradcheck_cli.analysis.verdicts import Analysis, Blocker, Reason, Status, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Analysis, Blocker, Status, VariableVerdict
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.build import Context, build_findings
 from gradcheck_cli.findings.fixes import variable_fix

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import click
 
-from gradcheck_cli import __version__
 from gradcheck_cli.config import Overrides, Settings, check_codes, load_settings
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.reporters import Format, render
@@ -24,6 +23,7 @@ from gradcheck_cli.run import (
     missing_variable,
     write_baseline,
 )
+from gradcheck_cli.version import __version__
 
 __all__ = ["ExitCode", "Options", "command", "main", "run"]
 

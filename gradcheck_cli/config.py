@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.reporters import Format
-from gradcheck_cli.run import FailOn
 
 KEYS = ("loss", "select", "ignore", "allow-dead", "format", "fail-on", "baseline")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.finding import Severity
+from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Report
 
 BASELINE_SCHEMA = "gradcheck-baseline/1"
@@ -23,14 +24,6 @@ class ExitCode(enum.IntEnum):
     CLEAN = 0
     DEAD_VARIABLES = 1
     ERROR = 2
-
-
-class FailOn(str, enum.Enum):
-    """The least severe finding that fails the run."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    NEVER = "never"
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.config import Overrides, Settings, find_pyproject, load_settings
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.reporters import Format
-from gradcheck_cli.run import FailOn
 
 
 def _pyproject(folder: Path, body: str) -> Path:

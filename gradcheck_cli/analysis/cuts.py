@@ -13,7 +13,8 @@ from gradcheck_cli.analysis.reachability import (
     branches_of,
     callee_of,
 )
-from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep, Reason
+from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import SHAPE_OPS, input_cut
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 
-from gradcheck_cli.analysis.verdicts import Reason
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import input_cut
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef, is_trainable_dtype
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.graph.model import SourceLocation
 
 
@@ -13,19 +14,6 @@ class Status(str, enum.Enum):
     BLOCKED = "blocked"
     UNUSED = "unused"
     FROZEN = "frozen"
-
-
-class Reason(str, enum.Enum):
-    """Why gradient does not cross an edge (DESIGN.md, "Reasons a path is cut")."""
-
-    STOP_GRADIENT = "stop_gradient"
-    NON_DIFFERENTIABLE_OP = "non_differentiable_op"
-    INTEGER_DTYPE = "integer_dtype"
-    INDEX_OR_SHAPE_INPUT = "index_or_shape_input"
-    CUSTOM_GRADIENT_NONE = "custom_gradient_none"
-    ZERO_GRADIENT = "zero_gradient"
-    ASSIGN = "assign"
-    OTHER = "other"
 
 
 @dataclass(frozen=True)

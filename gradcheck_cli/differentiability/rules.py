@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gradcheck_cli.analysis.verdicts import Reason
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.registry import GradientRegistry, load_registry
 from gradcheck_cli.graph.model import ARG_OP, FLOWS, NONE, ZERO, Node, is_trainable_dtype
 

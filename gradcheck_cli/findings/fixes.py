@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gradcheck_cli.analysis.verdicts import Blocker, Reason, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Blocker, VariableVerdict
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.source import SourceLines, assigned_name, assignment
 
 # Ops that transform values (quantize, round, flip bits): the straight-through estimator keeps

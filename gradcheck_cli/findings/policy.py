@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -9,6 +10,14 @@ from dataclasses import replace
 from gradcheck_cli.findings.build import finding, finding_order
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
+
+
+class FailOn(str, enum.Enum):
+    """The least severe finding that fails the run."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    NEVER = "never"
 
 
 def apply_policy(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gradcheck_cli.analysis.verdicts import Reason
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.finding import Severity
 

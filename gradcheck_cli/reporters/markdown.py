@@ -10,7 +10,7 @@ from gradcheck_cli.findings.finding import Severity
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import display_path
-from gradcheck_cli.reporters.terminal import route_items, verdict_parts
+from gradcheck_cli.reporters.verdict_text import route_items, verdict_parts
 
 _SEVERITY_MARK = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 _CUT_CLASS = "classDef cut stroke:#d00,stroke-width:2px,color:#d00"

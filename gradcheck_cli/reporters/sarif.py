@@ -61,7 +61,7 @@ def _run(report: Report, *, categorised: bool) -> dict[str, Any]:
 
 
 def _driver() -> dict[str, Any]:
-    from gradcheck_cli import __version__
+    from gradcheck_cli.version import __version__
 
     return {
         "name": "gradcheck",

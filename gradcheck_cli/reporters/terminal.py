@@ -11,12 +11,14 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Reason, Status, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.source import assigned_name
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters.verdict_text import route_items, verdict_parts
 
 _STATUS_STYLE = {
     Status.OK: "green",
@@ -35,23 +37,6 @@ _PLAIN_WORDS = {
     Reason.ASSIGN: "an assignment carries no gradient",
     Reason.OTHER: "gradient cannot cross it",
 }
-# Ops that only pass a value along; long runs of them are collapsed in a path.
-_QUIET_OPS = frozenset(
-    {
-        "Identity",
-        "IdentityN",
-        "ReadVariableOp",
-        "_Arg",
-        "Reshape",
-        "Squeeze",
-        "ExpandDims",
-        "Enter",
-        "Exit",
-        "Switch",
-        "Merge",
-    }
-)
-_LONG_RUN = 3
 
 
 @dataclass(frozen=True)
@@ -242,26 +227,6 @@ def _route_text(name: str, route: tuple[PathStep, ...]) -> Text:
     return text
 
 
-def route_items(route: tuple[PathStep, ...]) -> list[PathStep | int]:
-    """The steps of a route worth showing, between the variable and the loss (both left out):
-    pass-through ops dropped, a long run without a cut kept as its ends and a count between."""
-    steps = [s for s in route[1:-1] if s.cut is not None or s.op_type not in _QUIET_OPS]
-    items: list[PathStep | int] = []
-    run: list[PathStep] = []
-    for step in [*steps, None]:
-        if step is not None and step.cut is None:
-            run.append(step)
-            continue
-        if len(run) > _LONG_RUN + 1:
-            items += [run[0], len(run) - 2, run[-1]]
-        else:
-            items += run
-        run = []
-        if step is not None:
-            items.append(step)
-    return items
-
-
 def _hidden_cuts_sentence(verdict: VariableVerdict) -> str | None:
     stops = [b for b in verdict.blockers if b.reason is Reason.STOP_GRADIENT]
     remaining = verdict.cuts_without_stop_gradient
@@ -336,21 +301,6 @@ def _shape(verdict: VariableVerdict) -> str:
     if verdict.shape is None:
         return "?"
     return "[" + ", ".join("?" if d is None else str(d) for d in verdict.shape) + "]"
-
-
-def verdict_parts(report: Report) -> tuple[str, str]:
-    """The verdict, plain: the headline (`1 of 4 trainable variables is dead`) and the counts."""
-    summary = report.summary
-    counts = ", ".join(f"{summary[k]} {k}" for k in ("ok", "blocked", "unused", "frozen"))
-    if report.allowed:
-        counts += f"; {len(report.allowed)} dead but allowed"
-    dead = len(report.dead)
-    if dead:
-        verb = "is" if dead == 1 else "are"
-        return f"{dead} of {summary['trainable']} trainable variables {verb} dead", counts
-    if report.allowed:
-        return "no dead trainable variable beyond those allowed", counts
-    return "every trainable variable gets gradient", counts
 
 
 def _verdict_line(report: Report) -> str:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gradcheck_cli.analysis.analyse import analyse
-from gradcheck_cli.analysis.verdicts import Reason, Status
+from gradcheck_cli.analysis.verdicts import Status
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.graph.model import TensorRef
 from tests.graph_factory import BodyFactory, program
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gradcheck_cli.analysis.verdicts import Reason
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.registry import load_registry
 from gradcheck_cli.differentiability.rules import SHAPE_OPS, Cut, input_cut
 from gradcheck_cli.graph.model import FLOWS, NONE, ZERO, Node, TensorRef

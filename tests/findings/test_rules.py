@@ -9,8 +9,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli.analysis.verdicts import Reason
 from gradcheck_cli.cli import ExitCode, command
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Severity
 from gradcheck_cli.findings.rules import DEAD_VARIABLE_CODE_BY_REASON, RULES, Rule
 from gradcheck_cli.reporters.explain import SECTIONS, render_catalogue, render_rule

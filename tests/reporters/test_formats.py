@@ -18,7 +18,8 @@ import jsonschema
 import pytest
 
 from gradcheck_cli import check
-from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Reason, Status
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.findings.rules import RULES

@@ -1,0 +1,3 @@
+"""The version of gradcheck, importable from every layer."""
+
+__version__ = "0.1.0"
