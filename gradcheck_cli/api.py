@@ -11,7 +11,7 @@ from typing import Any
 
 from gradcheck_cli.analysis.analyse import analyse
 from gradcheck_cli.analysis.concerns import regularizer_only
-from gradcheck_cli.analysis.verdicts import Analysis, Blocker, Status, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Analysis, Blocker, Status, Unreached, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.build import Context, build_findings
@@ -274,21 +274,21 @@ def _eager_verdicts(bundle: Bundle) -> tuple[VariableVerdict, ...]:
     for record in bundle.variables:
         outcome = eager.verdicts.get(record.name)
         blockers: tuple[Blocker, ...] = ()
-        explanation = None
+        unreached = None
         if not record.trainable:
             status = Status.FROZEN
         elif outcome == "gradient":
             status = Status.OK
         elif outcome == "unread":
             status = Status.UNUSED
-            explanation = "the loss function never reads it"
+            unreached = Unreached.NEVER_READ
         else:
             status = Status.BLOCKED
             blockers = (
                 Blocker(
                     op="<eager>",
                     op_type="LeavesTensorFlow",
-                    reason=Reason.OTHER,
+                    reason=Reason.LEFT_TENSORFLOW,
                     message=(
                         "the value leaves TensorFlow here, so the gradient cannot follow "
                         f"({eager.reason})"
@@ -306,7 +306,7 @@ def _eager_verdicts(bundle: Bundle) -> tuple[VariableVerdict, ...]:
                 status=status,
                 blockers=blockers,
                 location=record.location,
-                explanation=explanation,
+                unreached=unreached,
             )
         )
     return tuple(verdicts)

@@ -16,6 +16,7 @@ from gradcheck_cli.analysis.verdicts import (
     PathStep,
     Reason,
     Status,
+    Unreached,
     VariableVerdict,
 )
 from gradcheck_cli.differentiability.rules import is_assign_op
@@ -41,7 +42,7 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
     partly_cut: list[Concern] = []
     for variable in program.variables:
         source = variable.source
-        explanation = None
+        unreached = None
         blockers: tuple[Blocker, ...] = ()
         route: tuple[PathStep, ...] = ()
         subgraph: tuple[Edge, ...] = ()
@@ -50,7 +51,7 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
             status = Status.FROZEN
         elif source is None:
             status = Status.UNUSED
-            explanation = "the loss function never reads it"
+            unreached = Unreached.NEVER_READ
         elif gradient.get(source, 0):
             status = Status.OK
             if cuts_of_live:
@@ -79,7 +80,7 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
                     remaining = tuple(b for b in blockers if b.reason is not Reason.STOP_GRADIENT)
         else:
             status = Status.UNUSED
-            explanation = _why_unused(program, source)
+            unreached = _why_unused(program, source)
         verdicts.append(
             VariableVerdict(
                 name=variable.name,
@@ -90,7 +91,7 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
                 status=status,
                 blockers=blockers,
                 location=variable.location,
-                explanation=explanation,
+                unreached=unreached,
                 route=route,
                 subgraph=subgraph,
                 cuts_without_stop_gradient=remaining,
@@ -100,11 +101,11 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
     return Analysis(tuple(verdicts), concerns)
 
 
-def _why_unused(program: Program, source: TensorRef) -> str:
+def _why_unused(program: Program, source: TensorRef) -> Unreached:
     body = program.top_body
     readers = [n for n in body.nodes.values() if source in n.inputs]
     if readers and all(is_assign_op(n.op_type) for n in readers):
-        return "it is only used by an assignment, which feeds nothing the loss reads"
+        return Unreached.ONLY_ASSIGNED
     if readers:
-        return "it is read, but nothing computed from it reaches the loss"
-    return "the loss function receives it but never reads it"
+        return Unreached.READ_NOT_REACHING
+    return Unreached.RECEIVED_NOT_READ

@@ -16,6 +16,23 @@ class Status(str, enum.Enum):
     FROZEN = "frozen"
 
 
+class Unreached(str, enum.Enum):
+    """Why an unused variable never reaches the loss."""
+
+    NEVER_READ = "never_read"  # the loss function never reads it
+    RECEIVED_NOT_READ = "received_not_read"  # an argument of the loss function, never read
+    ONLY_ASSIGNED = "only_assigned"  # only an assignment reads it
+    READ_NOT_REACHING = "read_not_reaching"  # read, but nothing computed from it reaches the loss
+
+
+_UNREACHED_WORDS = {
+    Unreached.NEVER_READ: "the loss function never reads it",
+    Unreached.RECEIVED_NOT_READ: "the loss function receives it but never reads it",
+    Unreached.ONLY_ASSIGNED: "it is only used by an assignment, which feeds nothing the loss reads",
+    Unreached.READ_NOT_REACHING: "it is read, but nothing computed from it reaches the loss",
+}
+
+
 @dataclass(frozen=True)
 class Blocker:
     """An op on a path from a variable to the loss that gradient cannot cross."""
@@ -59,14 +76,19 @@ class VariableVerdict:
     status: Status
     blockers: tuple[Blocker, ...] = ()
     location: SourceLocation | None = None
-    # Why an unused variable never reaches the loss, in words.
-    explanation: str | None = None
+    # Why an unused variable never reaches the loss.
+    unreached: Unreached | None = None
     # Blocked variables: one shortest path to the loss (variable first, loss last), and every
     # edge on any of its paths to the loss (the subgraph `--format dot` draws).
     route: tuple[PathStep, ...] = ()
     subgraph: tuple[Edge, ...] = ()
     # The cuts that would remain if every stop_gradient were removed (empty if none would).
     cuts_without_stop_gradient: tuple[Blocker, ...] = ()
+
+    @property
+    def explanation(self) -> str | None:
+        """Why an unused variable never reaches the loss, in words."""
+        return None if self.unreached is None else _UNREACHED_WORDS[self.unreached]
 
     @property
     def dead(self) -> bool:

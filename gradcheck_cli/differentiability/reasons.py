@@ -15,4 +15,6 @@ class Reason(str, enum.Enum):
     CUSTOM_GRADIENT_NONE = "custom_gradient_none"
     ZERO_GRADIENT = "zero_gradient"
     ASSIGN = "assign"
+    # The loss turns a tensor into a Python or NumPy value (`.numpy()`, `float()`, NumPy).
+    LEFT_TENSORFLOW = "left_tensorflow"
     OTHER = "other"

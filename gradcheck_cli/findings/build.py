@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status, VariableVerdict
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.fixes import blocker_fix, python_name, variable_fix
 from gradcheck_cli.findings.report import Verification
@@ -91,7 +92,7 @@ def _dead_variable_findings(verdict: VariableVerdict, source: SourceLines) -> li
     name = python_name(verdict, source)
     found = []
     for blocker in verdict.blockers:
-        if blocker.op_type == "LeavesTensorFlow":
+        if blocker.reason is Reason.LEFT_TENSORFLOW:
             continue  # the GC109 finding says it once for the whole loss
         found.append(
             finding(

@@ -63,7 +63,7 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
             f"use {name} in the computation of the loss, or delete it; if it is meant to stay "
             "untrained, create it with trainable=False"
         )
-    if verdict.blockers[0].op_type == "LeavesTensorFlow":
+    if verdict.blockers[0].reason is Reason.LEFT_TENSORFLOW:
         return "compute the loss with TensorFlow ops only: no .numpy(), float() or NumPy on tensors"
     types = {b.op_type for b in verdict.blockers}
     if types & _SELECTIONS:

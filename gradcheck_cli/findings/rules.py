@@ -709,6 +709,7 @@ DEAD_VARIABLE_CODE_BY_REASON: dict[str, str] = {
     Reason.CUSTOM_GRADIENT_NONE.value: "GC105",
     Reason.ZERO_GRADIENT.value: "GC106",
     Reason.ASSIGN.value: "GC107",
+    Reason.LEFT_TENSORFLOW.value: "GC109",
     Reason.OTHER.value: "GC111",
 }
 """The finding code for a dead variable, by the `Reason` of the cut (a `Reason` value)."""

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import display_path
@@ -17,6 +18,11 @@ def _location(location: SourceLocation | None) -> dict[str, Any] | None:
     if location is None:
         return None
     return {"file": display_path(location.file), "line": location.line}
+
+
+def _schema_reason(reason: Reason) -> str:
+    # Schema gradcheck/1 names a value that leaves TensorFlow `other` (the message says how).
+    return Reason.OTHER.value if reason is Reason.LEFT_TENSORFLOW else reason.value
 
 
 def as_dict(report: Report) -> dict[str, Any]:
@@ -39,7 +45,7 @@ def as_dict(report: Report) -> dict[str, Any]:
                     {
                         "op": b.op,
                         "op_type": b.op_type,
-                        "reason": b.reason.value,
+                        "reason": _schema_reason(b.reason),
                         "location": _location(b.location),
                     }
                     for b in v.blockers

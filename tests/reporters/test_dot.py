@@ -8,13 +8,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from gradcheck_cli.analysis.verdicts import (
-    Blocker,
-    Edge,
-    PathStep,
-    Reason,
-    Status,
-)
+from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep, Status, Unreached
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.dot import render_dot
@@ -187,7 +182,7 @@ def _seed_report() -> Report:
             Edge("MatMul", "loss"),
         ),
     )
-    unused = verdict("dense_1/kernel\\", Status.UNUSED, explanation="never called")
+    unused = verdict("dense_1/kernel\\", Status.UNUSED, unreached=Unreached.READ_NOT_REACHING)
     ok = verdict("biases", Status.OK)
     return Report(SourceInfo("model.py", "script", "loss"), (weights, scale, unused, ok))
 

@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 
 from gradcheck_cli import check
-from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, Unreached
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report, SourceInfo
@@ -87,7 +87,7 @@ def _hand_report() -> Report:
             PathStep("loss", "Mean", FN, _at(10)),
         ),
     )
-    unused = verdict("head/kernel", Status.UNUSED, explanation="never called")
+    unused = verdict("head/kernel", Status.UNUSED, unreached=Unreached.READ_NOT_REACHING)
     ok = verdict("biases", Status.OK)
     findings = (
         Finding(
