@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from gradcheck_cli.analysis.concerns import find_concerns
+from gradcheck_cli.analysis.control_flow import ProgramIndex
 from gradcheck_cli.analysis.cuts import CutFinder
 from gradcheck_cli.analysis.reachability import Reachability
 from gradcheck_cli.analysis.verdicts import (
@@ -32,9 +33,10 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
     # Function summaries recurse once per level of nesting (calls, conds, loops): deep models
     # need more than Python's default limit.
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 50 * len(program.bodies) + 1000))
-    gradient_pass = Reachability(program, gradient=True)
+    index = ProgramIndex(program)
+    gradient_pass = Reachability(program, gradient=True, index=index)
     gradient = gradient_pass.top_masks()
-    structural_pass = Reachability(program, gradient=False)
+    structural_pass = Reachability(program, gradient=False, index=index)
     structural = structural_pass.top_masks()
     finder = CutFinder(program, structural_pass)
     without_stop_gradient: dict[TensorRef, int] | None = None
@@ -74,7 +76,10 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
             if any(b.reason is Reason.STOP_GRADIENT for b in blockers):
                 if without_stop_gradient is None:
                     without_stop_gradient = Reachability(
-                        program, gradient=True, ignore=frozenset({Reason.STOP_GRADIENT})
+                        program,
+                        gradient=True,
+                        ignore=frozenset({Reason.STOP_GRADIENT}),
+                        index=index,
                     ).top_masks()
                 if not without_stop_gradient.get(source, 0):
                     remaining = tuple(b for b in blockers if b.reason is not Reason.STOP_GRADIENT)

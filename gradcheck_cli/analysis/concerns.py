@@ -5,17 +5,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
-from gradcheck_cli.analysis.reachability import (
-    CASE_OPS,
-    IF_OPS,
-    WHILE_OPS,
-    Reachability,
-    branches_of,
-    callee_of,
-)
+from gradcheck_cli.analysis.control_flow import StepKind, reach_of, step_of
+from gradcheck_cli.analysis.reachability import Reachability
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status
-from gradcheck_cli.differentiability.rules import STOP_GRADIENT_OPS, input_cut
-from gradcheck_cli.graph.model import Body, Node, Program, TensorRef, is_trainable_dtype
+from gradcheck_cli.differentiability.rules import STOP_GRADIENT_OPS
+from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
 _PASS_THROUGH = frozenset({"Identity", "ReadVariableOp", "Enter", "Switch"})
 
@@ -25,18 +19,19 @@ def find_concerns(
 ) -> tuple[Concern, ...]:
     """One forward pass from the trainable variables, structurally and over gradient edges."""
     top = program.top_body
+    index = structural.index
     sources = [v.source for v in program.variables if v.trainable and v.source is not None]
-    reached = _forward(program, top, sources, structural)
-    reached_with_gradient = _forward(program, top, sources, gradient)
+    reached = _forward(top, sources, structural)
+    reached_with_gradient = _forward(top, sources, gradient)
     live = gradient.top_masks()
     concerns: list[Concern] = []
-    consumed = _consumed(top)
+    consumed = index.of(top).consumed
     for node in top.nodes.values():
         if node.op_type in STOP_GRADIENT_OPS and node.inputs:
             concerns.extend(
                 _stop_gradient_concern(top, node, consumed, reached, reached_with_gradient)
             )
-        elif node.op_type in IF_OPS or node.op_type in CASE_OPS:
+        elif step_of(node).selects:
             concerns.extend(
                 _branch_concerns(
                     program, top, node, reached_with_gradient, live, gradient, structural
@@ -45,7 +40,7 @@ def find_concerns(
     for body in program.bodies.values():
         if body is top:
             continue
-        used = _consumed(body)
+        used = index.of(body).consumed
         for node in body.nodes.values():
             if node.op_type in STOP_GRADIENT_OPS and TensorRef(node.name, 0) not in used:
                 concerns.append(_concern(ConcernKind.STOP_GRADIENT_UNUSED, body, node))
@@ -55,7 +50,7 @@ def find_concerns(
 def _stop_gradient_concern(
     body: Body,
     node: Node,
-    consumed: set[TensorRef],
+    consumed: frozenset[TensorRef],
     reached: set[TensorRef],
     reached_with_gradient: set[TensorRef],
 ) -> Iterable[Concern]:
@@ -82,14 +77,15 @@ def _branch_concerns(
             live_outputs |= 1 << k
     if not live_outputs:
         return
-    branches = branches_of(node)
+    step = step_of(node)
     for i, ref in enumerate(node.inputs):
-        if i == 0 or ref not in reached_with_gradient:
+        argument = step.argument(i)
+        if argument is None or ref not in reached_with_gradient:
             continue
         passing, cutting = [], []
-        for index, branch in enumerate(branches):
-            carried = _bit(gradient.summary(branch), i - 1) & live_outputs
-            read = _bit(structural.summary(branch), i - 1) & live_outputs
+        for index, branch in enumerate(step.callees):
+            carried = reach_of(gradient.summary(branch), argument) & live_outputs
+            read = reach_of(structural.summary(branch), argument) & live_outputs
             if carried:
                 passing.append(index)
             elif read:
@@ -109,13 +105,9 @@ def _branch_concerns(
 
 
 def _branch_labels(node: Node, indices: list[int]) -> str:
-    if node.op_type in IF_OPS:
+    if step_of(node).kind is StepKind.IF:
         return "then-branch" if indices == [0] else "else-branch"
     return "branch " + ", ".join(str(i) for i in indices) + (" of the switch_case")
-
-
-def _bit(summary: list[int], index: int) -> int:
-    return summary[index] if index < len(summary) else 0
 
 
 def _variables_behind(program: Program, body: Body, ref: TensorRef) -> tuple[str, ...]:
@@ -131,67 +123,20 @@ def _variables_behind(program: Program, body: Body, ref: TensorRef) -> tuple[str
     return ()
 
 
-def _consumed(body: Body) -> set[TensorRef]:
-    used = set(body.rets)
-    for node in body.nodes.values():
-        used.update(node.inputs)
-    return used
-
-
-def _forward(
-    program: Program, body: Body, seeds: Iterable[TensorRef], reach: Reachability
-) -> set[TensorRef]:
+def _forward(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> set[TensorRef]:
     """Tensors of `body` that the seeds reach, over every edge or only gradient-carrying ones."""
-    consumers: dict[TensorRef, list[tuple[Node, int]]] = {}
-    for node in body.nodes.values():
-        for i, ref in enumerate(node.inputs):
-            consumers.setdefault(ref, []).append((node, i))
+    consumers = reach.index.of(body).consumers
     seen = set(seeds)
     queue = deque(seen)
     while queue:
         ref = queue.popleft()
         for node, i in consumers.get(ref, ()):
-            for k in _outputs_reached(program, body, node, i, reach):
+            for k in reach.outputs_from(body, node, i):
                 out = TensorRef(node.name, k)
                 if out not in seen:
                     seen.add(out)
                     queue.append(out)
     return seen
-
-
-def _outputs_reached(
-    program: Program, body: Body, node: Node, i: int, reach: Reachability
-) -> list[int]:
-    width = len(node.output_dtypes)
-    if node.op_type in WHILE_OPS:
-        names = node.calls.get("body", ())
-        summary = reach.summary(names[0]) if names else [-1] * width
-        carried, grew = {i}, True
-        while grew:
-            grew = False
-            for j in list(carried):
-                for k in range(width):
-                    if (_bit(summary, j) >> k) & 1 and k not in carried:
-                        carried.add(k)
-                        grew = True
-        return sorted(k for k in carried if k < width)
-    if node.op_type in IF_OPS or node.op_type in CASE_OPS:
-        if i == 0:
-            return [] if reach.gradient else list(range(width))
-        mask = 0
-        for branch in branches_of(node):
-            mask |= _bit(reach.summary(branch), i - 1)
-        return [k for k in range(width) if (mask >> k) & 1]
-    callee = callee_of(node)
-    if callee is not None:
-        mask = _bit(reach.summary(callee), i)
-        return [k for k in range(width) if (mask >> k) & 1]
-    if reach.gradient:
-        dtype = body.input_dtype(node.inputs[i])
-        if input_cut(node, i, dtype, program.custom_gradients) is not None:
-            return []
-        return [k for k in range(width) if is_trainable_dtype(node.output_dtypes[k])]
-    return list(range(width))
 
 
 def _concern(kind: ConcernKind, body: Body, node: Node) -> Concern:

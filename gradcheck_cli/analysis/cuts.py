@@ -6,13 +6,8 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import replace
 
-from gradcheck_cli.analysis.reachability import (
-    IF_OPS,
-    WHILE_OPS,
-    Reachability,
-    branches_of,
-    callee_of,
-)
+from gradcheck_cli.analysis.control_flow import StepKind, carried, condition_reads, step_of
+from gradcheck_cli.analysis.reachability import Reachability
 from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import SHAPE_OPS, input_cut
@@ -25,7 +20,6 @@ class CutFinder:
     def __init__(self, program: Program, structural: Reachability) -> None:
         self.program = program
         self.structural = structural
-        self._consumers: dict[str, dict[TensorRef, list[tuple[Node, int]]]] = {}
         self._inside: dict[tuple[str, frozenset[int]], list[Blocker]] = {}
 
     def cuts(self, source: TensorRef) -> list[Blocker]:
@@ -69,49 +63,22 @@ class CutFinder:
         masks: dict[TensorRef, int],
         trace: _Trace | None = None,
     ) -> list[Blocker]:
-        consumers = self._consumer_map(body)
+        consumers = self.structural.index.of(body).consumers
         found: list[Blocker] = []
         seen: set[TensorRef] = set(seeds)
         queue = deque(seen)
-
-        def forward(node: Node, outputs: Iterable[int]) -> None:
-            for k in outputs:
-                ref = TensorRef(node.name, k)
-                if masks.get(ref, 0) and ref not in seen:
-                    seen.add(ref)
-                    queue.append(ref)
-
         while queue:
             ref = queue.popleft()
             for node, i in consumers.get(ref, ()):
                 reached = [
-                    k for k in range(_width(node, masks)) if masks.get(TensorRef(node.name, k))
+                    TensorRef(node.name, k)
+                    for k in self.structural.outputs_from(body, node, i)
+                    if masks.get(TensorRef(node.name, k))
                 ]
                 if not reached:
                     continue
-                before = len(found)
-                if node.op_type in WHILE_OPS:
-                    found.extend(self._while_cuts(body, node, i))
-                    forward(node, reached)
-                elif node.op_type in IF_OPS or branches_of(node):
-                    if i == 0:
-                        what = "predicate of the cond" if node.op_type in IF_OPS else "branch index"
-                        found.append(
-                            _blocker(
-                                body,
-                                node,
-                                Reason.INDEX_OR_SHAPE_INPUT,
-                                f"it only decides the {what}, which carries no gradient",
-                            )
-                        )
-                    else:
-                        for branch in branches_of(node):
-                            found.extend(self._inside_function(branch, frozenset({i - 1})))
-                    forward(node, reached)
-                elif (callee := callee_of(node)) is not None:
-                    found.extend(self._inside_function(callee, frozenset({i})))
-                    forward(node, reached)
-                else:
+                step = step_of(node)
+                if step.kind is StepKind.PLAIN:
                     dtype = body.input_dtype(node.inputs[i])
                     cut = input_cut(node, i, dtype, self.program.custom_gradients)
                     if cut is not None and not cut.inherited:
@@ -120,53 +87,42 @@ class CutFinder:
                         trace.add(ref.node, node, cut.reason if cut and not cut.inherited else None)
                     if node.op_type in SHAPE_OPS:
                         continue  # only the shape goes on: what follows is shape arithmetic
-                    forward(node, reached)
-                    continue
-                if trace is not None:
-                    trace.add(ref.node, node, found[before].reason if len(found) > before else None)
+                else:
+                    before = len(found)
+                    found.extend(self._step_cuts(body, node, i))
+                    if trace is not None:
+                        cut_here = found[before].reason if len(found) > before else None
+                        trace.add(ref.node, node, cut_here)
+                for out in reached:
+                    if out not in seen:
+                        seen.add(out)
+                        queue.append(out)
         return found
 
-    def _while_cuts(self, body: Body, node: Node, i: int) -> list[Blocker]:
+    def _step_cuts(self, body: Body, node: Node, i: int) -> list[Blocker]:
+        """The cuts met by input `i` of a control-flow node: at the node, or inside its callees."""
+        step = step_of(node)
+        argument = step.argument(i)
+        if argument is None:
+            what = "predicate of the cond" if step.kind is StepKind.IF else "branch index"
+            message = f"it only decides the {what}, which carries no gradient"
+            return [_blocker(body, node, Reason.INDEX_OR_SHAPE_INPUT, message)]
         found: list[Blocker] = []
-        body_names = node.calls.get("body", ())
-        cond_names = node.calls.get("cond", ())
-        if body_names:
-            # Loop variables carry over to the next iteration: follow them to a fixpoint.
-            summary = self.structural.summary(body_names[0])
-            carried = {i}
-            grew = True
-            while grew:
-                grew = False
-                for j in list(carried):
-                    reaches = summary[j] if j < len(summary) else 0
-                    for k in range(len(node.inputs)):
-                        if (reaches >> k) & 1 and k not in carried:
-                            carried.add(k)
-                            grew = True
-            found.extend(self._inside_function(body_names[0], frozenset(carried)))
-        else:
-            carried = {i}
-        if cond_names:
-            cond_summary = self.structural.summary(cond_names[0])
-            if any(j < len(cond_summary) and cond_summary[j] for j in carried):
-                found.append(
-                    _blocker(
-                        body,
-                        node,
-                        Reason.INDEX_OR_SHAPE_INPUT,
-                        "the loop condition reads it; a loop condition carries no gradient",
-                    )
-                )
+        if step.kind is not StepKind.LOOP:
+            for callee in step.callees:
+                found.extend(self._inside_function(callee, frozenset({argument})))
+            return found
+        # Loop variables carry over to the next iteration: follow them to a fixpoint.
+        width = len(node.inputs)
+        held = 1 << argument
+        if step.callees:
+            held = carried(self.structural.summary(step.callees[0]), held, width)
+            arguments = frozenset(k for k in range(width) if (held >> k) & 1)
+            found.extend(self._inside_function(step.callees[0], arguments))
+        if step.condition and condition_reads(self.structural.summary(step.condition), held, width):
+            message = "the loop condition reads it; a loop condition carries no gradient"
+            found.append(_blocker(body, node, Reason.INDEX_OR_SHAPE_INPUT, message))
         return found
-
-    def _consumer_map(self, body: Body) -> dict[TensorRef, list[tuple[Node, int]]]:
-        if body.name not in self._consumers:
-            consumers: dict[TensorRef, list[tuple[Node, int]]] = {}
-            for node in body.nodes.values():
-                for i, ref in enumerate(node.inputs):
-                    consumers.setdefault(ref, []).append((node, i))
-            self._consumers[body.name] = consumers
-        return self._consumers[body.name]
 
 
 class _Trace:
@@ -215,13 +171,6 @@ def _blocker(body: Body, node: Node, reason: Reason, message: str) -> Blocker:
         function=body.name,
         location=node.location,
     )
-
-
-def _width(node: Node, masks: dict[TensorRef, int]) -> int:
-    width = len(node.output_dtypes)
-    while TensorRef(node.name, width) in masks:
-        width += 1
-    return width
 
 
 def _dedupe(blockers: list[Blocker]) -> list[Blocker]:

@@ -10,54 +10,45 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 
+from gradcheck_cli.analysis.control_flow import (
+    EVERYTHING,
+    ProgramIndex,
+    Step,
+    StepKind,
+    Summary,
+    callee_summaries,
+    inputs_reaching,
+    outputs_reached,
+    set_bits,
+    step_of,
+    union,
+)
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import input_cut
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef, is_trainable_dtype
-
-CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
-IF_OPS = frozenset({"If", "StatelessIf"})
-CASE_OPS = frozenset({"Case", "StatelessCase"})
-WHILE_OPS = frozenset({"While", "StatelessWhile"})
-
-
-def callee_of(node: Node) -> str | None:
-    """The function a call node runs (PartitionedCall's `f`, or a direct library call)."""
-    called = node.calls.get("f")
-    if called and (node.op_type in CALL_OPS or node.op_type == called[0]):
-        return called[0]
-    return None
-
-
-def branches_of(node: Node) -> tuple[str, ...]:
-    if node.op_type in IF_OPS:
-        return node.calls.get("then_branch", ()) + node.calls.get("else_branch", ())
-    if node.op_type in CASE_OPS:
-        return node.calls.get("branches", ())
-    return ()
-
-
-def is_control_flow(node: Node) -> bool:
-    return (
-        callee_of(node) is not None
-        or node.op_type in IF_OPS
-        or node.op_type in CASE_OPS
-        or node.op_type in WHILE_OPS
-    )
 
 
 class Reachability:
     """Masks of every tensor, per body, in one mode (`gradient=True`: only gradient edges)."""
 
     def __init__(
-        self, program: Program, *, gradient: bool, ignore: frozenset[Reason] = frozenset()
+        self,
+        program: Program,
+        *,
+        gradient: bool,
+        ignore: frozenset[Reason] = frozenset(),
+        index: ProgramIndex | None = None,
     ) -> None:
-        """`ignore`: cut reasons to treat as passing gradient ("what if no stop_gradient")."""
+        """`ignore`: cut reasons to treat as passing gradient ("what if no stop_gradient");
+        `index`: the program's consumer maps and widths, shared with the other walkers."""
         self.program = program
         self.gradient = gradient
         self.ignore = ignore
+        self.index = index or ProgramIndex(program)
         self._summaries: dict[str, list[int]] = {}
         self._masks: dict[str, dict[TensorRef, int]] = {}
         self._in_progress: set[str] = set()
+        self._steps: dict[tuple[Step, int], list[Summary]] = {}
 
     # -- public -------------------------------------------------------------------------------
 
@@ -82,7 +73,7 @@ class Reachability:
                 self._in_progress.discard(name)
         return self._masks[name]
 
-    def summary(self, name: str) -> list[int]:
+    def summary(self, name: str) -> Summary:
         """Per argument of function `name`, the mask of the rets it reaches."""
         if name not in self._summaries:
             body = self.program.bodies.get(name)
@@ -90,7 +81,7 @@ class Reachability:
                 # A missing body (recorded as a note by the loader) or a recursive call:
                 # assume every argument reaches every ret, so nothing is called dead for it.
                 width = len(body.args) if body else 64
-                return [-1] * width
+                return [EVERYTHING] * width
             masks = self.body_masks(name)
             self._summaries[name] = [masks.get(TensorRef(arg, 0), 0) for arg in body.args]
         return self._summaries[name]
@@ -99,22 +90,49 @@ class Reachability:
         self, body: Body, node: Node, out_masks: list[int]
     ) -> Iterator[tuple[int, int]]:
         """(input index, mask) for every input of `node` that some live output reaches."""
-        if self.gradient and not is_control_flow(node):
+        step = step_of(node)
+        if step.kind is not StepKind.PLAIN:
+            summaries = self.step_summaries(step, node)
+            yield from inputs_reaching(step, summaries, out_masks, gradient=self.gradient)
+        elif self.gradient:
             yield from self._plain_gradient(body, node, out_masks)
-        elif node.op_type in WHILE_OPS:
-            yield from enumerate(self._while(node, out_masks))
-        elif node.op_type in IF_OPS or node.op_type in CASE_OPS:
-            everything = _union(out_masks)
-            if not self.gradient and everything:
-                yield 0, everything  # the predicate or branch index decides every output
-            for branch in branches_of(node):
-                yield from ((i + 1, m) for i, m in self._through(branch, out_masks))
-        elif (callee := callee_of(node)) is not None:
-            yield from self._through(callee, out_masks)
         else:
-            everything = _union(out_masks)
+            everything = union(out_masks)
             if everything:
                 yield from ((i, everything) for i in range(len(node.inputs)))
+
+    def outputs_from(self, body: Body, node: Node, input_index: int) -> list[int]:
+        """The outputs of `node` that its input `input_index` reaches, in this pass's mode."""
+        width = self.index.of(body).width(node)
+        step = step_of(node)
+        if step.kind is not StepKind.PLAIN:
+            summaries = self.step_summaries(step, node)
+            mask = outputs_reached(step, summaries, input_index, gradient=self.gradient)
+            return set_bits(mask, width)
+        if not self.gradient:
+            return list(range(width))
+        if not self.passes(body, node, input_index):
+            return []
+        return [k for k in range(width) if is_trainable_dtype(_dtype(node, k))]
+
+    def passes(self, body: Body, node: Node, input_index: int) -> bool:
+        """True if gradient from an ordinary op's outputs reaches its input `input_index`."""
+        dtype = body.input_dtype(node.inputs[input_index])
+        cut = input_cut(node, input_index, dtype, self.program.custom_gradients)
+        return cut is None or cut.reason in self.ignore
+
+    def step_summaries(self, step: Step, node: Node) -> list[Summary]:
+        """The summaries of what a control-flow node runs, over its own inputs and outputs."""
+        key = (step, len(node.inputs))
+        if key in self._steps:
+            return self._steps[key]
+        summaries = callee_summaries(step, self.summary, len(node.inputs), gradient=self.gradient)
+        # A callee still being summarised (recursion) stands in with a guess: do not keep it.
+        if step.kind is StepKind.LOOP and self._in_progress.isdisjoint(
+            (*step.callees, step.condition)
+        ):
+            self._steps[key] = summaries
+        return summaries
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -123,53 +141,13 @@ class Reachability:
     ) -> Iterator[tuple[int, int]]:
         live = 0
         for index, mask in enumerate(out_masks):
-            dtype = node.output_dtypes[index] if index < len(node.output_dtypes) else None
-            if is_trainable_dtype(dtype):
+            if is_trainable_dtype(_dtype(node, index)):
                 live |= mask
         if not live:
             return
-        for i, ref in enumerate(node.inputs):
-            dtype = body.input_dtype(ref)
-            cut = input_cut(node, i, dtype, self.program.custom_gradients)
-            if cut is None or cut.reason in self.ignore:
+        for i in range(len(node.inputs)):
+            if self.passes(body, node, i):
                 yield i, live
-
-    def _through(self, callee: str, out_masks: list[int]) -> Iterator[tuple[int, int]]:
-        for arg_index, reaches in enumerate(self.summary(callee)):
-            mask = 0
-            for out_index, out_mask in enumerate(out_masks):
-                if out_mask and (reaches >> out_index) & 1:
-                    mask |= out_mask
-            if mask:
-                yield arg_index, mask
-
-    def _while(self, node: Node, out_masks: list[int]) -> list[int]:
-        body_names = node.calls.get("body", ())
-        cond_names = node.calls.get("cond", ())
-        n = len(node.inputs)
-        summary = self.summary(body_names[0]) if body_names else [-1] * n
-        # arrive[j]: what reaches the loss from loop variable j at the start of any iteration.
-        arrive = [0] * n
-        changed = True
-        while changed:
-            changed = False
-            for j in range(n):
-                reaches = summary[j] if j < len(summary) else -1
-                mask = arrive[j]
-                for k in range(n):
-                    if (reaches >> k) & 1:
-                        mask |= (out_masks[k] if k < len(out_masks) else 0) | arrive[k]
-                if mask != arrive[j]:
-                    arrive[j] = mask
-                    changed = True
-        if not self.gradient:
-            # The loop condition decides how often the body runs, so it shapes every output.
-            everything = _union(out_masks) | _union(arrive)
-            cond_summary = self.summary(cond_names[0]) if cond_names else []
-            for j, reaches in enumerate(cond_summary[:n]):
-                if reaches:
-                    arrive[j] |= everything
-        return arrive
 
     def _propagate(self, body: Body, seeds: dict[TensorRef, int]) -> dict[TensorRef, int]:
         masks: dict[TensorRef, int] = {}
@@ -192,7 +170,8 @@ class Reachability:
         return masks
 
     def _visit(self, body: Body, node: Node, masks: dict[TensorRef, int]) -> list[Node]:
-        out_masks = [masks.get(TensorRef(node.name, k), 0) for k in range(_width(node, masks))]
+        width = self.index.of(body).width(node)
+        out_masks = [masks.get(TensorRef(node.name, k), 0) for k in range(width)]
         if not any(out_masks):
             return []
         grown = []
@@ -209,18 +188,8 @@ class Reachability:
         return grown
 
 
-def _width(node: Node, masks: dict[TensorRef, int]) -> int:
-    width = len(node.output_dtypes)
-    while TensorRef(node.name, width) in masks:
-        width += 1
-    return width
-
-
-def _union(masks: list[int]) -> int:
-    result = 0
-    for mask in masks:
-        result |= mask
-    return result
+def _dtype(node: Node, index: int) -> str | None:
+    return node.output_dtypes[index] if index < len(node.output_dtypes) else None
 
 
 class _Order(list):  # type: ignore[type-arg]

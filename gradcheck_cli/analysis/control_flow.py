@@ -1,0 +1,232 @@
+"""The one place that knows TensorFlow's control-flow ops and how a walker steps through them.
+
+A walker sees a control-flow node as a step: the functions it runs (`callees`), how its inputs
+map onto their arguments, and a summary per callee (per argument, a bit mask of the rets it
+reaches). Backward walkers map output masks onto inputs (`inputs_reaching`), forward walkers
+map an input onto outputs (`outputs_reached`). A while loop is turned into one summary over its
+loop variables (`loop_summary`), so every walker sees it as a plain call.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
+
+CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+IF_OPS = frozenset({"If", "StatelessIf"})
+CASE_OPS = frozenset({"Case", "StatelessCase"})
+WHILE_OPS = frozenset({"While", "StatelessWhile"})
+
+EVERYTHING = -1
+"""A mask with every bit set: what an unknown callee is assumed to reach."""
+
+Summary = Sequence[int]
+"""Per argument of a function, the bit mask of the rets it reaches."""
+
+
+class StepKind(enum.Enum):
+    """How a walker steps through a node."""
+
+    PLAIN = "plain"  # an ordinary op: the differentiability rules decide each input
+    CALL = "call"  # input i is argument i of the callee
+    IF = "if"  # input 0 is the predicate; input i > 0 is argument i - 1 of both branches
+    CASE = "case"  # input 0 is the branch index; input i > 0 is argument i - 1 of every branch
+    LOOP = "loop"  # input j is loop variable j of the body and of the condition
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a node runs and how its inputs map onto the arguments of what it runs."""
+
+    kind: StepKind
+    callees: tuple[str, ...] = ()
+    condition: str | None = None
+
+    @property
+    def selects(self) -> bool:
+        """True when input 0 only picks which branch runs (a predicate or a branch index)."""
+        return self.kind in (StepKind.IF, StepKind.CASE)
+
+    def argument(self, input_index: int) -> int | None:
+        """The callee argument input `input_index` becomes; None for the selecting input."""
+        if not self.selects:
+            return input_index
+        return input_index - 1 if input_index > 0 else None
+
+    def input_of(self, argument: int) -> int:
+        """The node input that becomes callee argument `argument`."""
+        return argument + 1 if self.selects else argument
+
+
+_PLAIN = Step(StepKind.PLAIN)
+
+
+def step_of(node: Node) -> Step:
+    """How to step through `node`; the only test of control-flow op types in the analysis."""
+    op = node.op_type
+    if op in WHILE_OPS:
+        condition = node.calls.get("cond", ())
+        return Step(
+            StepKind.LOOP,
+            node.calls.get("body", ())[:1],
+            condition[0] if condition else None,
+        )
+    if op in IF_OPS:
+        branches = node.calls.get("then_branch", ()) + node.calls.get("else_branch", ())
+        return Step(StepKind.IF, branches)
+    if op in CASE_OPS:
+        return Step(StepKind.CASE, node.calls.get("branches", ()))
+    called = node.calls.get("f")
+    # A direct library call is a node whose op type is the name of the function it runs.
+    if called and (op in CALL_OPS or op == called[0]):
+        return Step(StepKind.CALL, called[:1])
+    return _PLAIN
+
+
+def union(masks: Iterable[int]) -> int:
+    result = 0
+    for mask in masks:
+        result |= mask
+    return result
+
+
+def reach_of(summary: Summary, argument: int) -> int:
+    """The rets argument `argument` reaches; an argument the callee does not have reaches none."""
+    return summary[argument] if 0 <= argument < len(summary) else 0
+
+
+def set_bits(mask: int, width: int) -> list[int]:
+    """The indices below `width` whose bit is set in `mask`."""
+    return [k for k in range(width) if (mask >> k) & 1]
+
+
+def arguments_reaching(summary: Summary, out_masks: Sequence[int]) -> Iterator[tuple[int, int]]:
+    """(argument, mask) for every argument of a callee whose rets carry some output mask."""
+    for argument, reaches in enumerate(summary):
+        mask = 0
+        for out_index, out_mask in enumerate(out_masks):
+            if out_mask and (reaches >> out_index) & 1:
+                mask |= out_mask
+        if mask:
+            yield argument, mask
+
+
+def carried(body_summary: Summary, entering: int, width: int) -> int:
+    """Loop variables holding something of the `entering` ones at the start of any iteration.
+
+    The entering variables themselves hold it at the start of the first iteration; body ret k
+    becomes loop variable k of the next iteration.
+    """
+    full = (1 << width) - 1
+    held = entering & full
+    pending = set_bits(held, width)
+    while pending:
+        j = pending.pop()
+        grown = reach_of(body_summary, j) & full & ~held
+        held |= grown
+        pending.extend(set_bits(grown, width))
+    return held
+
+
+def loop_summary(body_summary: Summary, condition_summary: Summary | None, width: int) -> list[int]:
+    """Per loop variable, the outputs of the loop it reaches: a summary of the loop as a call.
+
+    An output is what the last body run returned, so a loop variable reaches output k only
+    through at least one run of the body (TensorFlow's gradient of a loop variable the body
+    overwrites is zero). With `condition_summary` given (data edges, not gradient), a loop
+    variable the condition reads, in any iteration, decides how often the body runs and so
+    shapes every output.
+    """
+    full = (1 << width) - 1
+    summary = []
+    for j in range(width):
+        held = carried(body_summary, 1 << j, width)
+        if condition_summary is not None and any(
+            reach_of(condition_summary, k) for k in set_bits(held, width)
+        ):
+            summary.append(full)
+            continue
+        summary.append(union(reach_of(body_summary, k) for k in set_bits(held, width)) & full)
+    return summary
+
+
+def condition_reads(condition_summary: Summary, loop_variables: int, width: int) -> bool:
+    """True if the loop condition reads any of the given loop variables."""
+    return any(reach_of(condition_summary, k) for k in set_bits(loop_variables, width))
+
+
+def callee_summaries(
+    step: Step, summary: Callable[[str], Summary], width: int, *, gradient: bool
+) -> list[Summary]:
+    """One summary per function the step runs, over the node's inputs and outputs.
+
+    `summary(name)` is a function's own summary; `width` the number of loop variables.
+    """
+    if step.kind is not StepKind.LOOP:
+        return [summary(name) for name in step.callees]
+    body = summary(step.callees[0]) if step.callees else [EVERYTHING] * width
+    condition = None
+    if not gradient:
+        condition = summary(step.condition) if step.condition else []
+    return [loop_summary(body, condition, width)]
+
+
+def inputs_reaching(
+    step: Step, summaries: Sequence[Summary], out_masks: Sequence[int], *, gradient: bool
+) -> Iterator[tuple[int, int]]:
+    """Backward through a control-flow step: (input index, mask) from the output masks."""
+    if step.selects and not gradient:
+        everything = union(out_masks)
+        if everything:
+            yield 0, everything  # the predicate or branch index decides every output
+    for callee in summaries:
+        for argument, mask in arguments_reaching(callee, out_masks):
+            yield step.input_of(argument), mask
+
+
+def outputs_reached(
+    step: Step, summaries: Sequence[Summary], input_index: int, *, gradient: bool
+) -> int:
+    """Forward through a control-flow step: the mask of outputs input `input_index` reaches."""
+    argument = step.argument(input_index)
+    if argument is None:
+        return 0 if gradient else EVERYTHING
+    return union(reach_of(callee, argument) for callee in summaries)
+
+
+class BodyIndex:
+    """Facts about one body every walker reads: who consumes each tensor, how wide each op is."""
+
+    def __init__(self, body: Body, extra: Iterable[TensorRef] = ()) -> None:
+        """`extra`: tensors read from outside the body besides its rets (the loss)."""
+        self.consumers: dict[TensorRef, list[tuple[Node, int]]] = {}
+        widest: dict[str, int] = {}
+        for node in body.nodes.values():
+            for i, ref in enumerate(node.inputs):
+                self.consumers.setdefault(ref, []).append((node, i))
+                widest[ref.node] = max(widest.get(ref.node, 0), ref.index + 1)
+        for ref in (*body.rets, *extra):
+            widest[ref.node] = max(widest.get(ref.node, 0), ref.index + 1)
+        self.consumed: frozenset[TensorRef] = frozenset(self.consumers) | frozenset(body.rets)
+        self._widest = widest
+
+    def width(self, node: Node) -> int:
+        """How many outputs of `node` exist: its declared ones and any that is read."""
+        return max(len(node.output_dtypes), self._widest.get(node.name, 0))
+
+
+class ProgramIndex:
+    """A `BodyIndex` per body of a program, each built once on first use."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self._bodies: dict[str, BodyIndex] = {}
+
+    def of(self, body: Body) -> BodyIndex:
+        if body.name not in self._bodies:
+            extra = (self.program.loss,) if body.name == self.program.top else ()
+            self._bodies[body.name] = BodyIndex(body, extra)
+        return self._bodies[body.name]
