@@ -65,8 +65,9 @@ class CutFinder:
     ) -> list[Blocker]:
         consumers = self.structural.index.of(body).consumers
         found: list[Blocker] = []
-        seen: set[TensorRef] = set(seeds)
-        queue = deque(seen)
+        # In the seeds' order, not a set's: the order of the cuts must not depend on hashing.
+        queue = deque(dict.fromkeys(seeds))
+        seen: set[TensorRef] = set(queue)
         while queue:
             ref = queue.popleft()
             for node, i in consumers.get(ref, ()):

@@ -93,3 +93,27 @@ def test_variable_cut_in_one_branch_and_on_some_paths(tf) -> None:  # type: igno
     assert not [f for f in quiet.findings if f.code == "GC204"]
     verbose = check_function(loss, variables=[gate], all_cuts=True)
     assert [f.variable for f in verbose.findings if f.code == "GC204"] == ["gate_branch"]
+
+
+def test_stop_gradient_on_a_loop_variable_the_body_overwrites(tf) -> None:  # type: ignore[no-untyped-def]
+    # `v` enters the loop as `b`, which the first run of the body overwrites with an integer
+    # round trip of `a`: what reaches the stop_gradient carries no gradient either way.
+    w = tf.Variable([1.5, 2.5], name="w_overwritten")
+    v = tf.Variable([0.5, 0.25], name="v_overwritten")
+
+    def body(stop):  # type: ignore[no-untyped-def]
+        def loss():  # type: ignore[no-untyped-def]
+            def step(i, a, b):  # type: ignore[no-untyped-def]
+                return i + 1, a * 2.0, tf.cast(tf.cast(a * 10.0, tf.int32), tf.float32)
+
+            _, a, b = tf.while_loop(lambda i, a, b: i < 3, step, (0, w * 1.0, v * 1.0))
+            return tf.reduce_sum(a * v + stop(b))  # marker: stop
+
+        return loss
+
+    report = check_function(tf.function(body(tf.stop_gradient)), variables=[w, v])
+    assert _codes_at(report, "GC202") == [_line_of(body, "marker: stop")]
+    with_stop = _gradients(body(tf.stop_gradient), [w, v])
+    without = _gradients(body(tf.identity), [w, v])
+    for a, b in zip(with_stop, without):
+        assert (a is None) == (b is None) and (a is None or (a == b).all())

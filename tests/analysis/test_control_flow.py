@@ -1,0 +1,393 @@
+"""Every control-flow op through the three walkers: statuses, cuts and routes, concerns."""
+
+from __future__ import annotations
+
+import pytest
+
+from gradcheck_cli.analysis import control_flow
+from gradcheck_cli.analysis.analyse import analyse
+from gradcheck_cli.analysis.control_flow import Step, StepKind, step_of
+from gradcheck_cli.analysis.verdicts import Analysis, ConcernKind, Status, Unreached
+from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
+from tests.graph_factory import BodyFactory, program
+
+FLOAT2 = ("float32", "float32")
+
+
+def _verdicts(analysis: Analysis) -> dict[str, tuple[Status, list[tuple[str, Reason, str | None]]]]:
+    """Per variable: its status and its blockers as (op, reason, function)."""
+    return {
+        v.name: (v.status, [(b.op, b.reason, b.function) for b in v.blockers])
+        for v in analysis.verdicts
+    }
+
+
+def _concerns(analysis: Analysis) -> set[tuple[ConcernKind, str, str | None, tuple[str, ...]]]:
+    return {(c.kind, c.op, c.function, c.variables) for c in analysis.concerns}
+
+
+def _pair_function(name: str, *, cut_second: bool = True, unused_stop: bool = False) -> Body:
+    """(a, b) -> (a * a, stop_gradient(b)): the first argument carries gradient, the second not."""
+    f = BodyFactory(name)
+    a, b = f.arg("a"), f.arg("b")
+    squared = f.op("squared", "Mul", a, a)
+    second = f.op("stop", "StopGradient", b) if cut_second else f.op("twice", "AddV2", b, b)
+    if unused_stop:
+        f.op("idle_stop", "StopGradient", a)
+    return f.body(squared, second)
+
+
+# -- stepping, op by op --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("op_type", "calls", "expected"),
+    [
+        ("If", {"then_branch": ("t",), "else_branch": ("e",)}, Step(StepKind.IF, ("t", "e"))),
+        (
+            "StatelessIf",
+            {"then_branch": ("t",), "else_branch": ("e",)},
+            Step(StepKind.IF, ("t", "e")),
+        ),
+        ("Case", {"branches": ("b0", "b1", "b2")}, Step(StepKind.CASE, ("b0", "b1", "b2"))),
+        ("StatelessCase", {"branches": ("b0",)}, Step(StepKind.CASE, ("b0",))),
+        ("While", {"body": ("body",), "cond": ("cond",)}, Step(StepKind.LOOP, ("body",), "cond")),
+        (
+            "StatelessWhile",
+            {"body": ("body",), "cond": ("cond",)},
+            Step(StepKind.LOOP, ("body",), "cond"),
+        ),
+        ("PartitionedCall", {"f": ("fn",)}, Step(StepKind.CALL, ("fn",))),
+        ("StatefulPartitionedCall", {"f": ("fn",)}, Step(StepKind.CALL, ("fn",))),
+        ("fn", {"f": ("fn",)}, Step(StepKind.CALL, ("fn",))),
+        # An op that merely carries a function attribute (a dataset map) is no call.
+        ("MapDataset", {"f": ("fn",)}, Step(StepKind.PLAIN)),
+        ("Mul", {}, Step(StepKind.PLAIN)),
+    ],
+)
+def test_every_control_flow_op_maps_to_one_step(
+    op_type: str, calls: dict[str, tuple[str, ...]], expected: Step
+) -> None:
+    assert step_of(Node("n", op_type, calls=calls)) == expected
+
+
+def test_inputs_map_onto_arguments() -> None:
+    branching = Step(StepKind.CASE, ("b0", "b1"))
+    assert [branching.argument(i) for i in range(3)] == [None, 0, 1]
+    assert [branching.input_of(a) for a in range(2)] == [1, 2]
+    for kind in (StepKind.CALL, StepKind.LOOP):
+        step = Step(kind, ("f",))
+        assert [step.argument(i) for i in range(3)] == [0, 1, 2]
+        assert [step.input_of(a) for a in range(3)] == [0, 1, 2]
+
+
+def test_loop_summary_counts_only_runs_of_the_body_and_the_condition_shapes_everything() -> None:
+    # body: (a, b, t) -> (a, a, a); the condition reads t.
+    body = [0b111, 0, 0]
+    condition = [0, 0, 1]
+    assert control_flow.carried(body, 0b010, 3) == 0b010
+    assert control_flow.carried(body, 0b001, 3) == 0b111
+    assert control_flow.loop_summary(body, None, 3) == [0b111, 0, 0]
+    # `a` becomes `t` after one run, and `t` decides how often the body runs.
+    assert control_flow.loop_summary(body, condition, 3) == [0b111, 0, 0b111]
+
+
+# -- calls -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op_type", ["PartitionedCall", "StatefulPartitionedCall", "inner"])
+def test_a_call_steps_into_its_callee(op_type: str) -> None:
+    top = BodyFactory("top")
+    w, v = top.arg("w"), top.arg("v")
+    top.op("call", op_type, w, v, dtypes=FLOAT2, f=("inner",))
+    loss = top.op("loss", "AddV2", TensorRef("call", 0), TensorRef("call", 1))
+    prog = program(top.body(loss), loss, _pair_function("inner", unused_stop=True))
+    analysis = analyse(prog)
+    assert _verdicts(analysis) == {
+        "w": (Status.OK, []),
+        "v": (Status.BLOCKED, [("stop", Reason.STOP_GRADIENT, "inner")]),
+    }
+    (blocked,) = [v for v in analysis.verdicts if v.status is Status.BLOCKED]
+    assert [(s.op, s.cut) for s in blocked.route] == [
+        ("v", None),
+        ("call", Reason.STOP_GRADIENT),
+        ("loss", None),
+    ]
+    assert _concerns(analysis) == {
+        (ConcernKind.STOP_GRADIENT_UNUSED, "idle_stop", "inner", ()),
+    }
+
+
+def test_a_call_forwards_an_argument_only_to_the_outputs_it_reaches() -> None:
+    # w reaches only output 0, which an integer cast cuts; output 1 carries v's stop_gradient,
+    # which is none of w's business.
+    inner = BodyFactory("inner")
+    a, b = inner.arg("a"), inner.arg("b")
+    as_int = inner.op("as_int", "Cast", a, dtypes=("int32",))
+    inner_body = inner.body(inner.op("back", "Cast", as_int), b)
+    top = BodyFactory("top")
+    w, v = top.arg("w"), top.arg("v")
+    top.op("call", "PartitionedCall", w, v, dtypes=FLOAT2, f=("inner",))
+    stopped = top.op("stopped", "StopGradient", TensorRef("call", 1))
+    loss = top.op("loss", "AddV2", TensorRef("call", 0), stopped)
+    analysis = analyse(program(top.body(loss), loss, inner_body))
+    assert _verdicts(analysis) == {
+        "w": (Status.BLOCKED, [("as_int", Reason.INTEGER_DTYPE, "inner")]),
+        "v": (Status.BLOCKED, [("stopped", Reason.STOP_GRADIENT, None)]),
+    }
+    (w_verdict, _) = analysis.verdicts
+    assert {(e.source, e.target) for e in w_verdict.subgraph} == {("w", "call"), ("call", "loss")}
+
+
+def test_a_stop_gradient_after_a_call_that_already_cuts_is_redundant() -> None:
+    inner = BodyFactory("inner")
+    a = inner.arg("a")
+    as_int = inner.op("as_int", "Cast", a, dtypes=("int32",))
+    inner_body = inner.body(inner.op("back", "Cast", as_int))
+    top = BodyFactory("top")
+    w, v = top.arg("w"), top.arg("v")
+    called = top.op("call", "StatefulPartitionedCall", w, f=("inner",))
+    stopped = top.op("stopped", "StopGradient", called)
+    loss = top.op("loss", "Mul", stopped, v)
+    analysis = analyse(program(top.body(loss), loss, inner_body))
+    assert _verdicts(analysis)["w"][0] is Status.BLOCKED
+    assert _concerns(analysis) == {
+        (ConcernKind.STOP_GRADIENT_REDUNDANT, "stopped", "top", ()),
+    }
+
+
+# -- conds and switch_cases ----------------------------------------------------------------------
+
+
+def _branch(name: str, *, cut_first: bool) -> Body:
+    """(x, y) -> x * y, with x behind a stop_gradient when `cut_first`."""
+    f = BodyFactory(name)
+    x, y = f.arg("x"), f.arg("y")
+    first = f.op("stop", "StopGradient", x) if cut_first else x
+    return f.body(f.op("product", "Mul", first, y))
+
+
+@pytest.mark.parametrize(
+    ("op_type", "role"),
+    [
+        ("If", "predicate"),
+        ("StatelessIf", "predicate"),
+        ("Case", "index"),
+        ("StatelessCase", "index"),
+    ],
+)
+def test_a_cut_in_one_branch_only_is_a_concern_and_the_selector_is_blocked(
+    op_type: str, role: str
+) -> None:
+    top = BodyFactory("top")
+    selector, x, y = top.arg("selector"), top.arg("x"), top.arg("y")
+    calls = (
+        {"then_branch": ("passes",), "else_branch": ("cuts",)}
+        if role == "predicate"
+        else {"branches": ("passes", "cuts")}
+    )
+    top.op("choose", op_type, selector, x, y, **calls)
+    loss = top.op("loss", "Sum", TensorRef("choose"))
+    branches = (_branch("passes", cut_first=False), _branch("cuts", cut_first=True))
+    analysis = analyse(program(top.body(loss), loss, *branches))
+    assert _verdicts(analysis) == {
+        "selector": (Status.BLOCKED, [("choose", Reason.INDEX_OR_SHAPE_INPUT, None)]),
+        "x": (Status.OK, []),
+        "y": (Status.OK, []),
+    }
+    assert _concerns(analysis) == {(ConcernKind.CUT_IN_BRANCH, "choose", "top", ("x",))}
+    (concern,) = analysis.concerns
+    assert ("else-branch" if role == "predicate" else "branch 1 ") in concern.detail
+
+
+@pytest.mark.parametrize("op_type", ["If", "StatelessIf", "Case", "StatelessCase"])
+def test_a_variable_cut_in_every_branch_is_blocked_in_each(op_type: str) -> None:
+    top = BodyFactory("top")
+    selector, x, y = top.arg("selector"), top.arg("x"), top.arg("y")
+    calls = (
+        {"then_branch": ("one",), "else_branch": ("two",)}
+        if op_type.endswith("If")
+        else {"branches": ("one", "two")}
+    )
+    top.op("choose", op_type, selector, x, y, **calls)
+    loss = top.op("loss", "Sum", TensorRef("choose"))
+    branches = (_branch("one", cut_first=True), _branch("two", cut_first=True))
+    analysis = analyse(program(top.body(loss), loss, *branches))
+    assert _verdicts(analysis)["x"] == (
+        Status.BLOCKED,
+        [("stop", Reason.STOP_GRADIENT, "one"), ("stop", Reason.STOP_GRADIENT, "two")],
+    )
+    assert _verdicts(analysis)["y"] == (Status.OK, [])
+    assert not analysis.concerns
+
+
+# -- while loops ---------------------------------------------------------------------------------
+
+
+def _loop(op_type: str) -> Program:
+    """Loop variables (i, a, b, t, c); body: (i + 1, a * 2, a * 3, a, stop_gradient(c));
+    the condition reads i and t. `b`'s first value is overwritten by the first run."""
+    body = BodyFactory("body")
+    i, a, b, t, c = (body.arg(n) for n in "iabtc")
+    del b, t
+    loop_body = body.body(
+        body.op("next", "AddV2", i, i),
+        body.op("doubled", "Mul", a, a),
+        body.op("tripled", "Mul", a, a),
+        a,
+        body.op("stop", "StopGradient", c),
+    )
+    cond = BodyFactory("cond")
+    ci, _, _, ct, _ = (cond.arg(n) for n in "iabtc")
+    loop_cond = cond.body(cond.op("less", "Less", ci, ct, dtypes=("bool",)))
+    top = BodyFactory("top")
+    ins = [top.arg(n) for n in ("counter", "ax", "bx", "tx", "cx")]
+    top.op("loop", op_type, *ins, dtypes=("float32",) * 5, body=("body",), cond=("cond",))
+    total = top.op("total", "AddV2", TensorRef("loop", 1), TensorRef("loop", 4))
+    stopped = top.op("stopped", "StopGradient", TensorRef("loop", 2))
+    loss = top.op("loss", "AddV2", total, stopped)
+    return program(top.body(loss), loss, loop_body, loop_cond)
+
+
+@pytest.mark.parametrize("op_type", ["While", "StatelessWhile"])
+def test_a_loop_carries_variables_and_its_condition_cuts(op_type: str) -> None:
+    analysis = analyse(_loop(op_type))
+    # What the condition reads decides how often the body runs, so it shapes every output,
+    # the one behind the top-level stop_gradient too.
+    by_condition = [
+        ("loop", Reason.INDEX_OR_SHAPE_INPUT, None),
+        ("stopped", Reason.STOP_GRADIENT, None),
+    ]
+    assert _verdicts(analysis) == {
+        "counter": (Status.BLOCKED, by_condition),
+        "ax": (Status.OK, []),
+        # The body overwrites b before anything reads it: no run of the body passes it on.
+        "bx": (Status.UNUSED, []),
+        "tx": (Status.BLOCKED, by_condition),
+        "cx": (Status.BLOCKED, [("stop", Reason.STOP_GRADIENT, "body")]),
+    }
+    assert {v.name: v.unreached for v in analysis.verdicts}["bx"] is Unreached.READ_NOT_REACHING
+
+
+@pytest.mark.parametrize("op_type", ["While", "StatelessWhile"])
+def test_a_loop_variable_that_reaches_the_condition_a_run_later_is_blocked_there(
+    op_type: str,
+) -> None:
+    # The loss reads only output 4 (c), which `a` never reaches by value: `a` becomes `t` one
+    # run of the body later, and `t` decides how often the body runs.
+    prog = _loop(op_type)
+    prog.top_body.nodes["loss"] = Node("loss", "Sum", (TensorRef("loop", 4),), ("float32",))
+    analysis = analyse(prog)
+    assert _verdicts(analysis)["ax"] == (
+        Status.BLOCKED,
+        [("loop", Reason.INDEX_OR_SHAPE_INPUT, None)],
+    )
+    assert _verdicts(analysis)["cx"] == (
+        Status.BLOCKED,
+        [("stop", Reason.STOP_GRADIENT, "body")],
+    )
+
+
+@pytest.mark.parametrize("op_type", ["While", "StatelessWhile"])
+def test_a_stop_gradient_on_an_overwritten_loop_variable_changes_nothing(op_type: str) -> None:
+    # Output 2 holds a * 3 after the first run: only `a` reaches it, and only by data edges
+    # once "tripled" becomes an integer round trip.
+    prog = _loop(op_type)
+    body = prog.bodies["body"]
+    a = TensorRef("a")
+    body.nodes["as_int"] = Node("as_int", "Cast", (a,), ("int32",))
+    body.nodes["tripled"] = Node("tripled", "Cast", (TensorRef("as_int"),), ("float32",))
+    analysis = analyse(prog)
+    assert (ConcernKind.STOP_GRADIENT_REDUNDANT, "stopped", "top", ()) in _concerns(analysis)
+
+
+# -- nesting -------------------------------------------------------------------------------------
+
+
+def _nested() -> Program:
+    """A while loop whose body runs a cond whose branches call a function (one by
+    PartitionedCall, one directly): loop variables (i, a, b)."""
+    then = BodyFactory("then")
+    ta, tb = then.arg("a"), then.arg("b")
+    then.op("call", "PartitionedCall", ta, tb, dtypes=FLOAT2, f=("pair",))
+    then_body = then.body(TensorRef("call", 0), TensorRef("call", 1))
+    other = BodyFactory("other")
+    oa, ob = other.arg("a"), other.arg("b")
+    other.op("call", "pair", oa, ob, dtypes=FLOAT2, f=("pair",))
+    other_body = other.body(TensorRef("call", 0), TensorRef("call", 1))
+    body = BodyFactory("body")
+    i, a, b = body.arg("i"), body.arg("a"), body.arg("b")
+    body.op(
+        "choose",
+        "StatelessIf",
+        i,
+        a,
+        b,
+        dtypes=FLOAT2,
+        then_branch=("then",),
+        else_branch=("other",),
+    )
+    loop_body = body.body(
+        body.op("next", "AddV2", i, i), TensorRef("choose", 0), TensorRef("choose", 1)
+    )
+    cond = BodyFactory("cond")
+    ci, _, _ = cond.arg("i"), cond.arg("a"), cond.arg("b")
+    loop_cond = cond.body(cond.op("less", "Less", ci, ci, dtypes=("bool",)))
+    top = BodyFactory("top")
+    ins = [top.arg(n) for n in ("counter", "x", "y")]
+    top.op("loop", "StatelessWhile", *ins, dtypes=("float32",) * 3, body=("body",), cond=("cond",))
+    loss = top.op("loss", "AddV2", TensorRef("loop", 1), TensorRef("loop", 2))
+    functions = (then_body, other_body, _pair_function("pair", unused_stop=True))
+    return program(top.body(loss), loss, loop_body, loop_cond, *functions)
+
+
+def test_a_call_inside_a_cond_inside_a_loop() -> None:
+    analysis = analyse(_nested())
+    assert _verdicts(analysis) == {
+        "counter": (
+            Status.BLOCKED,
+            [
+                ("choose", Reason.INDEX_OR_SHAPE_INPUT, "body"),
+                # The branch it picks decides what later runs do with `b`.
+                ("stop", Reason.STOP_GRADIENT, "pair"),
+                ("loop", Reason.INDEX_OR_SHAPE_INPUT, None),
+            ],
+        ),
+        "x": (Status.OK, []),
+        "y": (Status.BLOCKED, [("stop", Reason.STOP_GRADIENT, "pair")]),
+    }
+    (y_verdict,) = [v for v in analysis.verdicts if v.name == "y"]
+    assert [(s.op, s.cut) for s in y_verdict.route] == [
+        ("y", None),
+        ("loop", Reason.STOP_GRADIENT),
+        ("loss", None),
+    ]
+    assert _concerns(analysis) == {(ConcernKind.STOP_GRADIENT_UNUSED, "idle_stop", "pair", ())}
+
+
+def test_a_nested_cut_that_lets_gradient_through_is_no_cut() -> None:
+    prog = _nested()
+    prog.bodies["pair"] = _pair_function("pair", cut_second=False)
+    assert {v.name: v.status for v in analyse(prog).verdicts} == {
+        "counter": Status.BLOCKED,
+        "x": Status.OK,
+        "y": Status.OK,
+    }
+
+
+def test_every_walker_shares_one_index_per_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[str] = []
+    original = control_flow.BodyIndex.__init__
+
+    def counting(
+        self: control_flow.BodyIndex, body: Body, extra: tuple[TensorRef, ...] = ()
+    ) -> None:
+        built.append(body.name)
+        original(self, body, extra)
+
+    monkeypatch.setattr(control_flow.BodyIndex, "__init__", counting)
+    analysis = analyse(_nested(), cuts_of_live=True)
+    assert analysis.verdicts
+    assert sorted(built) == sorted(set(built))
+    assert "top" in built and "pair" in built
