@@ -376,6 +376,21 @@ def test_a_nested_cut_that_lets_gradient_through_is_no_cut() -> None:
     }
 
 
+def test_an_output_without_a_declared_dtype_is_still_walked() -> None:
+    # A loader that could not read an op's output types leaves them out; what reads output 1
+    # still makes it exist, for the backward masks and the forward cut walk alike.
+    top = BodyFactory("top")
+    w, v = top.arg("w"), top.arg("v")
+    top.op("split", "Unpack", w, dtypes=())
+    top.op("call", "PartitionedCall", TensorRef("split", 1), v, dtypes=FLOAT2, f=("pair",))
+    loss = top.op("loss", "AddV2", TensorRef("call", 0), TensorRef("call", 1))
+    analysis = analyse(program(top.body(loss), loss, _pair_function("pair")))
+    assert _verdicts(analysis) == {
+        "w": (Status.OK, []),
+        "v": (Status.BLOCKED, [("stop", Reason.STOP_GRADIENT, "pair")]),
+    }
+
+
 def test_every_walker_shares_one_index_per_body(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[str] = []
     original = control_flow.BodyIndex.__init__
