@@ -6,7 +6,13 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import replace
 
-from gradcheck_cli.analysis.control_flow import StepKind, carried, condition_reads, step_of
+from gradcheck_cli.analysis.control_flow import (
+    StepKind,
+    carried,
+    condition_reads,
+    set_bits,
+    step_of,
+)
 from gradcheck_cli.analysis.reachability import Reachability
 from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep
 from gradcheck_cli.differentiability.reasons import Reason
@@ -118,7 +124,7 @@ class CutFinder:
         held = 1 << argument
         if step.callees:
             held = carried(self.structural.summary(step.callees[0]), held, width)
-            arguments = frozenset(k for k in range(width) if (held >> k) & 1)
+            arguments = frozenset(set_bits(held, width))
             found.extend(self._inside_function(step.callees[0], arguments))
         if step.condition and condition_reads(self.structural.summary(step.condition), held, width):
             message = "the loop condition reads it; a loop condition carries no gradient"
