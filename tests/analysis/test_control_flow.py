@@ -41,23 +41,19 @@ def _pair_function(name: str, *, cut_second: bool = True, unused_stop: bool = Fa
 # -- stepping, op by op --------------------------------------------------------------------------
 
 
+_IF = {"then_branch": ("t",), "else_branch": ("e",)}
+_WHILE = {"body": ("body",), "cond": ("cond",)}
+
+
 @pytest.mark.parametrize(
     ("op_type", "calls", "expected"),
     [
-        ("If", {"then_branch": ("t",), "else_branch": ("e",)}, Step(StepKind.IF, ("t", "e"))),
-        (
-            "StatelessIf",
-            {"then_branch": ("t",), "else_branch": ("e",)},
-            Step(StepKind.IF, ("t", "e")),
-        ),
+        ("If", _IF, Step(StepKind.IF, ("t", "e"))),
+        ("StatelessIf", _IF, Step(StepKind.IF, ("t", "e"))),
         ("Case", {"branches": ("b0", "b1", "b2")}, Step(StepKind.CASE, ("b0", "b1", "b2"))),
         ("StatelessCase", {"branches": ("b0",)}, Step(StepKind.CASE, ("b0",))),
-        ("While", {"body": ("body",), "cond": ("cond",)}, Step(StepKind.LOOP, ("body",), "cond")),
-        (
-            "StatelessWhile",
-            {"body": ("body",), "cond": ("cond",)},
-            Step(StepKind.LOOP, ("body",), "cond"),
-        ),
+        ("While", _WHILE, Step(StepKind.LOOP, ("body",), "cond")),
+        ("StatelessWhile", _WHILE, Step(StepKind.LOOP, ("body",), "cond")),
         ("PartitionedCall", {"f": ("fn",)}, Step(StepKind.CALL, ("fn",))),
         ("StatefulPartitionedCall", {"f": ("fn",)}, Step(StepKind.CALL, ("fn",))),
         ("fn", {"f": ("fn",)}, Step(StepKind.CALL, ("fn",))),
@@ -279,14 +275,9 @@ def test_a_loop_variable_that_reaches_the_condition_a_run_later_is_blocked_there
     prog = _loop(op_type)
     prog.top_body.nodes["loss"] = Node("loss", "Sum", (TensorRef("loop", 4),), ("float32",))
     analysis = analyse(prog)
-    assert _verdicts(analysis)["ax"] == (
-        Status.BLOCKED,
-        [("loop", Reason.INDEX_OR_SHAPE_INPUT, None)],
-    )
-    assert _verdicts(analysis)["cx"] == (
-        Status.BLOCKED,
-        [("stop", Reason.STOP_GRADIENT, "body")],
-    )
+    verdicts = _verdicts(analysis)
+    assert verdicts["ax"] == (Status.BLOCKED, [("loop", Reason.INDEX_OR_SHAPE_INPUT, None)])
+    assert verdicts["cx"] == (Status.BLOCKED, [("stop", Reason.STOP_GRADIENT, "body")])
 
 
 @pytest.mark.parametrize("op_type", ["While", "StatelessWhile"])
