@@ -85,8 +85,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     try:
         options = check_options("pytest.mark.gradcheck", marker.kwargs if marker else {})
     except TypeError as error:
-        pytest.fail(str(error), pytrace=False)
-    failures = _dead_saved_models(Path(folder), options)
+        failures = [str(error)]  # a misspelt option must not pass as "no dead variables"
+    else:
+        failures = _dead_saved_models(Path(folder), options)
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
     return result
