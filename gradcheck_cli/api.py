@@ -101,7 +101,9 @@ def _check_keras_model(model: Any, options: CheckOptions) -> Report:
     name = str(getattr(model, "name", None) or type(model).__name__)
     bundle = keras_model_bundle(model, options.loss, name, options.verify)
     source = SourceInfo(f"<keras.Model {name}>", "keras", bundle.loss_name)
-    return report_from_bundle(bundle, source, options.verify, options.all_cuts)
+    return report_from_bundle(
+        bundle, source, options.verify, options.all_cuts, sum_loss=options.sum_loss
+    )
 
 
 def _check_path(path: Path, options: CheckOptions) -> Report:
@@ -199,7 +201,9 @@ def _check_function(function: Any, variables: Any, options: CheckOptions) -> Rep
             [r.name for r in bundle.variables],
         )
     source = SourceInfo("<function>", "function", bundle.loss_name)
-    return report_from_bundle(bundle, source, options.verify, options.all_cuts)
+    return report_from_bundle(
+        bundle, source, options.verify, options.all_cuts, sum_loss=options.sum_loss
+    )
 
 
 def _name_of(function: Any) -> str:

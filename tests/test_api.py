@@ -83,6 +83,20 @@ def test_a_tf_function_and_a_plain_callable_are_checked_in_process() -> None:
         assert report.verification is not None and report.verification.agrees
 
 
+def test_sum_loss_reaches_a_function_checked_in_process() -> None:
+    tf = pytest.importorskip("tensorflow")
+    weights = tf.Variable([1.0, 2.0], name="weights")
+
+    @tf.function(input_signature=[])
+    def vector_loss() -> Any:
+        return weights * 2.0
+
+    with pytest.raises(GradcheckError, match="not a scalar"):
+        check(vector_loss)
+    assert [v.name for v in check(vector_loss, sum_loss=True).variables] == ["weights"]
+    assert check_function(vector_loss, sum_loss=True).dead == ()
+
+
 def test_a_function_takes_no_loss_name_and_other_objects_are_refused() -> None:
     with pytest.raises(GradcheckError, match="the loss itself"):
         check(lambda: 0.0, loss="loss")
