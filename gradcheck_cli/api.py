@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +20,11 @@ from gradcheck_cli.findings.policy import apply_policy
 from gradcheck_cli.findings.report import Disagreement, Report, SourceInfo, Verification
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.loaders.bundle import Bundle
+from gradcheck_cli.options import CheckOptions, check_options, takes_check_options
 
 
-def check(
-    model: Any,
-    loss: str | None = None,
-    *,
-    allow_dead: Mapping[str, str] | Iterable[str] = (),
-    verify: bool = False,
-    all_cuts: bool = False,
-    unsafe_deserialization: bool = False,
-    variables: Any = None,
-    sum_loss: bool = False,
-    timeout: float | None = None,
-) -> Report:
+@takes_check_options()
+def check(model: Any, loss: str | None = None, *, variables: Any = None, **options: Any) -> Report:
     """Analyse a model and return the report.
 
     `model` is a path (str or PathLike, relative to the working directory) to a SavedModel
@@ -42,64 +33,53 @@ def check(
     Keras loss instead), a `tf.function`, a concrete function or a zero-argument callable
     returning the loss (`variables`: extra candidates, as in `check_function`).
 
-    `allow_dead`: glob patterns of variable names (or pattern -> reason) that may be dead; they
-    are reported as allowed and left out of `Report.dead`.
-
-    `unsafe_deserialization`: let Keras run Python code stored in a `.keras` file (Lambda layers).
-
-    `all_cuts`: also name the cuts on the other paths of variables that do train (GC204).
-
-    Raises GradcheckError when the input cannot be analysed.
+    Raises GradcheckError when the input cannot be analysed, TypeError for an unknown option.
     """
-    if isinstance(model, (str, os.PathLike)):
-        report = _check_path(
-            Path(model),
-            loss,
-            _PathOptions(verify, all_cuts, unsafe_deserialization, sum_loss, timeout),
-        )
-    elif _is_keras_model(model):
-        report = _check_keras_model(model, loss, verify, all_cuts)
-    elif callable(model) or hasattr(model, "get_concrete_function"):
-        if loss is not None:
-            raise GradcheckError(
-                f"loss={loss!r} names a loss inside a file; a function passed to check() is the "
-                "loss itself"
-            )
-        report = check_function(model, variables=variables, verify=verify, all_cuts=all_cuts)
-    else:
-        raise GradcheckError(
-            f"cannot check a {type(model).__name__}: pass a path, a compiled keras.Model, a "
-            "tf.function or a zero-argument function returning the loss"
-        )
-    return apply_policy(report, allow_dead=allow_dead) if allow_dead else report
+    return check_with(model, check_options("check", {"loss": loss, **options}), variables)
 
 
+@takes_check_options()
 def assert_no_dead_variables(
-    model: Any,
-    loss: str | None = None,
-    *,
-    allow_dead: Mapping[str, str] | Iterable[str] = (),
-    verify: bool = False,
-    all_cuts: bool = False,
-    unsafe_deserialization: bool = False,
-    variables: Any = None,
+    model: Any, loss: str | None = None, *, variables: Any = None, **options: Any
 ) -> Report:
     """`check`, then raise AssertionError with the terminal report if a variable is dead.
 
-    Returns the report when every trainable variable can train (or is allowed dead).
+    Takes the same options as `check`. Returns the report when every trainable variable can
+    train (or is allowed dead).
     """
-    report = check(
-        model,
-        loss,
-        allow_dead=allow_dead,
-        verify=verify,
-        all_cuts=all_cuts,
-        unsafe_deserialization=unsafe_deserialization,
-        variables=variables,
-    )
+    chosen = check_options("assert_no_dead_variables", {"loss": loss, **options})
+    return require_no_dead(check_with(model, chosen, variables))
+
+
+def require_no_dead(report: Report) -> Report:
+    """`report`, or AssertionError with the terminal report if a trainable variable is dead."""
     if report.dead:
         raise AssertionError(readable_report(report))
     return report
+
+
+def check_with(model: Any, options: CheckOptions, variables: Any = None) -> Report:
+    """`check` with its options as one value (what the CLI and the pytest plugin call)."""
+    return _with_allowed_dead(model_report(model, options, variables), options)
+
+
+def model_report(model: Any, options: CheckOptions, variables: Any = None) -> Report:
+    """The report on one model of any kind `check` takes, before `allow_dead` is applied."""
+    if isinstance(model, (str, os.PathLike)):
+        return _check_path(Path(model), options)
+    if _is_keras_model(model):
+        return _check_keras_model(model, options)
+    if callable(model) or hasattr(model, "get_concrete_function"):
+        if options.loss is not None:
+            raise GradcheckError(
+                f"loss={options.loss!r} names a loss inside a file; a function passed to check() "
+                "is the loss itself"
+            )
+        return _check_function(model, variables, options)
+    raise GradcheckError(
+        f"cannot check a {type(model).__name__}: pass a path, a compiled keras.Model, a "
+        "tf.function or a zero-argument function returning the loss"
+    )
 
 
 def readable_report(report: Report) -> str:
@@ -115,37 +95,31 @@ def _is_keras_model(value: Any) -> bool:
     return keras is not None and isinstance(value, keras.Model)
 
 
-def _check_keras_model(model: Any, loss: str | None, verify: bool, all_cuts: bool) -> Report:
+def _check_keras_model(model: Any, options: CheckOptions) -> Report:
     from gradcheck_cli.loaders.tf_worker import keras_model_bundle
 
     name = str(getattr(model, "name", None) or type(model).__name__)
-    bundle = keras_model_bundle(model, loss, name, verify)
+    bundle = keras_model_bundle(model, options.loss, name, options.verify)
     source = SourceInfo(f"<keras.Model {name}>", "keras", bundle.loss_name)
-    return report_from_bundle(bundle, source, verify, all_cuts)
+    return report_from_bundle(
+        bundle, source, options.verify, options.all_cuts, sum_loss=options.sum_loss
+    )
 
 
-@dataclass(frozen=True)
-class _PathOptions:
-    verify: bool = False
-    all_cuts: bool = False
-    unsafe_deserialization: bool = False
-    sum_loss: bool = False  # check the sum of a loss that is not a scalar
-    timeout: float | None = None  # seconds a script or Keras file may take in the worker
-
-
-def _check_path(path: Path, loss: str | None, options: _PathOptions) -> Report:
+def _check_path(path: Path, options: CheckOptions) -> Report:
     if not path.exists():
         raise GradcheckError(f"{path}: no such file or directory")
     from gradcheck_cli.loaders.saved_model import is_saved_model, load_saved_model
-    from gradcheck_cli.loaders.worker_process import run_worker
 
     verify, all_cuts = options.verify, options.all_cuts
     if is_saved_model(path):
-        program, loss_name = load_saved_model(path, loss, sum_loss=options.sum_loss)
+        program, loss_name = load_saved_model(path, options.loss, sum_loss=options.sum_loss)
         tf1 = program.top == "graph"
         source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
         analysis = analyse(program, cuts_of_live=all_cuts)
-        verification = _verify_saved_model(path, loss_name, analysis.verdicts) if verify else None
+        verification = (
+            _verify_saved_model(path, loss_name, analysis.verdicts, options) if verify else None
+        )
         context = Context(tuple(program.notes), verification, located=program.located)
         return _report(source, analysis, context)
     if path.is_dir():
@@ -161,21 +135,48 @@ def _check_path(path: Path, loss: str | None, options: _PathOptions) -> Report:
             f"{path} is neither a SavedModel directory, a Python script (.py) nor a Keras "
             "model file (.keras, .h5)"
         )
-    request.update({"path": str(path.resolve()), "loss": loss, "verify": verify})
-    bundle = run_worker(request, timeout=options.timeout)
+    request.update({"path": str(path.resolve()), "loss": options.loss, "verify": verify})
+    bundle = _run_worker(request, options, timeout=options.timeout)
     source = SourceInfo(str(path), kind, bundle.loss_name)
     return report_from_bundle(bundle, source, verify, all_cuts, sum_loss=options.sum_loss)
 
 
-def check_function(
-    function: Any, *, variables: Any = None, verify: bool = False, all_cuts: bool = False
-) -> Report:
+def _run_worker(request: dict[str, Any], options: CheckOptions, timeout: float | None) -> Bundle:
+    """Hand one request and the check's options to the TensorFlow worker process."""
+    from gradcheck_cli.loaders.worker_process import run_worker
+
+    # The request dict is the worker's input until it takes the CheckOptions itself.
+    request = {**request, "debug": options.debug}
+    # The worker still reads GRADCHECK_DEBUG (its tracebacks, TensorFlow's start-up log), so
+    # `debug` also sets it for this one call; a debug the user exported is left alone.
+    if not options.debug or os.environ.get("GRADCHECK_DEBUG"):
+        return run_worker(request, timeout=timeout)
+    os.environ["GRADCHECK_DEBUG"] = "1"
+    try:
+        return run_worker(request, timeout=timeout)
+    finally:
+        del os.environ["GRADCHECK_DEBUG"]
+
+
+@takes_check_options(exclude={"loss"})
+def check_function(function: Any, *, variables: Any = None, **options: Any) -> Report:
     """Analyse a live `tf.function` (or concrete function) in this process.
 
     `variables`: extra candidate variables (e.g. every variable of a model); the variables the
     function captures are always candidates. The function must take no arguments or have an
-    `input_signature`.
+    `input_signature`. Takes the options of `check` but `loss`: the function is the loss.
     """
+    chosen = check_options("check_function", options, exclude={"loss"})
+    return _with_allowed_dead(_check_function(function, variables, chosen), chosen)
+
+
+def _with_allowed_dead(report: Report, options: CheckOptions) -> Report:
+    if not options.allow_dead:
+        return report
+    return apply_policy(report, allow_dead=dict(options.allow_dead))
+
+
+def _check_function(function: Any, variables: Any, options: CheckOptions) -> Report:
     from gradcheck_cli.loaders import tf_verification, tf_worker, traced
 
     concrete = tf_worker.concrete_function(function, _name_of(function), Path("<function>"))
@@ -190,7 +191,7 @@ def check_function(
     bundle = traced.bundle_from_concrete_function(
         concrete, _name_of(function), loss_output, candidates, keras_info=keras_info
     )
-    if verify:
+    if options.verify:
         ordered = traced.candidate_variables(candidates, concrete)
         bundle.tf_verdicts = tf_verification.tape_verdicts(
             lambda: tf_worker.flat_output(
@@ -200,7 +201,9 @@ def check_function(
             [r.name for r in bundle.variables],
         )
     source = SourceInfo("<function>", "function", bundle.loss_name)
-    return report_from_bundle(bundle, source, verify, all_cuts)
+    return report_from_bundle(
+        bundle, source, options.verify, options.all_cuts, sum_loss=options.sum_loss
+    )
 
 
 def _name_of(function: Any) -> str:
@@ -313,13 +316,13 @@ def _eager_verdicts(bundle: Bundle) -> tuple[VariableVerdict, ...]:
 
 
 def _verify_saved_model(
-    path: Path, loss_name: str, verdicts: tuple[VariableVerdict, ...]
+    path: Path, loss_name: str, verdicts: tuple[VariableVerdict, ...], options: CheckOptions
 ) -> Verification:
-    from gradcheck_cli.loaders.worker_process import run_worker
-
     try:
-        bundle = run_worker(
-            {"mode": "savedmodel", "path": str(path.resolve()), "loss": loss_name, "verify": True}
+        bundle = _run_worker(
+            {"mode": "savedmodel", "path": str(path.resolve()), "loss": loss_name, "verify": True},
+            options,
+            timeout=None,  # the default: --timeout bounds loading a script or a Keras file
         )
     except GradcheckError as error:
         return Verification(method="tf.saved_model.load + tf.GradientTape", error=str(error))

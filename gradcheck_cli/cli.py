@@ -6,11 +6,13 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
 from gradcheck_cli.config import Overrides, Settings, check_codes, load_settings
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.terminal import TerminalOptions
 from gradcheck_cli.run import (
@@ -30,23 +32,23 @@ __all__ = ["ExitCode", "Options", "command", "main", "run"]
 
 @dataclass(frozen=True)
 class Options:
-    """Everything one run needs: the models, the merged settings, how to show the result."""
+    """Everything one run needs: the models, the merged settings, how to check and show them.
+
+    `check` holds the flags that shape each check; each model's loss and allowed dead variables
+    come from `settings`, where the flags are layered over the configuration file.
+    """
 
     models: tuple[str, ...]
     settings: Settings
-    verify: bool = False
+    check: CheckOptions = CheckOptions()
     color: str = "auto"
-    debug: bool = False
     why: str | None = None
     quiet: bool = False
     verbose: bool = False
-    unsafe_deserialization: bool = False
     output: Path | None = None
     jobs: int = 1
     exit_zero: bool = False
     write_baseline: Path | None = None
-    sum_loss: bool = False
-    timeout: float | None = None
 
 
 class CodeList(click.ParamType):
@@ -211,15 +213,11 @@ def command(
     write_baseline: Path | None,
     config_file: Path | None,
     jobs: int,
-    verify: bool,
     color: str,
-    unsafe_deserialization: bool,
-    sum_loss: bool,
-    timeout: float,
     why: str | None,
     quiet: bool,
     verbose: bool,
-    debug: bool,
+    **check_flags: Any,
 ) -> None:
     """Find the trainable variables that a loss can never train in each MODEL, and say why.
 
@@ -228,6 +226,8 @@ def command(
     pyproject.toml (or --config), then these options. Exit codes: 0 nothing fails the run,
     1 findings (dead variables), 2 an input could not be analysed.
     """
+    # Every flag not named above is named after a CheckOptions field (--verify, --timeout...).
+    check = CheckOptions(all_cuts=verbose, **check_flags)
     overrides = Overrides(
         loss=loss,
         select=tuple(code for codes in select for code in codes) if select else None,
@@ -245,19 +245,15 @@ def command(
     options = Options(
         models=models,
         settings=settings,
-        verify=verify,
+        check=check,
         color=color,
-        debug=debug,
         why=why,
         quiet=quiet,
         verbose=verbose,
-        unsafe_deserialization=unsafe_deserialization,
         output=output,
         jobs=jobs,
         exit_zero=exit_zero,
         write_baseline=write_baseline,
-        sum_loss=sum_loss,
-        timeout=timeout,
     )
     sys.exit(run(options))
 
@@ -265,22 +261,10 @@ def command(
 def run(options: Options) -> ExitCode:
     """Check the models, write the report (or the baseline), return the exit code."""
     settings = options.settings
-    if options.debug:
-        os.environ["GRADCHECK_DEBUG"] = "1"  # the TensorFlow worker prints its tracebacks too
     checks = [
-        ModelCheck(
-            model,
-            settings.loss_for(model),
-            verify=options.verify,
-            all_cuts=options.verbose,
-            unsafe_deserialization=options.unsafe_deserialization,
-            sum_loss=options.sum_loss,
-            timeout=options.timeout,
-        )
-        for model in options.models
+        ModelCheck(model, settings.options_for(model, options.check)) for model in options.models
     ]
     policy = Policy(
-        allow_dead=settings.allow_dead,
         select=settings.select,
         ignore=settings.ignore,
         baseline=None if options.write_baseline else settings.baseline,
@@ -292,7 +276,7 @@ def run(options: Options) -> ExitCode:
         return ExitCode.ERROR
     failed = [outcome for outcome in outcomes if outcome.report is None]
     for outcome in failed:
-        if options.debug and outcome.trace:
+        if options.check.debug and outcome.trace:
             click.echo(outcome.trace, err=True, nl=False)
         click.echo(outcome.message, err=True)
     reports = [outcome.report for outcome in outcomes if outcome.report is not None]

@@ -6,12 +6,13 @@ import fnmatch
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.policy import FailOn
+from gradcheck_cli.options import CheckOptions, allow_dead_pairs
 from gradcheck_cli.reporters import Format
 
 KEYS = ("loss", "select", "ignore", "allow-dead", "format", "fail-on", "baseline")
@@ -42,6 +43,10 @@ class Settings:
             if fnmatch.fnmatchcase(where, pattern):
                 return loss
         return None
+
+    def options_for(self, model: str | os.PathLike[str], flags: CheckOptions) -> CheckOptions:
+        """How to check `model`: the flags' options with this loss and these allowed dead."""
+        return replace(flags, loss=self.loss_for(model), allow_dead=self.allow_dead)
 
 
 @dataclass(frozen=True)
@@ -127,10 +132,10 @@ def parse_table(table: Mapping[str, Any], path: Path) -> Settings:
             values[key] = _codes(table[key], where, key)
     if "allow-dead" in table:
         allow = table["allow-dead"]
-        if _is_strings(allow):
-            values["allow_dead"] = tuple((pattern, "") for pattern in allow)
-        elif isinstance(allow, dict) and all(isinstance(v, str) for v in allow.values()):
-            values["allow_dead"] = tuple(allow.items())
+        if _is_strings(allow) or (
+            isinstance(allow, dict) and all(isinstance(v, str) for v in allow.values())
+        ):
+            values["allow_dead"] = allow_dead_pairs(allow)
         else:
             raise _wrong_type(where, "allow-dead", "a list of globs or a table of glob -> reason")
     if "format" in table:
@@ -151,7 +156,7 @@ def merge(base: Settings, overrides: Overrides, cwd: Path) -> Settings:
         losses=() if overrides.loss is not None else base.losses,
         select=overrides.select if overrides.select is not None else base.select,
         ignore=base.ignore + tuple(c for c in overrides.ignore if c not in base.ignore),
-        allow_dead=base.allow_dead + tuple((pattern, "") for pattern in overrides.allow_dead),
+        allow_dead=base.allow_dead + allow_dead_pairs(overrides.allow_dead),
         output_format=overrides.output_format or base.output_format,
         fail_on=overrides.fail_on or base.fail_on,
         baseline=cwd / overrides.baseline if overrides.baseline is not None else base.baseline,

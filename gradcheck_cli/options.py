@@ -2,23 +2,142 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import inspect
+import textwrap
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+AllowDead = Mapping[str, str] | Iterable[str]
 
 
-@dataclass(frozen=True)
+def _option(default: Any, meaning: str, argument: str | None = None) -> Any:
+    """A CheckOptions field: its default, what it does, the type a keyword argument gives."""
+    metadata = {"help": meaning} if argument is None else {"help": meaning, "argument": argument}
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True, kw_only=True)
 class CheckOptions:
     """Everything that shapes the check of one model, declared once.
 
-    The CLI, the configuration, the Python API, the pytest plugin and the worker request all
-    carry this value; adding an option means adding a field here.
+    The CLI, the configuration, the Python API and the pytest plugin build this value and hand
+    it down to the worker; adding an option means adding a field here (and a flag to the CLI).
+    The public functions take each field as a keyword argument of the same name and default.
     """
 
-    loss: str | None = None  # None: the single loss-like candidate
-    verify: bool = False  # also ask TensorFlow for its own gradients and compare
-    all_cuts: bool = False  # also name the cuts on other paths of live variables (GC204)
-    unsafe_deserialization: bool = False  # let Keras run Python code stored in a .keras file
-    sum_loss: bool = False  # check the sum of a loss that is not a scalar
-    timeout: float | None = None  # seconds a script or Keras file may take; None: the default
-    # (variable-name glob, reason): dead variables accepted on purpose; the reason may be empty.
-    allow_dead: tuple[tuple[str, str], ...] = ()
-    debug: bool = False  # tracebacks and TensorFlow's start-up log, in the worker too
+    loss: str | None = _option(
+        None,
+        "the loss inside a file: a function, a signature (SIGNATURE:OUTPUT) or a tensor name; "
+        "None: the single loss-like candidate",
+    )
+    # Stored as (variable-name glob, reason) pairs; the reason may be empty.
+    allow_dead: tuple[tuple[str, str], ...] = _option(
+        (),
+        "glob patterns of variable names (or a mapping pattern -> reason) that may be dead; "
+        "they are reported as allowed and left out of `Report.dead`",
+        argument="Mapping[str, str] | Iterable[str]",
+    )
+    verify: bool = _option(
+        False, "also ask TensorFlow for its own gradients and report whether they agree"
+    )
+    all_cuts: bool = _option(
+        False, "also name the cuts on the other paths of variables that do train (GC204)"
+    )
+    unsafe_deserialization: bool = _option(
+        False, "let Keras run Python code stored in a .keras file (Lambda layers)"
+    )
+    sum_loss: bool = _option(
+        False, "check the sum of a loss that is not a scalar, as tf.gradients would"
+    )
+    timeout: float | None = _option(
+        None,
+        "seconds a script or Keras file may take in its own process; None: GRADCHECK_TIMEOUT, "
+        "else 600",
+    )
+    debug: bool = _option(
+        False, "tracebacks and TensorFlow's start-up log from the process that loads a model"
+    )
+
+
+OPTION_NAMES = tuple(item.name for item in dataclasses.fields(CheckOptions))
+
+
+def check_options(
+    caller: str, given: Mapping[str, Any], *, exclude: Collection[str] = ()
+) -> CheckOptions:
+    """The options that keyword arguments name; an unknown name is a TypeError, as in Python.
+
+    `caller` names the function in the message (`check`); `exclude`: options it does not take.
+    """
+    names = [name for name in OPTION_NAMES if name not in exclude]
+    for name in given:
+        if name not in names:
+            raise TypeError(
+                f"{caller}() got an unexpected keyword argument {name!r}; "
+                f"its options are {', '.join(names)}"
+            )
+    values = dict(given)
+    if "allow_dead" in values:
+        values["allow_dead"] = allow_dead_pairs(values["allow_dead"])
+    return CheckOptions(**values)
+
+
+def allow_dead_pairs(allow_dead: AllowDead) -> tuple[tuple[str, str], ...]:
+    """(glob, reason) pairs from glob patterns or a mapping glob -> reason (reason may be '')."""
+    if isinstance(allow_dead, str):
+        raise TypeError(
+            f"allow_dead takes a list of glob patterns or a mapping glob -> reason, not the "
+            f"string {allow_dead!r} (write [{allow_dead!r}])"
+        )
+    if isinstance(allow_dead, Mapping):
+        return tuple((str(pattern), str(reason)) for pattern, reason in allow_dead.items())
+    return tuple((str(pattern), "") for pattern in allow_dead)
+
+
+Function = TypeVar("Function", bound=Callable[..., Any])
+
+
+def takes_check_options(*, exclude: Collection[str] = ()) -> Callable[[Function], Function]:
+    """Give a function that takes `**options` the signature that names every option.
+
+    Its `**options` becomes one keyword-only parameter per CheckOptions field (with the field's
+    default), so `inspect.signature` and `help()` list them, and its docstring ends with what
+    each option does; fields the function already names as parameters (`loss`) and those in
+    `exclude` are left out of the signature.
+    """
+
+    def decorate(function: Function) -> Function:
+        own = inspect.signature(function)
+        listed = [p for p in own.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        taken = {p.name for p in listed} | set(exclude)
+        options = [
+            inspect.Parameter(
+                item.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=item.default,
+                annotation=item.metadata.get("argument", item.type),
+            )
+            for item in dataclasses.fields(CheckOptions)
+            if item.name not in taken
+        ]
+        keyword_only = [p for p in listed if p.kind is p.KEYWORD_ONLY]
+        leading = [p for p in listed if p.kind is not p.KEYWORD_ONLY]
+        function.__signature__ = own.replace(  # type: ignore[attr-defined]
+            parameters=[*leading, *options, *keyword_only]
+        )
+        function.__doc__ = inspect.cleandoc(function.__doc__ or "") + _options_help(
+            [item for item in dataclasses.fields(CheckOptions) if item.name not in exclude]
+        )
+        return function
+
+    return decorate
+
+
+def _options_help(fields: list[dataclasses.Field[Any]]) -> str:
+    lines = ["", "", "Options (keyword arguments, the fields of CheckOptions):"]
+    for item in fields:
+        text = f"{item.name}={item.default!r}: {item.metadata['help']}"
+        lines += textwrap.wrap(text, 96, initial_indent="  ", subsequent_indent="      ")
+    return "\n".join(lines) + "\n"

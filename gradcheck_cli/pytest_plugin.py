@@ -6,18 +6,22 @@ neither TensorFlow nor rich. The library is imported inside the fixture's method
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from gradcheck_cli.options import OPTION_NAMES, CheckOptions, check_options, takes_check_options
+
 if TYPE_CHECKING:
     from gradcheck_cli.findings.report import Report
 
+_DEFAULTS = CheckOptions()
 _MARKER_HELP = (
-    "gradcheck(loss=None, allow_dead=()): after the test, check every SavedModel the test wrote "
-    "under tmp_path and fail it if a trainable variable can never train"
+    f"gradcheck({', '.join(f'{name}={getattr(_DEFAULTS, name)!r}' for name in OPTION_NAMES)}): "
+    "after the test, check every SavedModel the test wrote under tmp_path and fail it if a "
+    "trainable variable can never train"
 )
 
 
@@ -39,32 +43,26 @@ def pytest_configure(config: pytest.Config) -> None:
 class Gradcheck:
     """What the `gradcheck` fixture gives a test: the library's `check` and its assertion."""
 
+    @takes_check_options()
     def check(
-        self,
-        model: Any,
-        loss: str | None = None,
-        *,
-        allow_dead: Mapping[str, str] | Iterable[str] = (),
-        **options: Any,
+        self, model: Any, loss: str | None = None, *, variables: Any = None, **options: Any
     ) -> Report:
         """`gradcheck_cli.check`: the report on a path, a compiled Keras model or a function."""
-        from gradcheck_cli.api import check
+        from gradcheck_cli.api import check_with
 
-        return check(model, loss, allow_dead=allow_dead, **options)
+        chosen = check_options("Gradcheck.check", {"loss": loss, **options})
+        return check_with(model, chosen, variables)
 
+    @takes_check_options()
     def assert_no_dead_variables(
-        self,
-        model: Any,
-        loss: str | None = None,
-        *,
-        allow_dead: Mapping[str, str] | Iterable[str] = (),
-        **options: Any,
+        self, model: Any, loss: str | None = None, *, variables: Any = None, **options: Any
     ) -> Report:
         """Fail the test with the readable report if a trainable variable can never train."""
-        from gradcheck_cli.api import assert_no_dead_variables
+        from gradcheck_cli.api import check_with, require_no_dead
 
         __tracebackhide__ = True
-        return assert_no_dead_variables(model, loss, allow_dead=allow_dead, **options)
+        chosen = check_options("Gradcheck.assert_no_dead_variables", {"loss": loss, **options})
+        return require_no_dead(check_with(model, chosen, variables))
 
 
 @pytest.fixture
@@ -84,28 +82,30 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     folder = funcargs.get("tmp_path") or funcargs.get("tmpdir")
     if folder is None:
         return result
-    kwargs = marker.kwargs if marker is not None else {}
-    failures = _dead_saved_models(Path(folder), kwargs.get("loss"), kwargs.get("allow_dead", ()))
+    try:
+        options = check_options("pytest.mark.gradcheck", marker.kwargs if marker else {})
+    except TypeError as error:
+        failures = [str(error)]  # a misspelt option must not pass as "no dead variables"
+    else:
+        failures = _dead_saved_models(Path(folder), options)
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
     return result
 
 
-def _dead_saved_models(
-    folder: Path, loss: str | None, allow_dead: Mapping[str, str] | Iterable[str]
-) -> list[str]:
+def _dead_saved_models(folder: Path, options: CheckOptions) -> list[str]:
     """The report of every SavedModel under `folder` that has a dead variable or cannot be read.
 
     A SavedModel that cannot be analysed fails the test too: the user asked for it to be
     checked, and a silent pass would read as "no dead variables".
     """
-    from gradcheck_cli.api import check, readable_report
+    from gradcheck_cli.api import check_with, readable_report
     from gradcheck_cli.errors import GradcheckError
 
     failures = []
     for model in sorted({pb.parent for pb in folder.rglob("saved_model.pb")}):
         try:
-            report = check(model, loss, allow_dead=allow_dead)
+            report = check_with(model, options)
         except GradcheckError as error:
             failures.append(f"gradcheck could not analyse the SavedModel {model}: {error}")
             continue

@@ -1,4 +1,4 @@
-"""Check many models in one run: each with its loss and the user's policy; the run's exit code."""
+"""Check many models in one run: each with its options, then the run's policy; the exit code."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.finding import Severity
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Report
+from gradcheck_cli.options import CheckOptions
 
 BASELINE_SCHEMA = "gradcheck-baseline/1"
 
@@ -28,22 +29,17 @@ class ExitCode(enum.IntEnum):
 
 @dataclass(frozen=True)
 class ModelCheck:
-    """One model to check and how."""
+    """One model to check and how (its loss and allowed dead variables included)."""
 
     model: str
-    loss: str | None = None
-    verify: bool = False
-    all_cuts: bool = False
-    unsafe_deserialization: bool = False
-    sum_loss: bool = False
-    timeout: float | None = None
+    options: CheckOptions = CheckOptions()
 
 
 @dataclass(frozen=True)
 class Policy:
-    """What the user accepts (see `apply_policy`); `baseline` is a baseline file, if any."""
+    """What the run applies to every report after the check (see `apply_policy`): the codes
+    selected and ignored, and a baseline file of already-dead variables, if any."""
 
-    allow_dead: tuple[tuple[str, str], ...] = ()
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     baseline: Path | None = None
@@ -90,15 +86,7 @@ def check_model(item: ModelCheck) -> Outcome:
     from gradcheck_cli import api
 
     try:
-        report = api.check(
-            item.model,
-            item.loss,
-            verify=item.verify,
-            all_cuts=item.all_cuts,
-            unsafe_deserialization=item.unsafe_deserialization,
-            sum_loss=item.sum_loss,
-            timeout=item.timeout,
-        )
+        report = api.check_with(item.model, item.options)
     except GradcheckError as error:
         return Outcome(item.model, error=str(error))
     except Exception as error:  # a gradcheck bug: report it, keep exit code 2
@@ -120,7 +108,6 @@ def _with_policy(
         return outcome
     report = apply_policy(
         outcome.report,
-        allow_dead=dict(policy.allow_dead),
         baseline=baseline.get(_key(outcome.model), frozenset()),
         select=policy.select,
         ignore=policy.ignore,

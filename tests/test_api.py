@@ -1,13 +1,20 @@
-"""`check` on live objects in this process, `allow_dead`, and `assert_no_dead_variables`."""
+"""`check` on live objects in this process, `allow_dead`, `assert_no_dead_variables`, and the
+one set of options every entry point takes."""
 
 from __future__ import annotations
 
+import inspect
+import os
+from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import gradcheck_cli
-from gradcheck_cli import GradcheckError, assert_no_dead_variables, check
+from gradcheck_cli import GradcheckError, assert_no_dead_variables, check, check_function
+from gradcheck_cli.options import OPTION_NAMES, CheckOptions, check_options
+from gradcheck_cli.pytest_plugin import Gradcheck
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +83,20 @@ def test_a_tf_function_and_a_plain_callable_are_checked_in_process() -> None:
         assert report.verification is not None and report.verification.agrees
 
 
+def test_sum_loss_reaches_a_function_checked_in_process() -> None:
+    tf = pytest.importorskip("tensorflow")
+    weights = tf.Variable([1.0, 2.0], name="weights")
+
+    @tf.function(input_signature=[])
+    def vector_loss() -> Any:
+        return weights * 2.0
+
+    with pytest.raises(GradcheckError, match="not a scalar"):
+        check(vector_loss)
+    assert [v.name for v in check(vector_loss, sum_loss=True).variables] == ["weights"]
+    assert check_function(vector_loss, sum_loss=True).dead == ()
+
+
 def test_a_function_takes_no_loss_name_and_other_objects_are_refused() -> None:
     with pytest.raises(GradcheckError, match="the loss itself"):
         check(lambda: 0.0, loss="loss")
@@ -85,3 +106,91 @@ def test_a_function_takes_no_loss_name_and_other_objects_are_refused() -> None:
 
 def test_the_assertion_is_exported() -> None:
     assert "assert_no_dead_variables" in gradcheck_cli.__all__
+
+
+# --- one set of options for every entry point ---------------------------------------------------
+
+SAMPLE_MODELS = Path(__file__).resolve().parents[1] / "sample_models"
+BAD = Path(__file__).parent / "scripts" / "bad"
+
+
+def _keywords(function: Any) -> dict[str, Any]:
+    """Every argument `function` takes by keyword (after the model), with its default."""
+    parameters = list(inspect.signature(function).parameters.values())[1:]
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {p.name: p.default for p in parameters if p.kind in keyword}
+
+
+def test_every_entry_point_takes_every_option_with_its_default() -> None:
+    fixture = Gradcheck()
+    taken = _keywords(check)
+    assert set(taken) == {item.name for item in fields(CheckOptions)} | {"variables"}
+    defaults = CheckOptions()
+    assert all(taken[name] == getattr(defaults, name) for name in OPTION_NAMES)
+    for other in (assert_no_dead_variables, fixture.check, fixture.assert_no_dead_variables):
+        assert _keywords(other) == taken, other
+    # A function is the loss itself: every option but `loss`.
+    assert _keywords(check_function) == {k: v for k, v in taken.items() if k != "loss"}
+    for function in (check, assert_no_dead_variables, check_function, fixture.check):
+        assert "timeout=None" in (function.__doc__ or ""), function  # help() says what it does
+
+
+def test_an_unknown_option_is_a_type_error_that_lists_the_options() -> None:
+    fixture = Gradcheck()
+    calls = {
+        "check": lambda: check("model_dir", timeuot=30),
+        "assert_no_dead_variables": lambda: assert_no_dead_variables("model_dir", timeuot=30),
+        "Gradcheck.check": lambda: fixture.check("model_dir", timeuot=30),
+        "Gradcheck.assert_no_dead_variables": lambda: fixture.assert_no_dead_variables(
+            "model_dir", timeuot=30
+        ),
+    }
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=rf"^{name}\(\) .* 'timeuot'; .*sum_loss, timeout"):
+            call()
+    with pytest.raises(TypeError, match=r"check_function\(\) .* 'loss'"):
+        check_function(lambda: 0.0, loss="loss")
+    with pytest.raises(TypeError, match="a list of glob patterns"):
+        check("model_dir", allow_dead="*frozen*")
+
+
+def test_allow_dead_is_normalised_from_globs_or_a_mapping() -> None:
+    assert check_options("check", {"allow_dead": ["a*", "b*"]}).allow_dead == (
+        ("a*", ""),
+        ("b*", ""),
+    )
+    assert check_options("check", {"allow_dead": {"a*": "why"}}).allow_dead == (("a*", "why"),)
+
+
+def test_assert_no_dead_variables_takes_the_worker_options() -> None:
+    report = assert_no_dead_variables(
+        SAMPLE_MODELS / "faulty_weights_fixed.py", loss="loss", timeout=30
+    )
+    assert report.dead == () and "hidden1/weights_i" in [v.name for v in report.variables]
+    with pytest.raises(GradcheckError, match="did not finish within 2 s"):
+        assert_no_dead_variables(BAD / "endless.py", timeout=2)
+    with pytest.raises(GradcheckError, match="not a scalar"):
+        check(BAD / "vector_loss.py", loss="loss")
+    assert check(BAD / "vector_loss.py", loss="loss", sum_loss=True).dead == ()
+
+
+def test_debug_reaches_the_worker_with_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gradcheck_cli.loaders import worker_process
+
+    seen: list[tuple[dict[str, Any], str | None]] = []
+
+    def run_worker(request: dict[str, Any], timeout: float | None = None) -> Any:
+        seen.append((request, os.environ.get("GRADCHECK_DEBUG")))
+        raise GradcheckError("stopped before TensorFlow")
+
+    monkeypatch.delenv("GRADCHECK_DEBUG", raising=False)
+    monkeypatch.setattr(worker_process, "run_worker", run_worker)
+    script = SAMPLE_MODELS / "faulty_weights_fixed.py"
+    for debug in (True, False):
+        with pytest.raises(GradcheckError, match="stopped"):
+            check(script, loss="loss", debug=debug)
+    (on, on_env), (off, off_env) = seen
+    assert on["debug"] is True and off["debug"] is False
+    # The worker still reads the environment; it is set for that one call only.
+    assert on_env == "1" and off_env is None
+    assert "GRADCHECK_DEBUG" not in os.environ

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli.cli import ExitCode, command
+from gradcheck_cli import cli
+from gradcheck_cli.cli import ExitCode, Options, command
+from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import Format
 from tests.oracle import dead_in_script, dead_names
 from tests.tf_oracle_inprocess import tf_verdicts
@@ -173,3 +176,38 @@ def test_why_tells_one_story(saved: Path) -> None:
     assert " scale shape" in out and "kernel" not in out
     code, out, err = _run(str(saved), "--why", "nope")
     assert code == ExitCode.ERROR and "no variable named 'nope'" in err and out == ""
+
+
+def test_flags_that_shape_the_check_become_one_options_value(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    seen: list[Options] = []
+
+    def run(options: Options) -> ExitCode:
+        seen.append(options)
+        return ExitCode.CLEAN
+
+    monkeypatch.setattr(cli, "run", run)
+    monkeypatch.delenv("GRADCHECK_DEBUG", raising=False)
+    flags = ["--verify", "--unsafe-deserialization", "--sum-loss", "--timeout", "30", "--debug"]
+    code, _, _ = _run("model.py", "--config", str(_empty_config(tmp_path)), *flags, "-v", "-q")
+    assert code == ExitCode.CLEAN
+    (options,) = seen
+    assert options.check == CheckOptions(
+        verify=True,
+        all_cuts=True,  # --verbose shows the cuts on live variables' other paths too
+        unsafe_deserialization=True,
+        sum_loss=True,
+        timeout=30.0,
+        debug=True,
+    )
+    assert options.quiet and options.verbose
+    assert "GRADCHECK_DEBUG" not in os.environ  # --debug travels with the options
+    _run("model.py", "--config", str(_empty_config(tmp_path)))
+    assert seen[1].check == CheckOptions(timeout=600.0)
+
+
+def _empty_config(folder: Path) -> Path:
+    path = folder / "gradcheck.toml"
+    path.write_text("")
+    return path

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from gradcheck_cli import api
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.findings.report import Report
+from gradcheck_cli.options import CheckOptions
 from tests.tf_oracle_inprocess import dead_names, tf_verdicts
 
 FAULTY = Path(__file__).parent.parent / "sample_models" / "faulty_weights_tf1.py"
@@ -35,15 +36,16 @@ def faulty_report() -> Report:
 
 @pytest.fixture
 def cached(monkeypatch: pytest.MonkeyPatch, faulty_report: Report) -> None:
-    """`check` on the seed script answers from the module's one real run."""
-    real = api.check
+    """The seed script's report answers from the module's one real run; the options that
+    apply after the analysis (allow_dead, then the run's policy) still run for real."""
+    real = api.model_report
 
-    def check(model: Any, loss: Any = None, **options: Any) -> Report:
-        if Path(model).resolve() == FAULTY.resolve() and loss == "loss":
+    def model_report(model: Any, options: CheckOptions, variables: Any = None) -> Report:
+        if Path(model).resolve() == FAULTY.resolve() and options.loss == "loss":
             return faulty_report
-        return real(model, loss, **options)
+        return real(model, options, variables)
 
-    monkeypatch.setattr(api, "check", check)
+    monkeypatch.setattr(api, "model_report", model_report)
 
 
 def test_seed_script_fails_without_a_policy(cached: None) -> None:

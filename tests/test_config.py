@@ -11,6 +11,7 @@ from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.config import Overrides, Settings, find_pyproject, load_settings
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.policy import FailOn
+from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import Format
 
 
@@ -155,3 +156,15 @@ def test_invalid_toml_and_missing_table_are_errors(tmp_path: Path) -> None:
 def test_bad_code_flag_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(command, ["--select", "GC1,NOPE", str(tmp_path)])
     assert result.exit_code == 2 and "'NOPE'" in result.stderr
+
+
+def test_each_model_is_checked_with_its_loss_and_the_allowed_dead(tmp_path: Path) -> None:
+    (tmp_path / "models").mkdir()
+    path = _pyproject(tmp_path, 'loss = { "models/*.py" = "loss" }\nallow-dead = { "a*" = "why" }')
+    settings = load_settings(Overrides(allow_dead=("b*",)), config=path)
+    flags = CheckOptions(verify=True, timeout=30.0)
+    options = settings.options_for(tmp_path / "models" / "train.py", flags)
+    assert options == CheckOptions(
+        loss="loss", allow_dead=(("a*", "why"), ("b*", "")), verify=True, timeout=30.0
+    )
+    assert settings.options_for(tmp_path / "other.py", flags).loss is None

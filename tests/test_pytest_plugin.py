@@ -35,7 +35,13 @@ def test_the_plugin_is_registered_with_its_option_and_marker(pytester: pytest.Py
     result = pytester.runpytest("--help")
     result.stdout.fnmatch_lines(["*--gradcheck*"])
     result = pytester.runpytest("--markers")
-    result.stdout.fnmatch_lines(["@pytest.mark.gradcheck(loss=None, allow_dead=()):*"])
+    # The marker takes every option of `check`, named after CheckOptions' fields.
+    result.stdout.fnmatch_lines(
+        [
+            "@pytest.mark.gradcheck(loss=None, allow_dead=(), verify=False, all_cuts=False, "
+            "unsafe_deserialization=False, sum_loss=False, timeout=None, debug=False):*"
+        ]
+    )
 
 
 def test_fixture_fails_on_the_seed_and_passes_on_the_fix(pytester: pytest.Pytester) -> None:
@@ -47,7 +53,7 @@ def test_fixture_fails_on_the_seed_and_passes_on_the_fix(pytester: pytest.Pytest
 
         def test_fixed(gradcheck):
             report = gradcheck.assert_no_dead_variables(
-                "sample_models/faulty_weights_fixed.py", loss="loss"
+                "sample_models/faulty_weights_fixed.py", loss="loss", timeout=120
             )
             assert report.dead == ()
             assert "hidden1/weights_i" in [v.name for v in report.variables]
@@ -105,6 +111,11 @@ def test_marked_allowed(tmp_path):
     write_saved_model(tmp_path)
 
 
+@pytest.mark.gradcheck(loss="loss", alow_dead=["*offset*"])
+def test_marked_misspelt(tmp_path):
+    write_saved_model(tmp_path)
+
+
 def test_unmarked(tmp_path):
     write_saved_model(tmp_path)
 """
@@ -115,14 +126,18 @@ def test_marker_and_option_check_the_saved_models_a_test_writes(
 ) -> None:
     pytester.makepyfile(SAVED_MODEL_TESTS)
     marker_only = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    marker_only.assert_outcomes(passed=2, failed=1)
+    marker_only.assert_outcomes(passed=2, failed=2)
     marker_only.stdout.re_match_lines([r"FAILED .*::test_marked( |$)"])
+    marker_only.stdout.re_match_lines([r"FAILED .*::test_marked_misspelt( |$)"])
+    marker_only.stdout.fnmatch_lines(
+        ["pytest.mark.gradcheck() got an unexpected keyword argument 'alow_dead'; *"]
+    )
     assert "offset" in marker_only.stdout.str()
     assert "StopGradient" in marker_only.stdout.str()
 
     option = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--gradcheck", "-k", "unmarked"
     )
-    option.assert_outcomes(failed=1, deselected=2)
+    option.assert_outcomes(failed=1, deselected=3)
     option.stdout.re_match_lines([r"FAILED .*::test_unmarked( |$)"])
     assert "offset" in option.stdout.str()
