@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gradcheck_cli.analysis.analyse import analyse
-from gradcheck_cli.analysis.concerns import regularizer_only
-from gradcheck_cli.analysis.verdicts import Analysis, Blocker, Status, Unreached, VariableVerdict
-from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.findings.build import Context, build_findings
-from gradcheck_cli.findings.fixes import variable_fix
 from gradcheck_cli.findings.policy import apply_policy
-from gradcheck_cli.findings.report import Disagreement, Report, SourceInfo, Verification
-from gradcheck_cli.findings.source import SourceLines
-from gradcheck_cli.loaders.bundle import Bundle
+from gradcheck_cli.findings.report import Report
+from gradcheck_cli.loaders.keras_models import is_keras_model
+from gradcheck_cli.options import CheckOptions
+from gradcheck_cli.pipeline import check_live_function, check_live_keras_model, check_path
 
 
 def check(
@@ -57,7 +51,7 @@ def check(
             loss,
             _PathOptions(verify, all_cuts, unsafe_deserialization, sum_loss, timeout),
         )
-    elif _is_keras_model(model):
+    elif is_keras_model(model):
         report = _check_keras_model(model, loss, verify, all_cuts)
     elif callable(model) or hasattr(model, "get_concrete_function"):
         if loss is not None:
@@ -109,19 +103,8 @@ def readable_report(report: Report) -> str:
     return render_terminal(report, TerminalOptions(color=False, width=100))
 
 
-def _is_keras_model(value: Any) -> bool:
-    # Whoever built a live Keras model has imported Keras: never import it here to find out.
-    keras = sys.modules.get("keras")
-    return keras is not None and isinstance(value, keras.Model)
-
-
 def _check_keras_model(model: Any, loss: str | None, verify: bool, all_cuts: bool) -> Report:
-    from gradcheck_cli.loaders.tf_worker import keras_model_bundle
-
-    name = str(getattr(model, "name", None) or type(model).__name__)
-    bundle = keras_model_bundle(model, loss, name, verify)
-    source = SourceInfo(f"<keras.Model {name}>", "keras", bundle.loss_name)
-    return report_from_bundle(bundle, source, verify, all_cuts)
+    return check_live_keras_model(model, CheckOptions(loss=loss, verify=verify, all_cuts=all_cuts))
 
 
 @dataclass(frozen=True)
@@ -134,37 +117,19 @@ class _PathOptions:
 
 
 def _check_path(path: Path, loss: str | None, options: _PathOptions) -> Report:
-    if not path.exists():
-        raise GradcheckError(f"{path}: no such file or directory")
-    from gradcheck_cli.loaders.saved_model import is_saved_model, load_saved_model
-    from gradcheck_cli.loaders.worker_process import run_worker
-
-    verify, all_cuts = options.verify, options.all_cuts
-    if is_saved_model(path):
-        program, loss_name = load_saved_model(path, loss, sum_loss=options.sum_loss)
-        tf1 = program.top == "graph"
-        source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
-        analysis = analyse(program, cuts_of_live=all_cuts)
-        verification = _verify_saved_model(path, loss_name, analysis.verdicts) if verify else None
-        context = Context(tuple(program.notes), verification, located=program.located)
-        return _report(source, analysis, context)
-    if path.is_dir():
-        raise GradcheckError(f"{path} is a folder without saved_model.pb: not a SavedModel")
-    if path.suffix in (".keras", ".h5"):
-        kind = "keras"
-        request = {"mode": "keras", "unsafe": options.unsafe_deserialization}
-    elif path.suffix == ".py":
-        kind = "script"
-        request = {"mode": "script"}
-    else:
-        raise GradcheckError(
-            f"{path} is neither a SavedModel directory, a Python script (.py) nor a Keras "
-            "model file (.keras, .h5)"
-        )
-    request.update({"path": str(path.resolve()), "loss": loss, "verify": verify})
-    bundle = run_worker(request, timeout=options.timeout)
-    source = SourceInfo(str(path), kind, bundle.loss_name)
-    return report_from_bundle(bundle, source, verify, all_cuts, sum_loss=options.sum_loss)
+    return check_path(
+        path,
+        CheckOptions(
+            loss=loss,
+            verify=options.verify,
+            all_cuts=options.all_cuts,
+            unsafe_deserialization=options.unsafe_deserialization,
+            sum_loss=options.sum_loss,
+            timeout=options.timeout,
+            # `gradcheck --debug` sets GRADCHECK_DEBUG (cli.run).
+            debug=bool(os.environ.get("GRADCHECK_DEBUG")),
+        ),
+    )
 
 
 def check_function(
@@ -176,174 +141,4 @@ def check_function(
     function captures are always candidates. The function must take no arguments or have an
     `input_signature`.
     """
-    from gradcheck_cli.loaders import tf_verification, tf_worker, traced
-
-    concrete = tf_worker.concrete_function(function, _name_of(function), Path("<function>"))
-    loss_output = tf_worker.loss_output_index(concrete, _name_of(function))
-    candidates = list(variables or ())
-    keras_info = {}
-    for variable in candidates:
-        backing = getattr(variable, "value", None)
-        if backing is not None and hasattr(variable, "path"):
-            keras_info[id(backing)] = (variable.path, bool(variable.trainable))
-    candidates = [getattr(v, "value", v) if hasattr(v, "path") else v for v in candidates]
-    bundle = traced.bundle_from_concrete_function(
-        concrete, _name_of(function), loss_output, candidates, keras_info=keras_info
-    )
-    if verify:
-        ordered = traced.candidate_variables(candidates, concrete)
-        bundle.tf_verdicts = tf_verification.tape_verdicts(
-            lambda: tf_worker.flat_output(
-                tf_verification.call_with_random_inputs(concrete, concrete), loss_output
-            ),
-            ordered,
-            [r.name for r in bundle.variables],
-        )
-    source = SourceInfo("<function>", "function", bundle.loss_name)
-    return report_from_bundle(bundle, source, verify, all_cuts)
-
-
-def _name_of(function: Any) -> str:
-    return str(getattr(function, "__name__", None) or getattr(function, "name", "loss"))
-
-
-def report_from_bundle(
-    bundle: Bundle,
-    source: SourceInfo,
-    verify: bool,
-    all_cuts: bool = False,
-    *,
-    sum_loss: bool = False,
-) -> Report:
-    if bundle.kind == "eager":
-        analysis = Analysis(_eager_verdicts(bundle))
-        notes = list(bundle.notes)
-    else:
-        from gradcheck_cli.loaders.from_bundle import program_from_bundle
-
-        program = program_from_bundle(bundle, sum_loss=sum_loss)
-        analysis = analyse(program, cuts_of_live=all_cuts)
-        notes = program.notes
-        if bundle.data_only is not None:
-            data_only = analyse(program_from_bundle(bundle.data_only, sum_loss=sum_loss))
-            analysis = replace(
-                analysis, concerns=analysis.concerns + regularizer_only(analysis, data_only)
-            )
-    verification = None
-    if verify:
-        verification = compare(
-            analysis.verdicts, bundle.tf_verdicts, bundle.verify_error, bundle.verify_method
-        )
-    left = (bundle.eager.left_at, bundle.eager.reason) if bundle.eager is not None else None
-    return _report(source, analysis, Context(tuple(notes), verification, left))
-
-
-def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
-    if not any(v.trainable for v in analysis.verdicts):
-        raise GradcheckError(
-            f"the loss {source.loss!r} has no trainable variable to check: the model has none, "
-            "or the loss is computed from constants and inputs only"
-        )
-    lines = SourceLines()
-    findings = build_findings(analysis, context, lines)
-    locations = [f.location for f in findings]
-    for verdict in analysis.verdicts:
-        locations.append(verdict.location)
-        locations += [b.location for b in verdict.blockers]
-        locations += [step.location for step in verdict.route]
-    code = {}
-    for location in locations:
-        text = lines.line(location)
-        if location is not None and text is not None:
-            code[(location.file, location.line)] = text
-    fixes = {v.name: variable_fix(v, lines) for v in analysis.verdicts if v.dead}
-    return Report(
-        source=source,
-        variables=analysis.verdicts,
-        findings=findings,
-        verification=context.verification,
-        code=code,
-        fixes=fixes,
-    )
-
-
-def _eager_verdicts(bundle: Bundle) -> tuple[VariableVerdict, ...]:
-    eager = bundle.eager
-    assert eager is not None
-    verdicts = []
-    for record in bundle.variables:
-        outcome = eager.verdicts.get(record.name)
-        blockers: tuple[Blocker, ...] = ()
-        unreached = None
-        if not record.trainable:
-            status = Status.FROZEN
-        elif outcome == "gradient":
-            status = Status.OK
-        elif outcome == "unread":
-            status = Status.UNUSED
-            unreached = Unreached.NEVER_READ
-        else:
-            status = Status.BLOCKED
-            blockers = (
-                Blocker(
-                    op="<eager>",
-                    op_type="LeavesTensorFlow",
-                    reason=Reason.LEFT_TENSORFLOW,
-                    message=(
-                        "the value leaves TensorFlow here, so the gradient cannot follow "
-                        f"({eager.reason})"
-                    ),
-                    location=eager.left_at,
-                ),
-            )
-        verdicts.append(
-            VariableVerdict(
-                name=record.name,
-                path=record.path,
-                trainable=record.trainable,
-                dtype=record.dtype,
-                shape=record.shape,
-                status=status,
-                blockers=blockers,
-                location=record.location,
-                unreached=unreached,
-            )
-        )
-    return tuple(verdicts)
-
-
-def _verify_saved_model(
-    path: Path, loss_name: str, verdicts: tuple[VariableVerdict, ...]
-) -> Verification:
-    from gradcheck_cli.loaders.worker_process import run_worker
-
-    try:
-        bundle = run_worker(
-            {"mode": "savedmodel", "path": str(path.resolve()), "loss": loss_name, "verify": True}
-        )
-    except GradcheckError as error:
-        return Verification(method="tf.saved_model.load + tf.GradientTape", error=str(error))
-    return compare(
-        verdicts, bundle.tf_verdicts, bundle.verify_error, "tf.saved_model.load + tf.GradientTape"
-    )
-
-
-def compare(
-    verdicts: tuple[VariableVerdict, ...],
-    tensorflow: Mapping[str, str] | None,
-    error: str | None,
-    method: str,
-) -> Verification:
-    """Where gradcheck's dead/alive verdicts differ from TensorFlow's own gradients."""
-    if tensorflow is None:
-        return Verification(method=method, error=error or "TensorFlow gave no verdict")
-    disagreements = []
-    for verdict in verdicts:
-        if verdict.status is Status.FROZEN or verdict.name not in tensorflow:
-            continue
-        tf_dead = tensorflow[verdict.name] in ("none", "zero", "unread")
-        if tf_dead != verdict.dead:
-            disagreements.append(
-                Disagreement(verdict.name, verdict.status.value, tensorflow[verdict.name])
-            )
-    return Verification(method=method, disagreements=tuple(disagreements), error=error)
+    return check_live_function(function, variables, CheckOptions(verify=verify, all_cuts=all_cuts))

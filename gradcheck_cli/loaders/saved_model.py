@@ -9,9 +9,9 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import (
-    FLOWS,
-    NONE,
-    ZERO,
+    TF1_TOP,
+    CustomGradient,
+    GraphKind,
     Program,
     TensorRef,
     Variable,
@@ -317,12 +317,14 @@ def _shape(shape_proto: Any) -> tuple[int | None, ...] | None:
     return tuple(None if dim.size < 0 else dim.size for dim in shape_proto.dim)
 
 
-def _custom_gradients(meta_graph: Any, builder: GraphBuilder) -> dict[str, tuple[str, ...]]:
+def _custom_gradients(
+    meta_graph: Any, builder: GraphBuilder
+) -> dict[str, tuple[CustomGradient, ...]]:
     """Per custom-gradient op type, what its saved gradient function returns for each input."""
     library = meta_graph.graph_def.library
     functions = {f.signature.name: f for f in library.function}
     object_graph = meta_graph.object_graph_def
-    verdicts: dict[str, tuple[str, ...]] = {}
+    verdicts: dict[str, tuple[CustomGradient, ...]] = {}
     for registered in library.registered_gradients:
         gradient = functions.get(registered.gradient_func)
         saved = object_graph.concrete_functions.get(registered.gradient_func)
@@ -343,11 +345,11 @@ def _custom_gradients(meta_graph: Any, builder: GraphBuilder) -> dict[str, tuple
         positions = []
         for value in values:
             if value.WhichOneof("kind") == "none_value":
-                positions.append(NONE)
+                positions.append(CustomGradient.NONE)
                 continue
             ret = next(rets, None)
             zero = ret is not None and _is_zero_ret(gradient, gradient.ret[ret.name], functions)
-            positions.append(ZERO if zero else FLOWS)
+            positions.append(CustomGradient.ZERO if zero else CustomGradient.FLOWS)
         verdicts[registered.registered_op_type] = tuple(positions)
     return verdicts
 
@@ -423,7 +425,7 @@ def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
     assert chosen.tensor is not None
     node, _, index = chosen.tensor.partition(":")
     loss = TensorRef(node, int(index) if index else 0)
-    body = builder.add_graph(meta_graph.graph_def, "graph", loss)
+    body = builder.add_graph(meta_graph.graph_def, TF1_TOP, loss)
     variable_def = protos().variable_pb2.VariableDef
     trainable_names: set[str] = set()
     variables: list[Variable] = []
@@ -453,8 +455,9 @@ def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
             )
     return Program(
         bodies=builder.bodies,
-        top="graph",
+        top=TF1_TOP,
         loss=loss,
         variables=variables,
         loss_shape=chosen.shape,
+        kind=GraphKind.TF1_GRAPH,
     )
