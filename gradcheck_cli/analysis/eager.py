@@ -1,5 +1,4 @@
-"""Decide each variable's status from TensorFlow's eager gradients, for a loss that leaves
-TensorFlow and so cannot be traced into a graph."""
+"""Decide each variable's status from TensorFlow's eager gradients (a loss that leaves TF)."""
 
 from __future__ import annotations
 

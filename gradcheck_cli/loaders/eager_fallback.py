@@ -1,5 +1,4 @@
-"""When a loss cannot be traced because its value leaves TensorFlow, ask TensorFlow's tape, run
-eagerly, which variables get no gradient."""
+"""Ask TensorFlow's tape, run eagerly, which variables get gradient from a loss that leaves TF."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Trace a loss function into the graph protos gradcheck reads, in the worker or in the caller's
-process (`check_function`, a live Keras model), with TensorFlow's own gradients when asked.
-"""
+"""Trace a loss function into graph protos, in the worker or in process, with TF's own gradients."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Trace a Keras model's own objective: a model a script defines, a live model handed to the
-library, or a `.keras` / `.h5` file loaded with Keras's safe mode."""
+"""Trace a Keras model's own objective: a script's model, a live model, a .keras / .h5 file."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What Keras knows about a script's weights: Keras paths, trainability, attribute paths and the
-line that constructed each layer."""
+"""Keras's names, trainability, attribute paths and construction lines for a script's weights."""
 
 from __future__ import annotations
 

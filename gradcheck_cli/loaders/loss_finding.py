@@ -1,5 +1,4 @@
-"""Find the loss a script defines: the attribute `--loss` names, a tensor of its TF1 graph, or
-the single loss-like candidate."""
+"""Find the loss in a script's namespace: a named attribute, a TF1 tensor, the only candidate."""
 
 from __future__ import annotations
 

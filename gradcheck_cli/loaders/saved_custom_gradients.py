@@ -1,5 +1,4 @@
-"""What each custom gradient saved in a SavedModel returns for each of its inputs, read from the
-gradient function's FunctionDef: None, a structural zero, or a gradient that flows."""
+"""What each custom gradient saved in a SavedModel returns per input: None, zero or a gradient."""
 
 from __future__ import annotations
 

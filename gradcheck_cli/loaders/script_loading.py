@@ -1,5 +1,4 @@
-"""Import a user's script in the worker, recording every variable it creates, and trace its loss:
-a TF1 graph tensor, a Keras model, a loss function, or, if it leaves TensorFlow, the eager tape."""
+"""Import a user's script in the worker, recording its variables, and trace the loss it names."""
 
 from __future__ import annotations
 

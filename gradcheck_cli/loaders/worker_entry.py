@@ -1,6 +1,6 @@
-"""The TensorFlow worker process: run one WorkerRequest and write back its result, so that
-TensorFlow's state and whatever the user's code prints stay out of gradcheck's own process.
+"""The TensorFlow worker process: run one WorkerRequest and pickle back its result.
 
+TensorFlow's state and whatever the user's code prints stay out of gradcheck's own process.
 Usage (by gradcheck itself): python -m gradcheck_cli.loaders.worker_entry REQUEST RESULT
 (both pickles).
 """
