@@ -83,6 +83,15 @@ class VariableVerdict:
     cuts_without_stop_gradient: tuple[Blocker, ...] = ()
 
     @property
+    def explanation(self) -> str | None:
+        """Why an unused variable never reaches the loss, in words."""
+        return None if self.unreached is None else _UNREACHED_WORDS[self.unreached]
+
+    @property
+    def dead(self) -> bool:
+        return self.status in (Status.BLOCKED, Status.UNUSED)
+
+    @property
     def name(self) -> str:
         return self.variable.name
 
@@ -105,15 +114,6 @@ class VariableVerdict:
     @property
     def location(self) -> SourceLocation | None:
         return self.variable.location
-
-    @property
-    def explanation(self) -> str | None:
-        """Why an unused variable never reaches the loss, in words."""
-        return None if self.unreached is None else _UNREACHED_WORDS[self.unreached]
-
-    @property
-    def dead(self) -> bool:
-        return self.status in (Status.BLOCKED, Status.UNUSED)
 
 
 class ConcernKind(str, enum.Enum):
