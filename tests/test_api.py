@@ -176,11 +176,12 @@ def test_assert_no_dead_variables_takes_the_worker_options() -> None:
 
 def test_debug_reaches_the_worker_with_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
     from gradcheck_cli.loaders import worker_process
+    from gradcheck_cli.loaders.worker_protocol import WorkerRequest
 
-    seen: list[tuple[dict[str, Any], str | None]] = []
+    seen: list[WorkerRequest] = []
 
-    def run_worker(request: dict[str, Any], timeout: float | None = None) -> Any:
-        seen.append((request, os.environ.get("GRADCHECK_DEBUG")))
+    def run_worker(request: WorkerRequest) -> Any:
+        seen.append(request)
         raise GradcheckError("stopped before TensorFlow")
 
     monkeypatch.delenv("GRADCHECK_DEBUG", raising=False)
@@ -189,8 +190,6 @@ def test_debug_reaches_the_worker_with_the_request(monkeypatch: pytest.MonkeyPat
     for debug in (True, False):
         with pytest.raises(GradcheckError, match="stopped"):
             check(script, loss="loss", debug=debug)
-    (on, on_env), (off, off_env) = seen
-    assert on["debug"] is True and off["debug"] is False
-    # The worker still reads the environment; it is set for that one call only.
-    assert on_env == "1" and off_env is None
-    assert "GRADCHECK_DEBUG" not in os.environ
+    on, off = seen
+    assert on.options.debug is True and off.options.debug is False
+    assert "GRADCHECK_DEBUG" not in os.environ  # the request carries it, not the environment

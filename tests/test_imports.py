@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-
-def _tensorflow_imported_after(code: str) -> bool:
-    probe = f"import sys\n{code}\nprint('tensorflow' in sys.modules)"
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    return result.stdout.strip().splitlines()[-1] == "True"
+from tests.import_probe import imported_after
 
 
 def test_package_cli_and_reporters_do_not_import_tensorflow() -> None:
-    assert not _tensorflow_imported_after(
+    assert not imported_after(
         "import gradcheck_cli, gradcheck_cli.cli, gradcheck_cli.reporters.terminal, "
         "gradcheck_cli.reporters.json_reporter, gradcheck_cli.findings.build, "
-        "gradcheck_cli.analysis.analyse"
+        "gradcheck_cli.analysis.analyse, gradcheck_cli.pipeline"
+    )
+
+
+def test_the_worker_protocol_and_the_worker_modules_do_not_import_tensorflow_on_import() -> None:
+    # The worker entry point unpickles a request before it decides to import TensorFlow.
+    assert not imported_after(
+        "import gradcheck_cli.loaders.worker_protocol, gradcheck_cli.loaders.worker_process, "
+        "gradcheck_cli.loaders.worker_entry, gradcheck_cli.loaders.script_loading, "
+        "gradcheck_cli.loaders.keras_models, gradcheck_cli.loaders.eager_fallback"
     )
 
 
 def test_help_does_not_import_tensorflow() -> None:
-    assert not _tensorflow_imported_after(
+    assert not imported_after(
         "from click.testing import CliRunner\n"
         "from gradcheck_cli.cli import command\n"
         "assert CliRunner().invoke(command, ['--help']).exit_code == 0"
@@ -31,4 +31,4 @@ def test_help_does_not_import_tensorflow() -> None:
 
 
 def test_the_probe_can_see_tensorflow() -> None:
-    assert _tensorflow_imported_after("import tensorflow")
+    assert imported_after("import tensorflow")

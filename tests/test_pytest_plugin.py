@@ -7,11 +7,11 @@ process) and costs seconds, so each run holds several tests.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.import_probe import imported_after
 
 pytest_plugins = ["pytester"]
 
@@ -19,16 +19,8 @@ SAMPLE_MODELS = Path(__file__).resolve().parents[1] / "sample_models"
 
 
 def test_importing_the_plugin_does_not_import_tensorflow_or_rich() -> None:
-    probe = "import sys, gradcheck_cli.pytest_plugin; print('tensorflow' in sys.modules)"
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "False"
-    probe = "import sys, gradcheck_cli.pytest_plugin; print('rich' in sys.modules)"
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "False"
+    assert not imported_after("import gradcheck_cli.pytest_plugin")
+    assert not imported_after("import gradcheck_cli.pytest_plugin", "rich")
 
 
 def test_the_plugin_is_registered_with_its_option_and_marker(pytester: pytest.Pytester) -> None:

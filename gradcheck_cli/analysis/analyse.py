@@ -88,14 +88,9 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
             unreached = _why_unused(program, source)
         verdicts.append(
             VariableVerdict(
-                name=variable.name,
-                path=variable.path,
-                trainable=variable.trainable,
-                dtype=variable.dtype,
-                shape=variable.shape,
-                status=status,
+                variable,
+                status,
                 blockers=blockers,
-                location=variable.location,
                 unreached=unreached,
                 route=route,
                 subgraph=subgraph,

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.graph.model import SourceLocation, Variable
 
 
 class Status(str, enum.Enum):
@@ -68,14 +68,11 @@ class Edge:
 
 @dataclass(frozen=True)
 class VariableVerdict:
-    name: str
-    path: str | None
-    trainable: bool
-    dtype: str | None
-    shape: tuple[int | None, ...] | None
+    """What became of one candidate variable; its name and origin are the variable's own."""
+
+    variable: Variable
     status: Status
     blockers: tuple[Blocker, ...] = ()
-    location: SourceLocation | None = None
     # Why an unused variable never reaches the loss.
     unreached: Unreached | None = None
     # Blocked variables: one shortest path to the loss (variable first, loss last), and every
@@ -93,6 +90,30 @@ class VariableVerdict:
     @property
     def dead(self) -> bool:
         return self.status in (Status.BLOCKED, Status.UNUSED)
+
+    @property
+    def name(self) -> str:
+        return self.variable.name
+
+    @property
+    def path(self) -> str | None:
+        return self.variable.path
+
+    @property
+    def trainable(self) -> bool:
+        return self.variable.trainable
+
+    @property
+    def dtype(self) -> str | None:
+        return self.variable.dtype
+
+    @property
+    def shape(self) -> tuple[int | None, ...] | None:
+        return self.variable.shape
+
+    @property
+    def location(self) -> SourceLocation | None:
+        return self.variable.location
 
 
 class ConcernKind(str, enum.Enum):

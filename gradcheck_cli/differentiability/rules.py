@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.registry import GradientRegistry, load_registry
-from gradcheck_cli.graph.model import ARG_OP, FLOWS, NONE, ZERO, Node, is_trainable_dtype
+from gradcheck_cli.graph.model import ARG_OP, CustomGradient, Node, is_trainable_dtype
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def input_cut(
     node: Node,
     input_index: int,
     input_dtype: str | None,
-    custom_gradients: Mapping[str, tuple[str, ...]],
+    custom_gradients: Mapping[str, tuple[CustomGradient, ...]],
 ) -> Cut | None:
     """Why gradient from `node`'s outputs does not reach input `input_index`; None if it does."""
     registry = load_registry()
@@ -94,13 +94,13 @@ def input_cut(
     if node.gradient_op_type is not None:
         verdicts = custom_gradients.get(node.gradient_op_type, ())
         # A missing entry is assumed to flow; the loader records a note for it.
-        verdict = verdicts[input_index] if input_index < len(verdicts) else FLOWS
-        if verdict == NONE:
+        verdict = verdicts[input_index] if input_index < len(verdicts) else CustomGradient.FLOWS
+        if verdict is CustomGradient.NONE:
             return Cut(
                 Reason.CUSTOM_GRADIENT_NONE,
                 f"the custom gradient {node.gradient_op_type} returns None for input {input_index}",
             )
-        if verdict == ZERO:
+        if verdict is CustomGradient.ZERO:
             return Cut(
                 Reason.ZERO_GRADIENT,
                 f"the custom gradient {node.gradient_op_type} returns a constant (zero) gradient "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -103,8 +104,36 @@ class Variable:
     location: SourceLocation | None = None
 
 
-# Per-input verdicts of a custom gradient function.
-FLOWS, NONE, ZERO = "flows", "none", "zero"
+class CustomGradient(str, enum.Enum):
+    """What a custom gradient function returns for one of its inputs."""
+
+    FLOWS = "flows"  # a gradient that may be non-zero
+    NONE = "none"  # None: no gradient at all
+    ZERO = "zero"  # a structurally zero tensor (zeros_like, a zero constant)
+
+
+class GraphKind(str, enum.Enum):
+    """What the top body holds: a TF2 function (its captured arguments) or a whole TF1 graph."""
+
+    FUNCTION = "function"
+    TF1_GRAPH = "tf1_graph"
+
+
+TF1_TOP = "graph"
+"""Name of the top body of a TF1 graph (a GraphDef has no function name)."""
+
+
+class TensorFlowVerdict(str, enum.Enum):
+    """What TensorFlow's own gradient of the loss says about one variable."""
+
+    GRADIENT = "gradient"  # a gradient that is not all zeros
+    ZERO = "zero"  # a gradient of zeros on every input tried
+    NONE = "none"  # read by the loss, but no gradient (None)
+    UNREAD = "unread"  # the loss never reads the variable
+
+    @property
+    def dead(self) -> bool:
+        return self is not TensorFlowVerdict.GRADIENT
 
 
 @dataclass
@@ -115,14 +144,15 @@ class Program:
     top: str
     loss: TensorRef
     variables: list[Variable]
-    # gradient_op_type -> verdict per IdentityN input (FLOWS / NONE / ZERO).
-    custom_gradients: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # gradient_op_type -> what its gradient function returns per IdentityN input.
+    custom_gradients: dict[str, tuple[CustomGradient, ...]] = field(default_factory=dict)
     # What the loader could not model; each becomes a finding.
     notes: list[str] = field(default_factory=list)
     # False when the model carries no source locations at all (a SavedModel without debug info).
     located: bool = True
     # The loss tensor's static shape, when known (() is a scalar).
     loss_shape: tuple[int | None, ...] | None = None
+    kind: GraphKind = GraphKind.FUNCTION
 
     @property
     def top_body(self) -> Body:

@@ -9,9 +9,8 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import (
-    FLOWS,
-    NONE,
-    ZERO,
+    TF1_TOP,
+    GraphKind,
     Program,
     TensorRef,
     Variable,
@@ -22,6 +21,7 @@ from gradcheck_cli.loaders.graph_builder import GraphBuilder
 from gradcheck_cli.loaders.loss_checks import validate_loss
 from gradcheck_cli.loaders.loss_names import resolve_loss_name
 from gradcheck_cli.loaders.op_defs import merged_op_defs
+from gradcheck_cli.loaders.saved_custom_gradients import saved_custom_gradients
 from gradcheck_cli.loaders.tf_protos import dtype_name, protos
 
 _SKIPPED_SIGNATURES = frozenset({"__saved_model_init_op", "__saved_model_train_op"})
@@ -241,7 +241,7 @@ def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
             )
         )
     make_names_unique(variables)
-    custom = _custom_gradients(meta_graph, builder)
+    custom = saved_custom_gradients(meta_graph, builder)
     return Program(
         bodies=builder.bodies,
         top=concrete,
@@ -317,75 +317,6 @@ def _shape(shape_proto: Any) -> tuple[int | None, ...] | None:
     return tuple(None if dim.size < 0 else dim.size for dim in shape_proto.dim)
 
 
-def _custom_gradients(meta_graph: Any, builder: GraphBuilder) -> dict[str, tuple[str, ...]]:
-    """Per custom-gradient op type, what its saved gradient function returns for each input."""
-    library = meta_graph.graph_def.library
-    functions = {f.signature.name: f for f in library.function}
-    object_graph = meta_graph.object_graph_def
-    verdicts: dict[str, tuple[str, ...]] = {}
-    for registered in library.registered_gradients:
-        gradient = functions.get(registered.gradient_func)
-        saved = object_graph.concrete_functions.get(registered.gradient_func)
-        if gradient is None or saved is None:
-            builder.notes.append(
-                f"the gradient function of {registered.registered_op_type} is not saved; "
-                "its inputs are assumed to receive gradient"
-            )
-            continue
-        structure = saved.output_signature
-        kind = structure.WhichOneof("kind")
-        values = (
-            list(getattr(structure, kind).values)
-            if kind in ("list_value", "tuple_value")
-            else [structure]
-        )
-        rets = iter(gradient.signature.output_arg)
-        positions = []
-        for value in values:
-            if value.WhichOneof("kind") == "none_value":
-                positions.append(NONE)
-                continue
-            ret = next(rets, None)
-            zero = ret is not None and _is_zero_ret(gradient, gradient.ret[ret.name], functions)
-            positions.append(ZERO if zero else FLOWS)
-        verdicts[registered.registered_op_type] = tuple(positions)
-    return verdicts
-
-
-def _is_zero_ret(fdef: Any, ref: str, functions: dict[str, Any]) -> bool:
-    """Whether a gradient function's output is structurally zero (zeros_like, a zero constant)."""
-    nodes = {n.name: n for n in fdef.node_def}
-    for _ in range(64):  # follow Identity chains
-        node = nodes.get(ref.split(":")[0])
-        if node is None:
-            return False
-        if node.op == "ZerosLike":
-            return True
-        if node.op == "Const":
-            return _zero_constant(node.attr["value"].tensor)
-        if node.op == "Fill" and len(node.input) > 1:
-            value = nodes.get(node.input[1].split(":")[0])
-            return (
-                value is not None
-                and value.op == "Const"
-                and _zero_constant(value.attr["value"].tensor)
-            )
-        if node.op not in ("Identity", "IdentityN") or not node.input:
-            return False
-        ref = node.input[0]
-    return False
-
-
-def _zero_constant(tensor: Any) -> bool:
-    for field in ("float_val", "double_val", "half_val", "int_val", "int64_val"):
-        values = getattr(tensor, field)
-        if len(values):
-            return all(v == 0 for v in values)
-    if tensor.tensor_content:
-        return not any(tensor.tensor_content)
-    return False
-
-
 # -- TF1: signatures over a GraphDef --------------------------------------------------------------
 
 
@@ -423,7 +354,7 @@ def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
     assert chosen.tensor is not None
     node, _, index = chosen.tensor.partition(":")
     loss = TensorRef(node, int(index) if index else 0)
-    body = builder.add_graph(meta_graph.graph_def, "graph", loss)
+    body = builder.add_graph(meta_graph.graph_def, TF1_TOP, loss)
     variable_def = protos().variable_pb2.VariableDef
     trainable_names: set[str] = set()
     variables: list[Variable] = []
@@ -453,8 +384,9 @@ def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
             )
     return Program(
         bodies=builder.bodies,
-        top="graph",
+        top=TF1_TOP,
         loss=loss,
         variables=variables,
         loss_shape=chosen.shape,
+        kind=GraphKind.TF1_GRAPH,
     )

@@ -9,25 +9,32 @@ from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.loaders.bundle import Bundle
+from gradcheck_cli.graph.model import TensorFlowVerdict
+from gradcheck_cli.loaders.worker_protocol import TensorFlowGradients, TracedGraph
+
+TAPE = "tf.GradientTape"
+SAVED_MODEL_TAPE = "tf.saved_model.load + tf.GradientTape"
+TF1_SESSION = "tf.gradients + tf.compat.v1.Session"
 
 
-def gradient_verdicts(tape: Any, result: Any, variables: list[Any]) -> list[str]:
+def gradient_verdicts(tape: Any, result: Any, variables: list[Any]) -> list[TensorFlowVerdict]:
     """One tape.gradient call for all variables: a persistent tape fails on restored While loops."""
     import numpy as np
     import tensorflow as tf
 
     if not isinstance(result, (tf.Tensor, tf.Variable)):
-        return ["none"] * len(variables)
+        return [TensorFlowVerdict.NONE] * len(variables)
     gradients = tape.gradient(result, variables, unconnected_gradients=tf.UnconnectedGradients.NONE)
     verdicts = []
     for gradient in gradients:
         if gradient is None:
-            verdicts.append("none")
+            verdicts.append(TensorFlowVerdict.NONE)
             continue
         if isinstance(gradient, tf.IndexedSlices):
             gradient = tf.convert_to_tensor(gradient)
-        verdicts.append("zero" if not np.any(gradient.numpy()) else "gradient")
+        verdicts.append(
+            TensorFlowVerdict.ZERO if not np.any(gradient.numpy()) else TensorFlowVerdict.GRADIENT
+        )
     return verdicts
 
 
@@ -72,15 +79,17 @@ def random_value(shape: Any, dtype: Any, rng: Any) -> Any:
     return np.zeros(sizes, numpy_dtype)
 
 
-def tape_verdicts(compute: Any, variables: list[Any], names: list[str]) -> dict[str, str]:
-    """TensorFlow's verdict per variable: "none", "zero" (all zeros on every run) or "gradient".
+def tape_verdicts(
+    compute: Any, variables: list[Any], names: list[str]
+) -> dict[str, TensorFlowVerdict]:
+    """TensorFlow's verdict per variable: none, zero (all zeros on every run) or gradient.
 
     A gradient can be zero by value on one random input (a cond that took the other branch), so
     "zero" must hold on several runs with different inputs.
     """
     import tensorflow as tf
 
-    verdicts: dict[str, str] = {}
+    verdicts: dict[str, TensorFlowVerdict] = {}
     for run in range(_RUNS):
         tf.random.set_seed(run)
         with tf.GradientTape(watch_accessed_variables=False) as tape:
@@ -95,25 +104,27 @@ def tape_verdicts(compute: Any, variables: list[Any], names: list[str]) -> dict[
 _RUNS = 3
 
 
-def _combine(before: str | None, now: str) -> str:
-    if before is None or before == now:
+def _combine(before: TensorFlowVerdict | None, now: TensorFlowVerdict) -> TensorFlowVerdict:
+    if before is None or before is now:
         return now
-    return "gradient" if "gradient" in (before, now) else now
+    gradient = TensorFlowVerdict.GRADIENT
+    return gradient if gradient in (before, now) else now
 
 
-def verify_graph(bundle: Bundle, loss: Any) -> None:
+def verify_graph(traced: TracedGraph, loss: Any) -> TensorFlowGradients:
+    """TensorFlow's verdicts on a TF1 graph's loss: tf.gradients, run in a session."""
     import numpy as np
     import tensorflow as tf
 
     graph = loss.graph
     variables = [v for v in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)]
     by_name = {v.op.name: v for v in variables}
-    names = [r.name for r in bundle.variables if r.name in by_name]
+    names = [r.variable.name for r in traced.variables if r.variable.name in by_name]
     try:
         with graph.as_default():
             gradients = tf.compat.v1.gradients(loss, [by_name[n] for n in names])
             present = [(n, g) for n, g in zip(names, gradients) if g is not None]
-            verdicts = {n: "none" for n, g in zip(names, gradients) if g is None}
+            verdicts = {n: TensorFlowVerdict.NONE for n, g in zip(names, gradients) if g is None}
             with tf.compat.v1.Session(graph=graph) as session:
                 for run in range(_RUNS):
                     feeds = _random_feeds(graph, run)
@@ -121,12 +132,13 @@ def verify_graph(bundle: Bundle, loss: Any) -> None:
                     values = session.run([g for _, g in present], feed_dict=feeds)
                     for (name, _), value in zip(present, values):
                         dense = value.values if hasattr(value, "values") else value
-                        verdict = "gradient" if np.any(dense) else "zero"
+                        verdict = (
+                            TensorFlowVerdict.GRADIENT if np.any(dense) else TensorFlowVerdict.ZERO
+                        )
                         verdicts[name] = _combine(verdicts.get(name) if run else None, verdict)
-        bundle.tf_verdicts = verdicts
-        bundle.verify_method = "tf.gradients + tf.compat.v1.Session"
     except Exception as error:
-        bundle.verify_error = f"{type(error).__name__}: {error}"
+        return TensorFlowGradients(TAPE, error=f"{type(error).__name__}: {error}")
+    return TensorFlowGradients(TF1_SESSION, verdicts)
 
 
 def _random_feeds(graph: Any, seed: int) -> dict[Any, Any]:
@@ -140,7 +152,15 @@ def _random_feeds(graph: Any, seed: int) -> dict[Any, Any]:
     }
 
 
-def saved_model_verdicts(path: Path, loss: str) -> dict[str, str]:
+def saved_model_gradients(path: Path, loss: str) -> TensorFlowGradients:
+    """TensorFlow's verdicts on a SavedModel's loss, or the error TensorFlow raised."""
+    try:
+        return TensorFlowGradients(SAVED_MODEL_TAPE, _saved_model_verdicts(path, loss))
+    except Exception as error:  # TensorFlow's own failure is a result of --verify
+        return TensorFlowGradients(SAVED_MODEL_TAPE, error=f"{type(error).__name__}: {error}")
+
+
+def _saved_model_verdicts(path: Path, loss: str) -> dict[str, TensorFlowVerdict]:
     """TensorFlow's verdicts on a SavedModel's loss: load it for real and take the tape's word."""
     import tensorflow as tf
     from tensorflow.python.checkpoint import graph_view

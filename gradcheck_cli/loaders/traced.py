@@ -1,4 +1,4 @@
-"""Turn live TensorFlow objects (a traced function, a TF1 graph) into a Bundle."""
+"""Turn live TensorFlow objects (a traced function, a TF1 graph) into the worker's traced result."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import traceback as traceback_module
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from gradcheck_cli.graph.model import FLOWS, NONE, ZERO, SourceLocation, make_names_unique
-from gradcheck_cli.loaders.bundle import Bundle, VariableRecord
+from gradcheck_cli.graph.model import CustomGradient, SourceLocation, Variable, make_names_unique
 from gradcheck_cli.loaders.debug_info import is_user_file
+from gradcheck_cli.loaders.worker_protocol import TracedFunction, TracedGraph, TracedVariable
 
 
 def user_location(frames: Iterable[Any] | None) -> SourceLocation | None:
@@ -44,26 +44,35 @@ def variable_name(variable: Any) -> str:
     return variable.name.split(":")[0]
 
 
-def _dtype(variable: Any) -> str:
-    return variable.dtype.base_dtype.name
-
-
 def _static_shape(tensor: Any) -> tuple[int | None, ...] | None:
     shape = tensor.shape
     return None if shape.rank is None else tuple(shape.as_list())
 
 
-def _shape(variable: Any) -> tuple[int | None, ...] | None:
-    shape = variable.shape
-    if shape.rank is None:
-        return None
-    return tuple(shape.as_list())
+def model_variable(
+    variable: Any,
+    name: str,
+    trainable: bool,
+    *,
+    path: str | None = None,
+    location: SourceLocation | None = None,
+) -> Variable:
+    """The graph model's record of a live tf.Variable; its `source` is set by the graph builder."""
+    return Variable(
+        name=name,
+        trainable=trainable,
+        dtype=variable.dtype.base_dtype.name,
+        shape=_static_shape(variable),
+        source=None,
+        path=path,
+        location=location,
+    )
 
 
 # -- TF2: a concrete function --------------------------------------------------------------------
 
 
-def bundle_from_concrete_function(
+def traced_function(
     concrete: Any,
     loss_name: str,
     loss_output: int,
@@ -72,7 +81,7 @@ def bundle_from_concrete_function(
     created_at: dict[int, SourceLocation | None] | None = None,
     keras_info: dict[int, tuple[str, bool]] | None = None,
     attributes: dict[int, str] | None = None,
-) -> Bundle:
+) -> TracedFunction:
     """Protos of `concrete` and the candidate variables, mapped onto its captured arguments.
 
     `keras_info` maps id(tf variable) to (Keras path, Keras trainable): Keras 3 keeps layer
@@ -98,29 +107,29 @@ def bundle_from_concrete_function(
     for variable in variables:
         keras_path, keras_trainable = keras_info.get(id(variable), (None, variable.trainable))
         records.append(
-            VariableRecord(
-                name=keras_path or variable_name(variable),
-                trainable=bool(keras_trainable),
-                dtype=_dtype(variable),
-                shape=_shape(variable),
+            TracedVariable(
+                model_variable(
+                    variable,
+                    keras_path or variable_name(variable),
+                    bool(keras_trainable),
+                    path=(attributes or {}).get(id(variable), keras_path),
+                    location=created_at.get(id(variable)),
+                ),
                 arg_index=arg_of_handle.get(id(variable.handle)),
-                path=(attributes or {}).get(id(variable), keras_path),
-                location=created_at.get(id(variable)),
             )
         )
-    make_names_unique(records)
+    make_names_unique(r.variable for r in records)
     graphs = _function_graphs(graph, fdef.signature.name)
-    return Bundle(
-        kind="tf2",
+    return TracedFunction(
         loss_name=loss_name,
         variables=records,
         library=library.SerializeToString(),
-        top_function=fdef.signature.name,
-        loss_output=loss_output,
-        loss_shape=_static_shape(graph.outputs[loss_output]),
         op_defs=_op_defs(library.function, ()),
+        loss_shape=_static_shape(graph.outputs[loss_output]),
         locations=_locations(graphs),
         custom_gradients=_custom_gradients(graphs),
+        top_function=fdef.signature.name,
+        loss_output=loss_output,
     )
 
 
@@ -161,12 +170,14 @@ def _locations(graphs: Iterable[tuple[str, Any]]) -> dict[str, SourceLocation]:
     return locations
 
 
-def _custom_gradients(graphs: Iterable[tuple[str, Any]]) -> dict[str, tuple[str, ...]]:
+def _custom_gradients(
+    graphs: Iterable[tuple[str, Any]],
+) -> dict[str, tuple[CustomGradient, ...]]:
     """Ask the live gradient registry what each custom gradient returns for each input."""
     import tensorflow as tf
     from tensorflow.python.framework import ops
 
-    verdicts: dict[str, tuple[str, ...]] = {}
+    verdicts: dict[str, tuple[CustomGradient, ...]] = {}
     for _, graph in graphs:
         for op in graph.get_operations():
             try:
@@ -185,11 +196,11 @@ def _custom_gradients(graphs: Iterable[tuple[str, Any]]) -> dict[str, tuple[str,
             positions = []
             for result in results:
                 if result is None:
-                    positions.append(NONE)
+                    positions.append(CustomGradient.NONE)
                 elif _is_zero_tensor(result):
-                    positions.append(ZERO)
+                    positions.append(CustomGradient.ZERO)
                 else:
-                    positions.append(FLOWS)
+                    positions.append(CustomGradient.FLOWS)
             verdicts[grad_type] = tuple(positions)
     return verdicts
 
@@ -229,7 +240,7 @@ def _op_defs(functions: Iterable[Any], nodes: Iterable[Any]) -> bytes:
 # -- TF1: a graph --------------------------------------------------------------------------------
 
 
-def bundle_from_graph(graph: Any, loss: Any, loss_name: str) -> Bundle:
+def traced_graph(graph: Any, loss: Any, loss_name: str) -> TracedGraph:
     """Protos of a TF1 graph and its variable collections, with the loss tensor `loss`."""
     import tensorflow as tf
 
@@ -242,13 +253,14 @@ def bundle_from_graph(graph: Any, loss: Any, loss_name: str) -> Bundle:
         if id(v) not in trainable_ids
     ]
     records = [
-        VariableRecord(
-            name=variable.op.name,
-            trainable=id(variable) in trainable_ids,
-            dtype=_dtype(variable),
-            shape=_shape(variable),
+        TracedVariable(
+            model_variable(
+                variable,
+                variable.op.name,
+                id(variable) in trainable_ids,
+                location=user_location(variable.op.traceback),
+            ),
             node=variable.op.name,
-            location=user_location(variable.op.traceback),
         )
         for variable in everything
     ]
@@ -257,15 +269,14 @@ def bundle_from_graph(graph: Any, loss: Any, loss_name: str) -> Bundle:
         inner = getattr(function, "graph", None)
         if inner is not None:
             graphs.extend(_function_graphs(inner, fn_name))
-    return Bundle(
-        kind="tf1",
+    return TracedGraph(
         loss_name=loss_name,
         variables=records,
-        graph_def=graph_def.SerializeToString(),
         library=graph_def.library.SerializeToString(),
-        loss_tensor=loss.name,
-        loss_shape=_static_shape(loss),
         op_defs=_op_defs(graph_def.library.function, graph_def.node),
+        loss_shape=_static_shape(loss),
         locations=_locations(graphs),
         custom_gradients=_custom_gradients(graphs),
+        graph_def=graph_def.SerializeToString(),
+        loss_tensor=loss.name,
     )

@@ -1,8 +1,7 @@
-"""Run the TensorFlow worker in its own process and bring back its Bundle."""
+"""Run the TensorFlow worker in its own process and bring back its result."""
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import re
@@ -10,10 +9,16 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.loaders.bundle import Bundle
+from gradcheck_cli.loaders.worker_protocol import (
+    EagerResult,
+    TensorFlowGradients,
+    TracedFunction,
+    TracedGraph,
+    WorkerFailure,
+    WorkerRequest,
+)
 
 # TensorFlow's C++ start-up lines (no GPU found, CPU features, oneDNN) say nothing about the
 # user's model; the user's own prints and TensorFlow's Python warnings are kept.
@@ -36,17 +41,23 @@ def _without_tensorflow_start_up_noise(text: str) -> str:
 DEFAULT_TIMEOUT = 600.0
 
 
-def run_worker(request: dict[str, Any], timeout: float | None = None) -> Bundle:
+def run_worker(
+    request: WorkerRequest,
+) -> TracedFunction | TracedGraph | EagerResult | TensorFlowGradients:
     """Everything the worker (and the user's code in it) prints goes to our stderr.
 
-    `timeout` (seconds; default GRADCHECK_TIMEOUT or 600) bounds a script that never returns.
+    `request.options.timeout` (seconds; default GRADCHECK_TIMEOUT or 600) bounds a script that
+    never returns; a WorkerFailure comes back as a GradcheckError.
     """
+    options = request.options
+    timeout = options.timeout
     if timeout is None:
         timeout = float(os.environ.get("GRADCHECK_TIMEOUT", DEFAULT_TIMEOUT))
     with tempfile.TemporaryDirectory(prefix="gradcheck-") as scratch:
-        request_path = Path(scratch) / "request.json"
+        request_path = Path(scratch) / "request.pickle"
         result_path = Path(scratch) / "result.pickle"
-        request_path.write_text(json.dumps(request))
+        with request_path.open("wb") as request_file:
+            pickle.dump(request, request_file)
         env = dict(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
@@ -56,7 +67,7 @@ def run_worker(request: dict[str, Any], timeout: float | None = None) -> Bundle:
                 [
                     sys.executable,
                     "-m",
-                    "gradcheck_cli.loaders.tf_worker",
+                    "gradcheck_cli.loaders.worker_entry",
                     str(request_path),
                     str(result_path),
                 ],
@@ -68,13 +79,13 @@ def run_worker(request: dict[str, Any], timeout: float | None = None) -> Bundle:
             )
         except subprocess.TimeoutExpired:
             raise GradcheckError(
-                f"{request.get('path')} did not finish within {timeout:g} s (an endless loop, or "
+                f"{request.path} did not finish within {timeout:g} s (an endless loop, or "
                 "training that runs at import?); set GRADCHECK_TIMEOUT or --timeout if it needs "
                 "longer"
             ) from None
         for stream in (completed.stdout, completed.stderr):
             text = stream.decode(errors="replace")
-            if not os.environ.get("GRADCHECK_DEBUG"):
+            if not options.debug:
                 text = _without_tensorflow_start_up_noise(text)
             if text:
                 sys.stderr.write(text)
@@ -82,11 +93,11 @@ def run_worker(request: dict[str, Any], timeout: float | None = None) -> Bundle:
             code = completed.returncode
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
             raise GradcheckError(
-                f"{request.get('path')} ended the process while gradcheck loaded it ({how}: "
+                f"{request.path} ended the process while gradcheck loaded it ({how}: "
                 "os._exit, a crash or a kill); anything it printed is above"
             )
-        with result_path.open("rb") as result:
-            bundle: Bundle = pickle.load(result)
-    if bundle.error is not None:
-        raise GradcheckError(bundle.error)
-    return bundle
+        with result_path.open("rb") as result_file:
+            result = pickle.load(result_file)
+    if isinstance(result, WorkerFailure):
+        raise GradcheckError(result.message)
+    return result

@@ -12,7 +12,7 @@ import pytest
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.registry import load_registry
 from gradcheck_cli.differentiability.rules import SHAPE_OPS, Cut, input_cut
-from gradcheck_cli.graph.model import FLOWS, NONE, ZERO, Node, TensorRef
+from gradcheck_cli.graph.model import CustomGradient, Node, TensorRef
 
 F32 = "float32"
 
@@ -75,7 +75,8 @@ def test_shape_ops_come_from_the_registry() -> None:
 
 def test_custom_gradient_verdicts() -> None:
     identity_n = node("IdentityN", outputs=(F32,) * 4, n_inputs=4, gradient_op_type="CG-1")
-    custom = {"CG-1": (NONE, FLOWS, ZERO, FLOWS)}
+    flows, none, zero = CustomGradient.FLOWS, CustomGradient.NONE, CustomGradient.ZERO
+    custom = {"CG-1": (none, flows, zero, flows)}
     none_cut = cut(identity_n, 0, custom=custom)
     zero_cut = cut(identity_n, 2, custom=custom)
     assert none_cut is not None and none_cut.reason is Reason.CUSTOM_GRADIENT_NONE

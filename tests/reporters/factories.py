@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
+from gradcheck_cli.graph.model import SourceLocation, Variable
 
 
-def verdict(name: str, status: Status, **fields: object) -> VariableVerdict:
-    return VariableVerdict(
-        name=name,
-        path=None,
-        trainable=True,
-        dtype="float32",
-        shape=(2, 2),
-        status=status,
-        **fields,  # type: ignore[arg-type]
-    )
+def verdict(
+    name: str, status: Status, *, location: SourceLocation | None = None, **fields: object
+) -> VariableVerdict:
+    variable = Variable(name, True, "float32", (2, 2), source=None, location=location)
+    return VariableVerdict(variable, status, **fields)  # type: ignore[arg-type]

@@ -9,8 +9,6 @@ from __future__ import annotations
 import importlib.resources
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ from gradcheck_cli.reporters.github import escape_data, escape_property
 from gradcheck_cli.reporters.markdown import mermaid_label
 from gradcheck_cli.reporters.sarif import fingerprint
 from gradcheck_cli.reporters.terminal import TerminalOptions
+from tests.import_probe import imported_after
 from tests.reporters.factories import verdict
 from tests.reporters.test_dot import parse
 
@@ -442,12 +441,7 @@ def test_seed_formats_match_golden(
 
 
 def test_the_new_reporters_do_not_import_tensorflow() -> None:
-    probe = (
-        "import sys, gradcheck_cli.reporters.text, gradcheck_cli.reporters.sarif, "
-        "gradcheck_cli.reporters.github, gradcheck_cli.reporters.markdown; "
-        "print('tensorflow' in sys.modules)"
+    assert not imported_after(
+        "import gradcheck_cli.reporters.text, gradcheck_cli.reporters.sarif, "
+        "gradcheck_cli.reporters.github, gradcheck_cli.reporters.markdown"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip().splitlines()[-1] == "False"

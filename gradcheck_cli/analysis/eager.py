@@ -1,0 +1,39 @@
+"""Decide each variable's status from TensorFlow's eager gradients (a loss that leaves TF)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from gradcheck_cli.analysis.verdicts import Blocker, Status, Unreached, VariableVerdict
+from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, Variable
+
+
+def eager_verdicts(
+    variables: Sequence[Variable],
+    gradients: Mapping[str, TensorFlowVerdict],
+    left_at: SourceLocation | None,
+    reason: str,
+) -> tuple[VariableVerdict, ...]:
+    """One verdict per variable; a variable read without gradient is cut where the value leaves
+    TensorFlow (`left_at`, in TensorFlow's words `reason`)."""
+    leaves = Blocker(
+        op="<eager>",
+        op_type="LeavesTensorFlow",
+        reason=Reason.LEFT_TENSORFLOW,
+        message=f"the value leaves TensorFlow here, so the gradient cannot follow ({reason})",
+        location=left_at,
+    )
+    verdicts = []
+    for variable in variables:
+        gradient = gradients.get(variable.name)
+        if not variable.trainable:
+            verdict = VariableVerdict(variable, Status.FROZEN)
+        elif gradient is TensorFlowVerdict.GRADIENT:
+            verdict = VariableVerdict(variable, Status.OK)
+        elif gradient is TensorFlowVerdict.UNREAD:
+            verdict = VariableVerdict(variable, Status.UNUSED, unreached=Unreached.NEVER_READ)
+        else:
+            verdict = VariableVerdict(variable, Status.BLOCKED, blockers=(leaves,))
+        verdicts.append(verdict)
+    return tuple(verdicts)

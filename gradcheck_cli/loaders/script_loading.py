@@ -1,0 +1,92 @@
+"""Import a user's script in the worker, recording its variables, and trace the loss it names."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.loaders.eager_fallback import eager_fallback, left_tensorflow
+from gradcheck_cli.loaders.function_tracing import concrete_function, trace_loss
+from gradcheck_cli.loaders.keras_models import is_keras_model, trace_keras_model
+from gradcheck_cli.loaders.keras_weights import keras_weights, track_layer_construction
+from gradcheck_cli.loaders.loss_finding import SCRIPT_RUN_NAME, find_loss, is_graph_tensor
+from gradcheck_cli.loaders.worker_protocol import EagerResult, Traced
+
+
+def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerResult:
+    import tensorflow as tf
+
+    from gradcheck_cli.loaders import traced
+    from gradcheck_cli.loaders.tf_verification import verify_graph
+
+    created: list[tuple[Any, SourceLocation | None]] = []
+
+    def record(next_creator: Any, **kwargs: Any) -> Any:
+        variable = next_creator(**kwargs)
+        created.append((variable, traced.user_location(traceback.extract_stack()[:-1])))
+        return variable
+
+    sys.argv = [str(path)]
+    sys.path.insert(0, str(path.parent.resolve()))
+    layer_sites = track_layer_construction(path)
+    with tf.variable_creator_scope(record):
+        namespace = _run(path)
+        name, value = find_loss(namespace, loss, path)
+        if is_graph_tensor(value):
+            graph = traced.traced_graph(value.graph, value, name)
+            if verify:
+                graph.tensorflow = verify_graph(graph, value)
+            return graph
+        if isinstance(value, (tf.Tensor, tf.Variable)):
+            raise GradcheckError(
+                f"{name} in {path} is an eager value, not a loss function: gradients cannot be "
+                "traced from a computed number; pass the function that computes it"
+            )
+        keras = keras_weights(namespace, layer_sites)
+        created_at = {id(v): location for v, location in created}
+        created_at.update(keras.constructed_at)
+        candidates = [v for v, _ in created if isinstance(v, tf.Variable)]
+        if is_keras_model(value):
+            return trace_keras_model(value, None, name, candidates, keras, created_at, verify)
+        try:
+            concrete = concrete_function(value, name, path)
+        except GradcheckError:
+            raise
+        except Exception as error:
+            if not left_tensorflow(error):
+                where = traced.exception_location(error)
+                at = f" at {where}" if where else ""
+                raise GradcheckError(
+                    f"{name} in {path} cannot be traced{at}: {traced.error_summary(error)}"
+                ) from None
+            return eager_fallback(
+                value, name, path, candidates, keras.info, created_at, error, verify
+            )
+        return trace_loss(
+            concrete, name, candidates, verify=verify, created_at=created_at, keras=keras
+        )
+
+
+def _run(path: Path) -> dict[str, Any]:
+    try:
+        return runpy.run_path(str(path), run_name=SCRIPT_RUN_NAME)
+    except SystemExit as exit_:
+        arguments = " (does it parse required command-line arguments at import?)"
+        raise GradcheckError(
+            f"{path} called sys.exit({exit_.code}) while gradcheck imported it"
+            f"{arguments if exit_.code == 2 else ''}; put the training code under "
+            '`if __name__ == "__main__":`'
+        ) from None
+    except BaseException as error:
+        from gradcheck_cli.loaders.traced import exception_location
+
+        where = exception_location(error)
+        at = f" at {where}" if where else ""
+        raise GradcheckError(
+            f"{path} raised {type(error).__name__}{at} while gradcheck imported it: {error}"
+        ) from None

@@ -1,0 +1,63 @@
+"""The TensorFlow worker process: run one WorkerRequest and pickle back its result.
+
+TensorFlow's state and whatever the user's code prints stay out of gradcheck's own process.
+Usage (by gradcheck itself): python -m gradcheck_cli.loaders.worker_entry REQUEST RESULT
+(both pickles).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import traceback
+from pathlib import Path
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.loaders.worker_protocol import Job, WorkerFailure, WorkerRequest, WorkerResult
+
+
+def main(argv: list[str]) -> int:
+    with Path(argv[1]).open("rb") as request_file:
+        request: WorkerRequest = pickle.load(request_file)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    result: WorkerResult
+    try:
+        result = run_job(request)
+    except GradcheckError as error:
+        result = WorkerFailure(str(error))
+    except Exception as error:  # a gradcheck bug: one line, the traceback only when debugging
+        if request.options.debug:
+            traceback.print_exc()
+        result = WorkerFailure(
+            f"internal error while tracing: {type(error).__name__}: {error} "
+            "(run with --debug for the traceback)"
+        )
+    with Path(argv[2]).open("wb") as result_file:
+        pickle.dump(result, result_file)
+    sys.stdout.flush()
+    # The user's script may have started threads or registered atexit hooks that hang.
+    os._exit(0)
+
+
+def run_job(request: WorkerRequest) -> WorkerResult:
+    options = request.options
+    if request.job is Job.SCRIPT:
+        from gradcheck_cli.loaders.script_loading import load_script
+
+        return load_script(request.path, options.loss, options.verify)
+    if request.job is Job.KERAS_FILE:
+        from gradcheck_cli.loaders.keras_models import load_keras_file
+
+        return load_keras_file(
+            request.path, options.loss, options.verify, options.unsafe_deserialization
+        )
+    from gradcheck_cli.loaders.tf_verification import saved_model_gradients
+
+    assert options.loss is not None
+    return saved_model_gradients(request.path, options.loss)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

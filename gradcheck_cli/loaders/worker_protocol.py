@@ -1,0 +1,107 @@
+"""What gradcheck asks the TensorFlow worker process, and each thing the worker can answer."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gradcheck_cli.graph.model import (
+    CustomGradient,
+    SourceLocation,
+    TensorFlowVerdict,
+    Variable,
+)
+from gradcheck_cli.options import CheckOptions
+
+
+class Job(str, enum.Enum):
+    SCRIPT = "script"  # import a Python script and trace its loss
+    KERAS_FILE = "keras_file"  # load a .keras / .h5 model and trace its objective
+    VERIFY_SAVED_MODEL = "verify_saved_model"  # TensorFlow's own gradients on a SavedModel loss
+
+
+@dataclass(frozen=True)
+class WorkerRequest:
+    """One job for the worker; `options.loss` names the loss (a SavedModel's: the resolved one)."""
+
+    job: Job
+    path: Path
+    options: CheckOptions
+
+
+@dataclass(frozen=True)
+class TensorFlowGradients:
+    """TensorFlow's own verdict per variable name (`--verify`), or why it could not give one."""
+
+    method: str
+    verdicts: dict[str, TensorFlowVerdict] | None = None
+    error: str | None = None
+
+
+@dataclass
+class TracedVariable:
+    """A candidate variable and where it enters the traced graph.
+
+    The variable's `source` is None here: it is the tensor in the graph model, which exists only
+    once the graph is built from the protos.
+    """
+
+    variable: Variable
+    arg_index: int | None = None  # TF2: the top function's argument that captures it
+    node: str | None = None  # TF1: the variable's node in the graph
+
+
+@dataclass
+class _Traced:
+    """What both traced forms carry: protos of the graph and what they do not say."""
+
+    loss_name: str
+    variables: list[TracedVariable]
+    library: bytes  # FunctionDefLibrary
+    op_defs: bytes  # OpList of every op type used
+    loss_shape: tuple[int | None, ...] | None  # static shape of the loss, when known
+    locations: dict[str, SourceLocation] = field(default_factory=dict)  # "node@function"
+    custom_gradients: dict[str, tuple[CustomGradient, ...]] = field(default_factory=dict)
+    tensorflow: TensorFlowGradients | None = None  # when --verify asked for it
+
+
+@dataclass
+class TracedFunction(_Traced):
+    """A TF2 loss traced into a function library; the loss is one output of `top_function`."""
+
+    top_function: str = ""
+    loss_output: int = 0
+    # The same objective without model.losses (regularizers, add_loss), for Keras models.
+    data_only: TracedFunction | None = None
+
+
+@dataclass
+class TracedGraph(_Traced):
+    """A TF1 graph; the loss is the tensor `loss_tensor` in it."""
+
+    graph_def: bytes = b""
+    loss_tensor: str = ""
+
+
+@dataclass
+class EagerResult:
+    """TensorFlow's tape verdicts when the loss cannot be traced into a graph."""
+
+    loss_name: str
+    variables: list[Variable]
+    gradients: dict[str, TensorFlowVerdict]  # trainable variables only, by name
+    left_at: SourceLocation | None  # where the value leaves TensorFlow
+    reason: str  # TensorFlow's words for it
+    tensorflow: TensorFlowGradients | None = None  # when --verify asked for it
+
+
+@dataclass
+class WorkerFailure:
+    """The input could not be analysed (exit 2); `message` is what the user reads."""
+
+    message: str
+
+
+Traced = TracedFunction | TracedGraph
+WorkerResult = TracedFunction | TracedGraph | EagerResult | TensorFlowGradients | WorkerFailure

@@ -1,0 +1,160 @@
+"""Run one check from model to report: load, analyse, compare with TensorFlow, build findings."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from gradcheck_cli.analysis.analyse import analyse
+from gradcheck_cli.analysis.concerns import regularizer_only
+from gradcheck_cli.analysis.eager import eager_verdicts
+from gradcheck_cli.analysis.verdicts import Analysis, VariableVerdict
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.findings.build import Context, build_findings
+from gradcheck_cli.findings.fixes import variable_fix
+from gradcheck_cli.findings.report import Report, SourceInfo, Verification
+from gradcheck_cli.findings.source import SourceLines
+from gradcheck_cli.findings.verification import compare
+from gradcheck_cli.graph.model import GraphKind
+from gradcheck_cli.loaders.tf_verification import SAVED_MODEL_TAPE, TAPE
+from gradcheck_cli.loaders.worker_protocol import (
+    EagerResult,
+    Job,
+    TensorFlowGradients,
+    Traced,
+    TracedFunction,
+    TracedGraph,
+    WorkerRequest,
+)
+from gradcheck_cli.options import CheckOptions
+
+
+def check_path(path: Path, options: CheckOptions) -> Report:
+    """A SavedModel directory (read here), or a script or Keras file (traced in the worker)."""
+    if not path.exists():
+        raise GradcheckError(f"{path}: no such file or directory")
+    from gradcheck_cli.loaders.saved_model import is_saved_model, load_saved_model
+    from gradcheck_cli.loaders.worker_process import run_worker
+
+    if is_saved_model(path):
+        program, loss_name = load_saved_model(path, options.loss, sum_loss=options.sum_loss)
+        tf1 = program.kind is GraphKind.TF1_GRAPH
+        source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
+        analysis = analyse(program, cuts_of_live=options.all_cuts)
+        verification = (
+            _verify_saved_model(path, loss_name, analysis.verdicts, options)
+            if options.verify
+            else None
+        )
+        context = Context(tuple(program.notes), verification, located=program.located)
+        return _report(source, analysis, context)
+    if path.is_dir():
+        raise GradcheckError(f"{path} is a folder without saved_model.pb: not a SavedModel")
+    if path.suffix in (".keras", ".h5"):
+        kind, job = "keras", Job.KERAS_FILE
+    elif path.suffix == ".py":
+        kind, job = "script", Job.SCRIPT
+    else:
+        raise GradcheckError(
+            f"{path} is neither a SavedModel directory, a Python script (.py) nor a Keras "
+            "model file (.keras, .h5)"
+        )
+    result = run_worker(WorkerRequest(job, path.resolve(), options))
+    assert isinstance(result, (TracedFunction, TracedGraph, EagerResult))
+    source = SourceInfo(str(path), kind, result.loss_name)
+    return report_from_result(result, source, options)
+
+
+def check_live_keras_model(model: Any, options: CheckOptions) -> Report:
+    """A compiled keras.Model's own objective, traced in this process."""
+    from gradcheck_cli.loaders.keras_models import trace_live_keras_model
+
+    name = str(getattr(model, "name", None) or type(model).__name__)
+    result = trace_live_keras_model(model, options.loss, name, options.verify)
+    source = SourceInfo(f"<keras.Model {name}>", "keras", result.loss_name)
+    return report_from_result(result, source, options)
+
+
+def check_live_function(function: Any, variables: Any, options: CheckOptions) -> Report:
+    """A tf.function, concrete function or zero-argument loss function, traced in this process."""
+    from gradcheck_cli.loaders.function_tracing import trace_live_function
+
+    result = trace_live_function(function, variables, verify=options.verify)
+    source = SourceInfo("<function>", "function", result.loss_name)
+    return report_from_result(result, source, options)
+
+
+def report_from_result(
+    result: Traced | EagerResult, source: SourceInfo, options: CheckOptions
+) -> Report:
+    """Analyse what the tracer brought back (or take the eager tape's verdicts) and report."""
+    left = None
+    if isinstance(result, EagerResult):
+        verdicts = eager_verdicts(result.variables, result.gradients, result.left_at, result.reason)
+        analysis = Analysis(verdicts)
+        notes: list[str] = []
+        left = (result.left_at, result.reason)
+    else:
+        from gradcheck_cli.loaders.traced_program import program_from_traced
+
+        program = program_from_traced(result, sum_loss=options.sum_loss)
+        analysis = analyse(program, cuts_of_live=options.all_cuts)
+        notes = program.notes
+        data_only = result.data_only if isinstance(result, TracedFunction) else None
+        if data_only is not None:
+            alone = analyse(program_from_traced(data_only, sum_loss=options.sum_loss))
+            analysis = replace(
+                analysis, concerns=analysis.concerns + regularizer_only(analysis, alone)
+            )
+    verification = None
+    if options.verify:
+        tensorflow = result.tensorflow or TensorFlowGradients(TAPE)
+        verification = compare(
+            analysis.verdicts, tensorflow.verdicts, tensorflow.error, tensorflow.method
+        )
+    return _report(source, analysis, Context(tuple(notes), verification, left))
+
+
+def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
+    if not any(v.trainable for v in analysis.verdicts):
+        raise GradcheckError(
+            f"the loss {source.loss!r} has no trainable variable to check: the model has none, "
+            "or the loss is computed from constants and inputs only"
+        )
+    lines = SourceLines()
+    findings = build_findings(analysis, context, lines)
+    locations = [f.location for f in findings]
+    for verdict in analysis.verdicts:
+        locations.append(verdict.location)
+        locations += [b.location for b in verdict.blockers]
+        locations += [step.location for step in verdict.route]
+    code = {}
+    for location in locations:
+        text = lines.line(location)
+        if location is not None and text is not None:
+            code[(location.file, location.line)] = text
+    fixes = {v.name: variable_fix(v, lines) for v in analysis.verdicts if v.dead}
+    return Report(
+        source=source,
+        variables=analysis.verdicts,
+        findings=findings,
+        verification=context.verification,
+        code=code,
+        fixes=fixes,
+    )
+
+
+def _verify_saved_model(
+    path: Path, loss_name: str, verdicts: tuple[VariableVerdict, ...], options: CheckOptions
+) -> Verification:
+    """TensorFlow's own gradients on the SavedModel, loaded for real in the worker."""
+    from gradcheck_cli.loaders.worker_process import run_worker
+
+    request_options = CheckOptions(loss=loss_name, verify=True, debug=options.debug)
+    try:
+        result = run_worker(WorkerRequest(Job.VERIFY_SAVED_MODEL, path.resolve(), request_options))
+    except GradcheckError as error:
+        return Verification(method=SAVED_MODEL_TAPE, error=str(error))
+    assert isinstance(result, TensorFlowGradients)
+    return compare(verdicts, result.verdicts, result.error, SAVED_MODEL_TAPE)

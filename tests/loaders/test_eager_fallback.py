@@ -1,0 +1,88 @@
+"""A loss whose value leaves TensorFlow is judged by TensorFlow's own tape, run eagerly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.graph.model import TensorFlowVerdict
+from gradcheck_cli.loaders.eager_fallback import eager_fallback, left_tensorflow
+from gradcheck_cli.loaders.function_tracing import concrete_function
+from tests.tf_oracle_inprocess import dead_names, tf_verdicts
+
+HERE = Path(__file__)
+
+
+def _trace_error(function: Any) -> Exception:
+    with pytest.raises(Exception) as raised:
+        concrete_function(function, "loss", HERE)
+    return raised.value
+
+
+def test_the_tape_judges_a_loss_that_calls_numpy() -> None:
+    import numpy as np
+    import tensorflow as tf
+
+    through_numpy = tf.Variable([1.0, 2.0], name="through_numpy")
+    kept = tf.Variable([0.5], name="kept")
+    never_read = tf.Variable([3.0], name="never_read")
+    frozen = tf.Variable([4.0], name="frozen", trainable=False)
+
+    def loss() -> Any:
+        mean = np.mean((through_numpy * 2.0 + kept).numpy())
+        return tf.constant(mean) + tf.reduce_sum(kept) + tf.reduce_sum(frozen)
+
+    error = _trace_error(loss)
+    assert left_tensorflow(error)
+    candidates = [through_numpy, kept, never_read, frozen]
+    result = eager_fallback(loss, "loss", HERE, candidates, {}, {}, error, verify=True)
+    assert [v.name for v in result.variables] == ["through_numpy", "kept", "never_read", "frozen"]
+    assert [v.trainable for v in result.variables] == [True, True, True, False]
+    assert result.gradients == {
+        "through_numpy": TensorFlowVerdict.NONE,
+        "kept": TensorFlowVerdict.GRADIENT,
+        "never_read": TensorFlowVerdict.UNREAD,
+    }
+    oracle = tf_verdicts(loss, [through_numpy, kept, never_read])
+    assert {n for n, v in result.gradients.items() if v.dead} == dead_names(oracle)
+    assert result.left_at is not None and result.left_at.file == str(HERE)
+    assert "numpy" in HERE.read_text().splitlines()[result.left_at.line - 1]
+    assert result.tensorflow is not None and result.tensorflow.verdicts == result.gradients
+
+
+def test_no_verification_unless_asked() -> None:
+    import tensorflow as tf
+
+    weight = tf.Variable(1.0, name="weight")
+
+    def loss() -> Any:
+        return tf.constant(float(weight * 2.0))
+
+    result = eager_fallback(loss, "loss", HERE, [weight], {}, {}, _trace_error(loss), False)
+    assert result.gradients == {"weight": TensorFlowVerdict.NONE}
+    assert result.tensorflow is None
+
+
+def test_a_loss_that_also_fails_eagerly_is_an_error() -> None:
+    import tensorflow as tf
+
+    weight = tf.Variable(1.0, name="weight")
+
+    def loss() -> Any:
+        value = float(weight)
+        return tf.constant(value) / 0 if value else None
+
+    def broken() -> Any:
+        raise ZeroDivisionError("no")
+
+    error = _trace_error(loss)
+    with pytest.raises(GradcheckError, match="and fails when run eagerly at .*: ZeroDivisionError"):
+        eager_fallback(broken, "loss", HERE, [weight], {}, {}, error, verify=False)
+
+
+def test_only_a_value_leaving_tensorflow_falls_back() -> None:
+    assert left_tensorflow(AttributeError("'SymbolicTensor' object has no attribute 'numpy'"))
+    assert not left_tensorflow(ValueError("shapes (2,) and (3,) are incompatible"))

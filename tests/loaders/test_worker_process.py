@@ -1,0 +1,45 @@
+"""The worker runs in its own process: its time limit, its failures, its output on our stderr."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.loaders.worker_process import _without_tensorflow_start_up_noise, run_worker
+from gradcheck_cli.loaders.worker_protocol import Job, WorkerRequest
+from gradcheck_cli.options import CheckOptions
+
+ENDLESS = Path(__file__).parents[1] / "scripts" / "bad" / "endless.py"
+
+
+def test_tensorflow_start_up_lines_are_dropped_and_the_user_s_prints_kept() -> None:
+    text = (
+        "W0000 00:00:1700000000.000000   12345 cuda_executor.cc:1228] no GPU\n"
+        "I0000 00:00:1700000000.000000   12345 cpu_feature_guard.cc:210] AVX2 FMA\n"
+        "To enable the following instructions: AVX2 FMA, in other operations, rebuild "
+        "TensorFlow with the appropriate compiler flags.\n"
+        "the user's script prints this\n"
+    )
+    assert _without_tensorflow_start_up_noise(text) == "the user's script prints this\n"
+
+
+def test_the_environment_sets_the_time_limit_when_the_options_do_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GRADCHECK_TIMEOUT", "2")
+    with pytest.raises(GradcheckError, match="did not finish within 2 s"):
+        run_worker(WorkerRequest(Job.SCRIPT, ENDLESS, CheckOptions(loss="loss")))
+
+
+def test_the_options_time_limit_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRADCHECK_TIMEOUT", "600")
+    with pytest.raises(GradcheckError, match="did not finish within 2 s"):
+        run_worker(WorkerRequest(Job.SCRIPT, ENDLESS, CheckOptions(loss="loss", timeout=2)))
+
+
+def test_a_failure_in_the_worker_is_a_gradcheck_error(tmp_path: Path) -> None:
+    missing = tmp_path / "model.keras"
+    with pytest.raises(GradcheckError, match=f"^{missing} cannot be loaded by Keras: "):
+        run_worker(WorkerRequest(Job.KERAS_FILE, missing, CheckOptions()))
