@@ -14,6 +14,8 @@ from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.source import assignment
 from gradcheck_cli.graph.model import SourceLocation
 
+SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -43,6 +45,17 @@ class Rule:
     told_in_story: bool = False
     # An info finding the terminal lists even without --verbose.
     listed_without_verbose: bool = False
+
+    @property
+    def sections(self) -> tuple[tuple[str, str, str | None], ...]:
+        """The documentation as (heading, body, language): language None for prose, else
+        `console` for a shell session or `python`."""
+        return (
+            (SECTIONS[0], self.what_it_does, None),
+            (SECTIONS[1], self.why_bad, None),
+            (SECTIONS[2], self.example, _language(self.example)),
+            (SECTIONS[3], self.use_instead, _language(self.use_instead)),
+        )
 
     def finding(
         self,
@@ -245,6 +258,10 @@ DEAD_VARIABLE_ALLOWED = Rule(
     ),
     use_instead="# Remove the pattern when the variable should train again.",
 )
+
+
+def _language(snippet: str) -> str:
+    return "console" if snippet.startswith("$ ") else "python"
 
 
 def _cut_rule(**fields: Any) -> Rule:
@@ -659,13 +676,13 @@ OTHER_CUT = _cut_rule(
 
 
 # 2xx: suspicious, but no variable is dead because of it.
-def _about_variables(template: str) -> Callable[..., str]:
-    """A concern's message: `template` naming the concern's {variables} (or "an input" when it
-    knows none), the {op_type} it is about and its {detail}."""
+def _about_variables(template: str, *, unnamed: str = "") -> Callable[..., str]:
+    """A concern's message: `template` naming the concern's {variables} (`unnamed` when it knows
+    none), the {op_type} it is about and its {detail}."""
 
     def message(concern: Concern, **_: object) -> str:
         return template.format(
-            variables=", ".join(concern.variables) or "an input",
+            variables=", ".join(concern.variables) or unnamed,
             op_type=concern.op_type,
             detail=concern.detail,
         )
@@ -815,7 +832,7 @@ CUT_IN_ONE_COND_BRANCH = Rule(
     code="GC205",
     name="cut-in-one-cond-branch",
     severity=Severity.WARNING,
-    message=_about_variables("{variables}: {detail}"),
+    message=_about_variables("{variables}: {detail}", unnamed="an input"),
     concern=ConcernKind.CUT_IN_BRANCH,
     summary="A variable gets gradient only in some branches of a tf.cond or tf.switch_case",
     what_it_does=(

@@ -7,6 +7,7 @@ import enum
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,8 @@ from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings import rules as catalogue
 from gradcheck_cli.findings.finding import Severity
-from gradcheck_cli.findings.rules import RULE_BY_CONCERN, RULE_BY_REASON, RULES, Rule
-from gradcheck_cli.reporters.explain import SECTIONS, render_catalogue, render_rule
+from gradcheck_cli.findings.rules import RULE_BY_CONCERN, RULE_BY_REASON, RULES, SECTIONS, Rule
+from gradcheck_cli.reporters.explain import render_catalogue, render_rule
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -128,6 +129,12 @@ def test_every_rule_words_its_own_message(rule: Rule) -> None:
     assert (found.code, found.rule, found.severity) == (rule.code, rule.name, rule.severity)
     assert shown in found.message
     assert "\n" not in found.message and "{" not in found.message
+
+
+def test_a_cut_in_a_branch_with_no_variable_named_speaks_of_an_input() -> None:
+    concern = replace(_CONCERN, kind=ConcernKind.CUT_IN_BRANCH, variables=())
+    message = catalogue.CUT_IN_ONE_COND_BRANCH.message(concern=concern, line=None)
+    assert message == "an input: this use passes nothing"
 
 
 def test_every_unreached_has_words_in_the_never_reaches_message() -> None:
