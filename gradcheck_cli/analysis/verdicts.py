@@ -25,14 +25,6 @@ class Unreached(str, enum.Enum):
     READ_NOT_REACHING = "read_not_reaching"  # read, but nothing computed from it reaches the loss
 
 
-_UNREACHED_WORDS = {
-    Unreached.NEVER_READ: "the loss function never reads it",
-    Unreached.RECEIVED_NOT_READ: "the loss function receives it but never reads it",
-    Unreached.ONLY_ASSIGNED: "it is only used by an assignment, which feeds nothing the loss reads",
-    Unreached.READ_NOT_REACHING: "it is read, but nothing computed from it reaches the loss",
-}
-
-
 @dataclass(frozen=True)
 class Blocker:
     """An op on a path from a variable to the loss that gradient cannot cross."""
@@ -81,11 +73,6 @@ class VariableVerdict:
     subgraph: tuple[Edge, ...] = ()
     # The cuts that would remain if every stop_gradient were removed (empty if none would).
     cuts_without_stop_gradient: tuple[Blocker, ...] = ()
-
-    @property
-    def explanation(self) -> str | None:
-        """Why an unused variable never reaches the loss, in words."""
-        return None if self.unreached is None else _UNREACHED_WORDS[self.unreached]
 
     @property
     def dead(self) -> bool:

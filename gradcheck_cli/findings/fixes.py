@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradcheck_cli.analysis.verdicts import Blocker, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Blocker, Unreached, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.source import SourceLines, assigned_name, assignment
 
@@ -41,8 +41,7 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
     name = python_name(verdict, source)
     if not verdict.blockers:
         owner = verdict.name.split("/")[-2] if verdict.name.count("/") >= 1 else None
-        read = (verdict.explanation or "").startswith("it is read")
-        if owner is not None and read:
+        if owner is not None and verdict.unreached is Unreached.READ_NOT_REACHING:
             return (
                 f"nothing the loss uses depends on layer {owner}'s output: give that output a "
                 f"loss (compile(loss={{...}})) or remove the layer; if it is meant to stay "

@@ -7,9 +7,16 @@ import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from gradcheck_cli.findings.build import finding, finding_order
+from gradcheck_cli.findings.build import finding_order
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
+from gradcheck_cli.findings.rules import (
+    ALLOWED_BY_BASELINE,
+    DEAD_VARIABLE_ALLOWED,
+    RULES,
+    allowed_by_pattern,
+    allowed_message,
+)
 
 
 class FailOn(str, enum.Enum):
@@ -31,7 +38,8 @@ def apply_policy(
     """The report as the user's configuration reads it.
 
     `allow_dead`: glob patterns of variable names (or a mapping pattern -> reason); a dead
-    variable that matches is reported as allowed (GC007) and no longer fails the run.
+    variable that matches is reported as allowed (`dead-variable-allowed`) and no longer fails
+    the run.
     `baseline`: names of variables that were already dead when the baseline was written.
     `select` / `ignore`: finding codes or prefixes (`GC1`, `GC201`) to keep / drop.
     """
@@ -47,23 +55,22 @@ def apply_policy(
             if fnmatch.fnmatchcase(verdict.name, pattern) or (
                 verdict.path and fnmatch.fnmatchcase(verdict.path, pattern)
             ):
-                why = f"allow-dead pattern {pattern!r}" + (f": {reason}" if reason else "")
-                allowed[verdict.name] = why
+                allowed[verdict.name] = allowed_by_pattern(pattern, reason)
                 break
         else:
             if verdict.name in known:
-                allowed[verdict.name] = "listed in the baseline"
+                allowed[verdict.name] = ALLOWED_BY_BASELINE
     everything_allowed = bool(allowed) and all(
         v.name in allowed for v in report.variables if v.dead
     )
     findings = [
         _accepted(f)
-        if f.variable in allowed or (everything_allowed and f.code in _WHOLE_LOSS_CODES)
+        if f.variable in allowed or (everything_allowed and RULES[f.code].whole_loss)
         else f
         for f in report.findings
     ]
     findings += [
-        finding("GC007", f"{name} is dead, but allowed by {why}", variable=name)
+        DEAD_VARIABLE_ALLOWED.finding(name=name, why=why, variable=name)
         for name, why in sorted(allowed.items())
         if name not in report.allowed
     ]
@@ -77,12 +84,8 @@ def apply_policy(
     return replace(report, findings=tuple(sorted(findings, key=finding_order)), allowed=allowed)
 
 
-# Findings about the loss as a whole, which stand only while some dead variable is not accepted.
-_WHOLE_LOSS_CODES = frozenset({"GC109", "GC110"})
-
-
 def _accepted(item: Finding) -> Finding:
     """A dead variable's finding, kept for the record but no longer an error."""
     if item.severity is not Severity.ERROR:
         return item
-    return replace(item, severity=Severity.INFO, message=f"{item.message} (allowed)")
+    return replace(item, severity=Severity.INFO, message=allowed_message(item.message))

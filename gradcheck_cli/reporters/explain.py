@@ -13,8 +13,6 @@ from rich.text import Text
 from gradcheck_cli.findings.finding import Severity
 from gradcheck_cli.findings.rules import RULES, Rule, rule_for_code
 
-SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
-
 _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _GROUPS = {
     "0": "0xx  could not load, model or verify",
@@ -42,14 +40,9 @@ def render_rule(rule: Rule, *, color: bool, width: int) -> str:
         ")",
     )
     parts: list[RenderableType] = [title, Text(rule.summary)]
-    bodies = (
-        _prose(rule.what_it_does),
-        _prose(rule.why_bad),
-        _code(rule.example),
-        _code(rule.use_instead),
-    )
-    for heading, body in zip(SECTIONS, bodies):
-        parts += [Text(), Text(heading, style="bold underline"), body]
+    for heading, body, language in rule.sections:
+        shown = _prose(body) if language is None else _code(body, language)
+        parts += [Text(), Text(heading, style="bold underline"), shown]
     return _render(Group(*parts), color=color, width=width)
 
 
@@ -92,9 +85,7 @@ def _prose(text: str) -> RenderableType:
     return Group(*parts)
 
 
-def _code(snippet: str) -> RenderableType:
-    # A snippet that starts with "$ " is a shell session; everything else is Python.
-    lexer = "console" if snippet.startswith("$ ") else "python"
+def _code(snippet: str, lexer: str) -> RenderableType:
     # "ansi_dark" uses the terminal's own palette and background, so it reads on any theme,
     # and with colour off rich drops the styles and leaves plain, indented text.
     syntax = Syntax(snippet, lexer, theme="ansi_dark", background_color="default", word_wrap=True)

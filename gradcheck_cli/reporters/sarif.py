@@ -85,28 +85,19 @@ def rule_descriptor(rule: Rule) -> dict[str, Any]:
     }
 
 
-def _sections(rule: Rule) -> list[tuple[str, str, bool]]:
-    return [
-        ("What it does", rule.what_it_does, False),
-        ("Why is this bad?", rule.why_bad, False),
-        ("Example", rule.example, True),
-        ("Use instead", rule.use_instead, True),
-    ]
-
-
 def _help_text(rule: Rule) -> str:
     parts = [f"{rule.code} {rule.name}: {rule.summary}"]
-    for heading, body, is_code in _sections(rule):
-        shown = "\n".join("    " + line for line in body.splitlines()) if is_code else body
-        parts.append(f"{heading}\n\n{shown}")
+    for heading, body, language in rule.sections:
+        if language is not None:
+            body = "\n".join("    " + line for line in body.splitlines())
+        parts.append(f"{heading}\n\n{body}")
     return "\n\n".join(parts)
 
 
 def _help_markdown(rule: Rule) -> str:
     parts = [f"**{rule.code} {rule.name}**: {rule.summary}"]
-    for heading, body, is_code in _sections(rule):
-        if is_code:
-            language = "console" if body.startswith("$ ") else "python"
+    for heading, body, language in rule.sections:
+        if language is not None:
             body = f"```{language}\n{body}\n```"
         parts.append(f"### {heading}\n\n{body}")
     return "\n\n".join(parts)

@@ -11,10 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, Unreached, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
+from gradcheck_cli.findings.rules import RULES, why_unreached
 from gradcheck_cli.findings.source import assigned_name
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import display_path
@@ -27,16 +28,6 @@ _STATUS_STYLE = {
     Status.FROZEN: "dim",
 }
 _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-_PLAIN_WORDS = {
-    Reason.STOP_GRADIENT: "stop_gradient hides its input from the gradient",
-    Reason.INTEGER_DTYPE: "integer tensors carry no gradient",
-    Reason.NON_DIFFERENTIABLE_OP: "this op has no gradient",
-    Reason.INDEX_OR_SHAPE_INPUT: "an index, shape or condition carries no gradient",
-    Reason.CUSTOM_GRADIENT_NONE: "the custom gradient returns None for it",
-    Reason.ZERO_GRADIENT: "its gradient is zero everywhere",
-    Reason.ASSIGN: "an assignment carries no gradient",
-    Reason.OTHER: "gradient cannot cross it",
-}
 
 
 @dataclass(frozen=True)
@@ -114,7 +105,7 @@ def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> 
         console.print("  trainable=False: the optimizer leaves it alone on purpose")
         return
     if verdict.status is Status.UNUSED:
-        console.print(f"  never reaches the loss: {escape(verdict.explanation or '')}")
+        console.print(f"  never reaches the loss: {escape(why_unreached(verdict.unreached) or '')}")
     else:
         if verdict.route:
             console.print("  path to the loss:")
@@ -165,7 +156,7 @@ def _write_layer_story(
     if first.location is not None:
         console.print(f"  created at {escape(_where(first.location))}")
         _write_code(console, report, first.location)
-    if (first.explanation or "").startswith("it is read"):
+    if first.unreached is Unreached.READ_NOT_REACHING:
         console.print(
             "  its output is not used by any loss: nothing the loss computes depends on it"
         )
@@ -262,10 +253,11 @@ def _write_findings(console: Console, report: Report, options: TerminalOptions) 
 
 
 def _shown(item: Finding, options: TerminalOptions) -> bool:
-    if item.code.startswith("GC1"):
-        return item.code in ("GC109", "GC110")  # the stories above say the rest
+    rule = RULES[item.code]
+    if rule.told_in_story:
+        return False
     if item.severity is Severity.INFO:
-        return options.verbose or item.code in ("GC003", "GC005", "GC007")
+        return options.verbose or rule.listed_without_verbose
     return True
 
 

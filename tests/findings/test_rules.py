@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import ast
+import enum
 import re
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+import gradcheck_cli
+from gradcheck_cli.analysis.verdicts import Concern, ConcernKind, Unreached
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.findings import rules as catalogue
 from gradcheck_cli.findings.finding import Severity
-from gradcheck_cli.findings.rules import DEAD_VARIABLE_CODE_BY_REASON, RULES, Rule
-from gradcheck_cli.reporters.explain import SECTIONS, render_catalogue, render_rule
+from gradcheck_cli.findings.rules import RULE_BY_CONCERN, RULE_BY_REASON, RULES, SECTIONS, Rule
+from gradcheck_cli.reporters.explain import render_catalogue, render_rule
 from tests.import_probe import imported_after
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -46,11 +53,115 @@ def test_severities_follow_the_code_ranges() -> None:
             assert code.startswith("GC0"), code
 
 
-def test_every_reason_maps_to_a_dead_variable_code() -> None:
-    assert set(DEAD_VARIABLE_CODE_BY_REASON) == {reason.value for reason in Reason}
-    for code in DEAD_VARIABLE_CODE_BY_REASON.values():
-        assert code in RULES and code.startswith("GC1")
-    assert len(set(DEAD_VARIABLE_CODE_BY_REASON.values())) == len(Reason)
+@pytest.mark.parametrize(
+    ("rule_by", "kinds", "attribute", "group"),
+    [(RULE_BY_REASON, Reason, "reason", "GC1"), (RULE_BY_CONCERN, ConcernKind, "concern", "GC2")],
+    ids=["reason", "concern"],
+)
+def test_every_reason_and_concern_has_its_own_rule(
+    rule_by: dict[enum.Enum, Rule], kinds: type[enum.Enum], attribute: str, group: str
+) -> None:
+    """A dead variable's cut picks a 1xx rule, and each kind of concern a 2xx rule."""
+    assert set(rule_by) == set(kinds)
+    for kind, rule in rule_by.items():
+        assert getattr(rule, attribute) is kind
+        assert rule.code.startswith(group)
+    assert len({rule.code for rule in rule_by.values()}) == len(kinds)
+
+
+def test_every_rule_is_named_after_itself_in_the_catalogue() -> None:
+    for rule in RULES.values():
+        assert getattr(catalogue, rule.name.upper().replace("-", "_")) is rule
+
+
+def test_dead_variable_rules_are_told_per_variable_or_for_the_whole_loss() -> None:
+    for code, rule in RULES.items():
+        if code.startswith("GC1"):
+            assert rule.told_in_story != rule.whole_loss, code
+        else:
+            assert not rule.told_in_story and not rule.whole_loss, code
+    assert {code for code, rule in RULES.items() if rule.whole_loss} == {"GC109", "GC110"}
+    listed = {code for code, rule in RULES.items() if rule.listed_without_verbose}
+    assert listed == {"GC003", "GC005", "GC007"}
+    for code in listed:
+        assert RULES[code].severity is Severity.INFO
+
+
+_CUT = {"name": "w", "op_type": "Cast", "op_name": "loss/Cast", "detail": "int32 carries none"}
+_CONCERN = Concern(
+    kind=ConcernKind.CUT_ON_SOME_PATHS,
+    op="keys/StopGradient",
+    op_type="StopGradient",
+    variables=("embedding",),
+    detail="this use passes nothing",
+)
+# The data build.py and policy.py hand each rule, and a word each message must show.
+_MESSAGE_DATA: dict[str, tuple[dict[str, object], str]] = {
+    "GC001": ({"note": "unknown op MyOp"}, "MyOp"),
+    "GC002": ({"tensorflow": "none", "name": "w", "gradcheck": "ok"}, "'none' for w"),
+    "GC003": ({"method": "tf.gradients", "compared": 3}, "all 3 verdicts"),
+    "GC004": ({"error": "no variables/"}, "no variables/"),
+    "GC005": ({}, "save_debug_info=True"),
+    "GC007": ({"name": "w", "why": "listed in the baseline"}, "w is dead"),
+    **{rule.code: (_CUT, "'loss/Cast'") for rule in RULE_BY_REASON.values() if rule.told_in_story},
+    "GC108": (
+        {"name": "dense/kernel", "path": "model.proj.kernel", "unreached": Unreached.NEVER_READ},
+        "dense/kernel (model.proj.kernel) never reaches the loss: the loss function never reads",
+    ),
+    "GC109": ({"reason": "it calls .numpy()"}, "(it calls .numpy())"),
+    "GC110": ({}, "no trainable variable"),
+    **{
+        rule.code: ({"concern": _CONCERN, "line": "k = tf.stop_gradient(q)"}, "tf.stop_gradient")
+        for rule in RULE_BY_CONCERN.values()
+        if rule.code in ("GC201", "GC202", "GC203")
+    },
+    "GC204": ({"concern": _CONCERN, "line": None}, "embedding trains through another path"),
+    "GC205": ({"concern": _CONCERN, "line": None}, "embedding: this use passes nothing"),
+    "GC206": ({"concern": _CONCERN, "line": None}, "embedding is reached only through"),
+}
+
+
+@pytest.mark.parametrize("rule", RULES.values(), ids=lambda rule: rule.code)
+def test_every_rule_words_its_own_message(rule: Rule) -> None:
+    data, shown = _MESSAGE_DATA[rule.code]
+    found = rule.finding(variable="w", **data)
+    assert (found.code, found.rule, found.severity) == (rule.code, rule.name, rule.severity)
+    assert shown in found.message
+    assert "\n" not in found.message and "{" not in found.message
+
+
+def test_a_cut_in_a_branch_with_no_variable_named_speaks_of_an_input() -> None:
+    concern = replace(_CONCERN, kind=ConcernKind.CUT_IN_BRANCH, variables=())
+    message = catalogue.CUT_IN_ONE_COND_BRANCH.message(concern=concern, line=None)
+    assert message == "an input: this use passes nothing"
+
+
+def test_every_unreached_has_words_in_the_never_reaches_message() -> None:
+    for unreached in Unreached:
+        message = catalogue.VARIABLE_NEVER_REACHES_LOSS.message(
+            name="v", path=None, unreached=unreached
+        )
+        assert message == f"v never reaches the loss: {catalogue.UNREACHED_WORDS[unreached]}"
+
+
+def _code_literals(path: Path) -> list[str]:
+    """String constants in `path` that are a rule code or a code prefix (`GC109`, `GC1`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        f"{path.name}:{node.lineno}: {node.value}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(r"GC\d{1,3}", node.value.strip())
+    ]
+
+
+def test_no_code_literal_outside_the_catalogue() -> None:
+    package = Path(gradcheck_cli.__file__).parent
+    sources = [p for p in sorted(package.rglob("*.py")) if p != Path(catalogue.__file__)]
+    assert len(sources) > 20
+    assert [hit for path in sources for hit in _code_literals(path)] == []
+    assert _code_literals(Path(catalogue.__file__))  # the check does find them where they are
 
 
 @pytest.mark.parametrize("color", [False, True], ids=["plain", "color"])
