@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.graph.model import SourceLocation, Variable
@@ -58,6 +59,13 @@ class Edge:
     cut: bool = False
 
 
+def _of_variable(field: str) -> Any:
+    """A read-only attribute of a verdict that is its variable's own."""
+    return property(
+        lambda verdict: getattr(verdict.variable, field), doc=f"The variable's {field}."
+    )
+
+
 @dataclass(frozen=True)
 class VariableVerdict:
     """What became of one candidate variable; its name and origin are the variable's own."""
@@ -74,42 +82,28 @@ class VariableVerdict:
     # The cuts that would remain if every stop_gradient were removed (empty if none would).
     cuts_without_stop_gradient: tuple[Blocker, ...] = ()
 
+    # The variable's own name, Keras path, trainability, dtype, shape and creation line.
+    name = _of_variable("name")
+    path = _of_variable("path")
+    trainable = _of_variable("trainable")
+    dtype = _of_variable("dtype")
+    shape = _of_variable("shape")
+    location = _of_variable("location")
+
     @property
     def dead(self) -> bool:
         return self.status in (Status.BLOCKED, Status.UNUSED)
 
-    @property
-    def name(self) -> str:
-        return self.variable.name
 
-    @property
-    def path(self) -> str | None:
-        return self.variable.path
+class ConcernKind(enum.Enum):
+    """What is suspicious; each kind is reported by its own rule (findings/rules.py)."""
 
-    @property
-    def trainable(self) -> bool:
-        return self.variable.trainable
-
-    @property
-    def dtype(self) -> str | None:
-        return self.variable.dtype
-
-    @property
-    def shape(self) -> tuple[int | None, ...] | None:
-        return self.variable.shape
-
-    @property
-    def location(self) -> SourceLocation | None:
-        return self.variable.location
-
-
-class ConcernKind(str, enum.Enum):
-    STOP_GRADIENT_UNUSED = "stop_gradient_unused"
-    STOP_GRADIENT_REDUNDANT = "stop_gradient_redundant"
-    STOP_GRADIENT_NO_EFFECT = "stop_gradient_no_effect"
-    CUT_IN_BRANCH = "cut_in_branch"
-    CUT_ON_SOME_PATHS = "cut_on_some_paths"
-    TRAINED_ONLY_BY_REGULARIZER = "trained_only_by_regularizer"
+    STOP_GRADIENT_UNUSED = enum.auto()
+    STOP_GRADIENT_REDUNDANT = enum.auto()
+    STOP_GRADIENT_NO_EFFECT = enum.auto()
+    CUT_IN_BRANCH = enum.auto()
+    CUT_ON_SOME_PATHS = enum.auto()
+    TRAINED_ONLY_BY_REGULARIZER = enum.auto()
 
 
 @dataclass(frozen=True)

@@ -65,9 +65,7 @@ def _dead_variable_findings(verdict: VariableVerdict, source: SourceLines) -> li
     if verdict.status is Status.UNUSED:
         return [
             VARIABLE_NEVER_REACHES_LOSS.finding(
-                name=verdict.name,
-                path=verdict.path,
-                unreached=verdict.unreached,
+                verdict=verdict,
                 hint=variable_fix(verdict, source),
                 variable=verdict.name,
                 location=verdict.location,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gradcheck_cli.analysis.verdicts import Concern, ConcernKind, Unreached
+from gradcheck_cli.analysis.verdicts import Concern, ConcernKind, Unreached, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.finding import Finding, Severity
@@ -538,10 +538,11 @@ def why_unreached(unreached: Unreached | None) -> str | None:
     return None if unreached is None else UNREACHED_WORDS[unreached]
 
 
-def _never_reaches(name: str, path: str | None, unreached: Unreached | None) -> str:
+def _never_reaches(verdict: VariableVerdict) -> str:
     # The attribute that holds the variable (model.proj.kernel), when that says more than its name.
+    name, path = verdict.name, verdict.path
     attribute = f" ({path})" if path and path != name else ""
-    return f"{name}{attribute} never reaches the loss: {why_unreached(unreached)}"
+    return f"{name}{attribute} never reaches the loss: {why_unreached(verdict.unreached)}"
 
 
 VARIABLE_NEVER_REACHES_LOSS = Rule(

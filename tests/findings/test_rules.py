@@ -12,14 +12,22 @@ import pytest
 from click.testing import CliRunner
 
 import gradcheck_cli
-from gradcheck_cli.analysis.verdicts import Concern, ConcernKind, Unreached
+from gradcheck_cli.analysis.verdicts import (
+    Concern,
+    ConcernKind,
+    Status,
+    Unreached,
+    VariableVerdict,
+)
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings import rules as catalogue
 from gradcheck_cli.findings.finding import Severity
 from gradcheck_cli.findings.rules import RULE_BY_CONCERN, RULE_BY_REASON, RULES, SECTIONS, Rule
+from gradcheck_cli.graph.model import Variable
 from gradcheck_cli.reporters.explain import render_catalogue, render_rule
 from tests.import_probe import imported_after
+from tests.reporters.factories import verdict
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -105,7 +113,13 @@ _MESSAGE_DATA: dict[str, tuple[dict[str, object], str]] = {
     "GC007": ({"name": "w", "why": "listed in the baseline"}, "w is dead"),
     **{rule.code: (_CUT, "'loss/Cast'") for rule in RULE_BY_REASON.values() if rule.told_in_story},
     "GC108": (
-        {"name": "dense/kernel", "path": "model.proj.kernel", "unreached": Unreached.NEVER_READ},
+        {
+            "verdict": VariableVerdict(
+                Variable("dense/kernel", True, "float32", (2,), None, path="model.proj.kernel"),
+                Status.UNUSED,
+                unreached=Unreached.NEVER_READ,
+            )
+        },
         "dense/kernel (model.proj.kernel) never reaches the loss: the loss function never reads",
     ),
     "GC109": ({"reason": "it calls .numpy()"}, "(it calls .numpy())"),
@@ -138,9 +152,8 @@ def test_a_cut_in_a_branch_with_no_variable_named_speaks_of_an_input() -> None:
 
 def test_every_unreached_has_words_in_the_never_reaches_message() -> None:
     for unreached in Unreached:
-        message = catalogue.VARIABLE_NEVER_REACHES_LOSS.message(
-            name="v", path=None, unreached=unreached
-        )
+        unused = verdict("v", Status.UNUSED, unreached=unreached)
+        message = catalogue.VARIABLE_NEVER_REACHES_LOSS.message(verdict=unused)
         assert message == f"v never reaches the loss: {catalogue.UNREACHED_WORDS[unreached]}"
 
 
