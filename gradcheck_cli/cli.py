@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,9 +12,16 @@ from typing import Any
 
 import click
 
-from gradcheck_cli.config import Overrides, Settings, check_codes, load_settings
+from gradcheck_cli.config import (
+    Overrides,
+    Settings,
+    check_codes,
+    load_settings,
+    os_error_reason,
+    resolve_timeout,
+)
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.options import CheckOptions
+from gradcheck_cli.options import CheckOptions, timeout_seconds
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.terminal import TerminalOptions
 from gradcheck_cli.run import (
@@ -68,6 +77,20 @@ class CodeList(click.ParamType):
         return codes
 
 
+class Seconds(click.ParamType):
+    """A timeout: a finite number of seconds above 0 and at most one day."""
+
+    name = "SECONDS"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            return timeout_seconds(value)  # type: ignore[arg-type]
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
 def _use_color(choice: str, to_file: bool = False) -> bool:
     if choice != "auto":
         return choice == "always"
@@ -92,8 +115,7 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
     except GradcheckError as error:
         click.echo(f"gradcheck: error: {error}", err=True)
         ctx.exit(ExitCode.ERROR)
-    click.echo(text, nl=False)
-    ctx.exit(ExitCode.CLEAN)
+    ctx.exit(_write_stdout(text) or ExitCode.CLEAN)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -113,7 +135,7 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
 @click.option(
     "--output",
     "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     help="Write the report to FILE instead of stdout.",
 )
 @click.option(
@@ -141,13 +163,13 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
 )
 @click.option(
     "--write-baseline",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     help="Write today's dead variables to this baseline file and exit 0.",
 )
 @click.option(
     "--config",
     "config_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     help="Read settings from this file (a pyproject.toml or a gradcheck.toml) instead of "
     "the nearest pyproject.toml.",
 )
@@ -181,10 +203,9 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=600.0,
-    show_default=True,
-    help="Seconds a script or Keras file may take to load and trace.",
+    type=Seconds(),
+    help="Seconds a script or Keras file may take to load and trace, at most 86400.  "
+    "[default: GRADCHECK_TIMEOUT, else the config's timeout, else 600]",
 )
 @click.option("--why", metavar="VARIABLE", help="Explain one variable only (its name or path).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the one-line verdict.")
@@ -213,6 +234,7 @@ def command(
     write_baseline: Path | None,
     config_file: Path | None,
     jobs: int,
+    timeout: float | None,
     color: str,
     why: str | None,
     quiet: bool,
@@ -226,8 +248,6 @@ def command(
     pyproject.toml (or --config), then these options. Exit codes: 0 nothing fails the run,
     1 findings (dead variables), 2 an input could not be analysed.
     """
-    # Every flag not named above is named after a CheckOptions field (--verify, --timeout...).
-    check = CheckOptions(all_cuts=verbose, **check_flags)
     overrides = Overrides(
         loss=loss,
         select=tuple(code for codes in select for code in codes) if select else None,
@@ -239,9 +259,12 @@ def command(
     )
     try:
         settings = load_settings(overrides, config_file)
+        seconds = resolve_timeout(timeout, settings)
     except GradcheckError as error:
         click.echo(f"gradcheck: error: {error}", err=True)
         sys.exit(ExitCode.ERROR)
+    # Every flag not named above is named after a CheckOptions field (--verify, --debug...).
+    check = CheckOptions(all_cuts=verbose, timeout=seconds, **check_flags)
     options = Options(
         models=models,
         settings=settings,
@@ -259,7 +282,15 @@ def command(
 
 
 def run(options: Options) -> ExitCode:
-    """Check the models, write the report (or the baseline), return the exit code."""
+    """Check the models, write the report (or the baseline), return the exit code.
+
+    A file that cannot be written is found before any model is checked.
+    """
+    for target in (options.output, options.write_baseline):
+        problem = None if target is None else _cannot_write(target)
+        if problem is not None:
+            click.echo(f"gradcheck: error: cannot write {target}: {problem}", err=True)
+            return ExitCode.ERROR
     settings = options.settings
     checks = [
         ModelCheck(model, settings.options_for(model, options.check)) for model in options.models
@@ -272,8 +303,7 @@ def run(options: Options) -> ExitCode:
     try:
         outcomes = check_models(checks, policy, jobs=options.jobs)
     except GradcheckError as error:  # an unreadable baseline
-        click.echo(f"gradcheck: error: {error}", err=True)
-        return ExitCode.ERROR
+        return _error(error)
     failed = [outcome for outcome in outcomes if outcome.report is None]
     for outcome in failed:
         if options.check.debug and outcome.trace:
@@ -283,7 +313,10 @@ def run(options: Options) -> ExitCode:
     if options.write_baseline is not None:
         if failed:
             return ExitCode.ERROR
-        click.echo(write_baseline(options.write_baseline, outcomes), err=True)
+        try:
+            click.echo(write_baseline(options.write_baseline, outcomes), err=True)
+        except GradcheckError as error:
+            return _error(error)
         return ExitCode.CLEAN
     if options.why is not None and reports:
         problem = missing_variable(reports, options.why)
@@ -303,11 +336,74 @@ def run(options: Options) -> ExitCode:
         text = render(
             reports[0] if len(reports) == 1 else reports, settings.output_format, terminal
         )
-        if options.output is not None:
-            options.output.write_text(text, encoding="utf-8")
-        else:
-            click.echo(text, nl=False)
+        failure = _write_report(text, options.output)
+        if failure is not None:
+            return failure
     return exit_code(outcomes, settings.fail_on, options.exit_zero)
+
+
+def _error(error: GradcheckError) -> ExitCode:
+    click.echo(f"gradcheck: error: {error}", err=True)
+    return ExitCode.ERROR
+
+
+def _cannot_write(path: Path) -> str | None:
+    """Why `path` cannot be written, or None; asks the file system, creates no file."""
+    try:
+        if stat.S_ISDIR(path.stat().st_mode):
+            return _reason(errno.EISDIR)
+        return None if os.access(path, os.W_OK) else _reason(errno.EACCES)
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        return os_error_reason(error)
+    # A new file: its folder must exist and let us add an entry.
+    try:
+        folder = path.parent.stat()
+    except OSError as error:
+        return os_error_reason(error)
+    if not stat.S_ISDIR(folder.st_mode):
+        return _reason(errno.ENOTDIR)
+    return None if os.access(path.parent, os.W_OK | os.X_OK) else _reason(errno.EACCES)
+
+
+def _reason(code: int) -> str:
+    return os_error_reason(OSError(code, os.strerror(code)))
+
+
+def _write_report(text: str, output: Path | None) -> ExitCode | None:
+    """Write the report to `output` (stdout if None); on failure say why and return 2."""
+    if output is None:
+        return _write_stdout(text)
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        return _error(GradcheckError(f"cannot write {output}: {os_error_reason(error)}"))
+    return None
+
+
+def _write_stdout(text: str) -> ExitCode | None:
+    """Write `text` to stdout; on failure return 2, quietly when the reader is gone (EPIPE)."""
+    try:
+        click.echo(text, nl=False)
+    except OSError as error:
+        _discard_stdout()
+        if isinstance(error, BrokenPipeError):
+            return ExitCode.ERROR  # `gradcheck ... | head`: the reader chose to stop reading
+        return _error(GradcheckError(f"cannot write to stdout: {os_error_reason(error)}"))
+    return None
+
+
+def _discard_stdout() -> None:
+    # What stdout still buffers is flushed again when Python exits; a descriptor pointing at
+    # devnull takes it, instead of a second failure printed as "Exception ignored".
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (CliRunner, closed)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
 
 
 def _terminal_width() -> int:

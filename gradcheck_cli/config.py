@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -12,10 +13,17 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.policy import FailOn
-from gradcheck_cli.options import CheckOptions, allow_dead_pairs
+from gradcheck_cli.options import (
+    DEFAULT_TIMEOUT,
+    TIMEOUT_VARIABLE,
+    CheckOptions,
+    allow_dead_pairs,
+    timeout_seconds,
+)
 from gradcheck_cli.reporters import Format
 
-KEYS = ("loss", "select", "ignore", "allow-dead", "format", "fail-on", "baseline")
+KEYS = ("loss", "select", "ignore", "allow-dead", "format", "fail-on", "baseline", "timeout")
+CONFIG_LIMIT = 1 << 20  # bytes: a settings table is a few hundred; more is the wrong file
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,7 @@ class Settings:
     output_format: Format = Format.TERMINAL
     fail_on: FailOn = FailOn.ERROR
     baseline: Path | None = None
+    timeout: float | None = None  # the file's `timeout`; see `resolve_timeout`
     source: Path | None = None  # the file the settings were read from, if any
 
     def loss_for(self, model: str | os.PathLike[str]) -> str | None:
@@ -95,8 +104,6 @@ def find_pyproject(start: Path) -> Path | None:
 
 def read_table(path: Path) -> dict[str, Any]:
     """The gradcheck table of `path`: `[tool.gradcheck]` of a pyproject.toml, else the top level."""
-    if not path.is_file():
-        raise GradcheckError(f"{path}: no such config file")
     document = _load_toml(path)
     if path.name != "pyproject.toml":
         return document
@@ -146,6 +153,14 @@ def parse_table(table: Mapping[str, Any], path: Path) -> Settings:
         if not isinstance(table["baseline"], str):
             raise _wrong_type(where, "baseline", "a path (string)")
         values["baseline"] = folder / table["baseline"]
+    if "timeout" in table:
+        timeout = table["timeout"]
+        try:
+            if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+                raise ValueError(f"a timeout is a number of seconds, not {timeout!r}")
+            values["timeout"] = timeout_seconds(timeout)
+        except ValueError as error:
+            raise GradcheckError(f"{where}: timeout: {error}") from None
     return Settings(**values)
 
 
@@ -160,8 +175,25 @@ def merge(base: Settings, overrides: Overrides, cwd: Path) -> Settings:
         output_format=overrides.output_format or base.output_format,
         fail_on=overrides.fail_on or base.fail_on,
         baseline=cwd / overrides.baseline if overrides.baseline is not None else base.baseline,
+        timeout=base.timeout,
         source=base.source,
     )
+
+
+def resolve_timeout(
+    flag: float | None, settings: Settings, environ: Mapping[str, str] | None = None
+) -> float:
+    """The seconds a model may take to load: the flag, else GRADCHECK_TIMEOUT, else the
+    config file's `timeout`, else 600. A bad GRADCHECK_TIMEOUT is a GradcheckError."""
+    if flag is not None:
+        return flag
+    variable = (os.environ if environ is None else environ).get(TIMEOUT_VARIABLE, "")
+    if variable.strip():
+        try:
+            return timeout_seconds(variable)
+        except ValueError as error:
+            raise GradcheckError(f"{TIMEOUT_VARIABLE}: {error}") from None
+    return settings.timeout if settings.timeout is not None else DEFAULT_TIMEOUT
 
 
 def check_codes(codes: tuple[str, ...]) -> str | None:
@@ -199,11 +231,42 @@ def _wrong_type(where: str, key: str, expected: str) -> GradcheckError:
     return GradcheckError(f"{where}: {key} must be {expected}")
 
 
-def _load_toml(path: Path) -> dict[str, Any]:
+def read_text_file(path: Path, limit: int, what: str) -> str:
+    """The text of a file the user names: a readable regular UTF-8 file of at most `limit` bytes.
+
+    Anything else is a GradcheckError naming the file and what is wrong. The type is checked
+    before opening, since opening a FIFO blocks until a writer comes; at most `limit + 1` bytes
+    are read, since /dev/zero or a growing file never ends.
+    """
+    problem = f"{path}: cannot read the {what}"
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise GradcheckError(f"{problem}: not a regular file")
         with path.open("rb") as handle:
-            return tomllib.load(handle)
+            data = handle.read(limit + 1)
+    except OSError as error:
+        raise GradcheckError(f"{problem}: {os_error_reason(error)}") from None
+    if len(data) > limit:
+        raise GradcheckError(f"{problem}: larger than {_size(limit)}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise GradcheckError(f"{problem}: not UTF-8 text") from None
+
+
+def os_error_reason(error: OSError) -> str:
+    """What went wrong, as the rest of a one-line message: `permission denied`."""
+    reason = error.strerror or str(error)
+    return reason[:1].lower() + reason[1:]
+
+
+def _size(limit: int) -> str:
+    return f"{limit / (1 << 20):g} MiB" if limit >= 1 << 20 else f"{limit} bytes"
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    text = read_text_file(path, CONFIG_LIMIT, "config file")
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise GradcheckError(f"{path}: not valid TOML: {error}") from None
-    except OSError as error:
-        raise GradcheckError(f"{path}: cannot read: {error.strerror}") from None

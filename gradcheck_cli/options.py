@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import textwrap
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -62,6 +63,24 @@ class CheckOptions:
 
 
 OPTION_NAMES = tuple(item.name for item in dataclasses.fields(CheckOptions))
+
+DEFAULT_TIMEOUT = 600.0
+MAX_TIMEOUT = 86400.0  # one day: more is a typo, and `inf` would overflow the process timer
+TIMEOUT_VARIABLE = "GRADCHECK_TIMEOUT"
+
+
+def timeout_seconds(value: str | float) -> float:
+    """`value` as a timeout in seconds; a ValueError says why it is not one."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not 0 < seconds <= MAX_TIMEOUT:  # also false for nan
+        raise ValueError(
+            f"a timeout is a number of seconds above 0 and at most {MAX_TIMEOUT:g} (one day), "
+            f"not {value!r}"
+        )
+    return seconds
 
 
 def check_options(

@@ -12,6 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gradcheck_cli.config import os_error_reason, read_text_file
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.finding import Severity
 from gradcheck_cli.findings.policy import FailOn
@@ -19,6 +20,7 @@ from gradcheck_cli.findings.report import Report
 from gradcheck_cli.options import CheckOptions
 
 BASELINE_SCHEMA = "gradcheck-baseline/1"
+BASELINE_LIMIT = 16 << 20  # bytes: 16 MiB holds hundreds of thousands of variable names
 
 
 class ExitCode(enum.IntEnum):
@@ -141,10 +143,9 @@ def missing_variable(reports: Sequence[Report], name: str) -> str | None:
 
 def read_baseline(path: Path) -> dict[str, frozenset[str]]:
     """Dead variables per model (keyed by absolute model path) from a baseline file."""
+    text = read_text_file(path, BASELINE_LIMIT, "baseline")
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise GradcheckError(f"{path}: cannot read the baseline: {error.strerror}") from None
+        document = json.loads(text)
     except json.JSONDecodeError as error:
         raise GradcheckError(f"{path}: the baseline is not valid JSON: {error}") from None
     if not isinstance(document, dict) or document.get("schema") != BASELINE_SCHEMA:
@@ -172,7 +173,10 @@ def write_baseline(path: Path, outcomes: Sequence[Outcome]) -> str:
         relative = os.path.relpath(_key(outcome.model), folder)
         models[Path(relative).as_posix()] = sorted(v.name for v in outcome.report.dead)
     document = {"schema": BASELINE_SCHEMA, "models": dict(sorted(models.items()))}
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    try:
+        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise GradcheckError(f"cannot write {path}: {os_error_reason(error)}") from None
     count = sum(len(names) for names in models.values())
     return f"gradcheck: wrote {path}: {count} dead variable(s) in {len(models)} model(s)"
 
