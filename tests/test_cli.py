@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -189,6 +190,7 @@ def test_flags_that_shape_the_check_become_one_options_value(
 
     monkeypatch.setattr(cli, "run", run)
     monkeypatch.delenv("GRADCHECK_DEBUG", raising=False)
+    monkeypatch.delenv("GRADCHECK_TIMEOUT", raising=False)
     flags = ["--verify", "--unsafe-deserialization", "--sum-loss", "--timeout", "30", "--debug"]
     code, _, _ = _run("model.py", "--config", str(_empty_config(tmp_path)), *flags, "-v", "-q")
     assert code == ExitCode.CLEAN
@@ -211,3 +213,66 @@ def _empty_config(folder: Path) -> Path:
     path = folder / "gradcheck.toml"
     path.write_text("")
     return path
+
+
+@pytest.mark.parametrize("seconds", ["inf", "nan", "1e308", "0", "-1", "86401", "soon"])
+def test_timeout_flag_refuses_what_is_not_a_sane_number_of_seconds(seconds: str) -> None:
+    code, out, err = _run("model.py", "--timeout", seconds)
+    assert (code, out) == (ExitCode.ERROR, "")
+    assert "Invalid value for '--timeout'" in err and "86400 (one day)" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "variable", "seconds"),
+    [
+        (["--timeout", "9"], "7", 9.0),  # the flag beats the variable
+        ([], "7", 7.0),  # the variable beats the config file
+        ([], None, 5.0),  # the config file beats the default
+    ],
+)
+def test_timeout_comes_from_the_flag_the_variable_or_the_config_file(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    flag: list[str],
+    variable: str | None,
+    seconds: float,
+) -> None:
+    seen: list[Options] = []
+
+    def run(options: Options) -> ExitCode:
+        seen.append(options)
+        return ExitCode.CLEAN
+
+    monkeypatch.setattr(cli, "run", run)
+    if variable is None:
+        monkeypatch.delenv("GRADCHECK_TIMEOUT", raising=False)
+    else:
+        monkeypatch.setenv("GRADCHECK_TIMEOUT", variable)
+    config = tmp_path / "gradcheck.toml"
+    config.write_text("timeout = 5\n")
+    assert _run("model.py", "--config", str(config), *flag)[0] == ExitCode.CLEAN
+    assert [options.check.timeout for options in seen] == [seconds]
+
+
+def test_a_bad_timeout_variable_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRADCHECK_TIMEOUT", "inf")
+    code, out, err = _run("model.py")
+    assert (code, out) == (ExitCode.ERROR, "")
+    (line,) = err.strip().splitlines()
+    assert line.startswith("gradcheck: error: GRADCHECK_TIMEOUT: ") and "'inf'" in line
+
+
+def test_timeout_variable_bounds_a_script_without_the_flag() -> None:
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "gradcheck_cli", str(SCRIPTS / "bad" / "endless.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "GRADCHECK_TIMEOUT": "2"},
+        timeout=120,
+    )
+    assert result.returncode == ExitCode.ERROR
+    assert "did not finish within 2 s" in result.stderr and "Traceback" not in result.stderr
+    assert time.monotonic() - started < 60  # the default would be 600 s

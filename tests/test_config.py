@@ -8,7 +8,13 @@ import pytest
 from click.testing import CliRunner
 
 from gradcheck_cli.cli import ExitCode, command
-from gradcheck_cli.config import Overrides, Settings, find_pyproject, load_settings
+from gradcheck_cli.config import (
+    Overrides,
+    Settings,
+    find_pyproject,
+    load_settings,
+    resolve_timeout,
+)
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.options import CheckOptions
@@ -34,9 +40,11 @@ def test_every_key_is_read_and_paths_are_relative_to_the_file(tmp_path: Path) ->
         'allow-dead = ["*/pooler/*"]\n'
         'format = "json"\n'
         'fail-on = "warning"\n'
-        'baseline = "ci/baseline.json"\n',
+        'baseline = "ci/baseline.json"\n'
+        "timeout = 90\n",
     )
     settings = load_settings(config=path, cwd="/")
+    assert settings.timeout == 90.0
     assert settings.loss == "train_loss"
     assert settings.select == ("GC1", "GC201")
     assert settings.ignore == ("GC204",)
@@ -122,6 +130,13 @@ def test_nearest_pyproject_with_the_table_is_found_walking_up(tmp_path: Path) ->
         ("baseline = 3", "baseline"),
         ("loss = 3", "loss"),
         ("loss = { a = 3 }", "loss"),
+        ('timeout = "10"', "timeout"),
+        ("timeout = true", "timeout"),
+        ("timeout = 0", "timeout"),
+        ("timeout = -5", "timeout"),
+        ("timeout = inf", "timeout"),
+        ("timeout = nan", "timeout"),
+        ("timeout = 1e9", "timeout"),
     ],
 )
 def test_bad_keys_and_types_name_the_key_and_the_file(
@@ -168,3 +183,26 @@ def test_each_model_is_checked_with_its_loss_and_the_allowed_dead(tmp_path: Path
         loss="loss", allow_dead=(("a*", "why"), ("b*", "")), verify=True, timeout=30.0
     )
     assert settings.options_for(tmp_path / "other.py", flags).loss is None
+
+
+@pytest.mark.parametrize(
+    ("flag", "variable", "configured", "seconds"),
+    [
+        (9.0, "7", 5.0, 9.0),  # the flag beats everything
+        (None, "7", 5.0, 7.0),  # then GRADCHECK_TIMEOUT
+        (None, None, 5.0, 5.0),  # then the config file's timeout
+        (None, " ", 5.0, 5.0),  # an empty variable is no variable
+        (None, None, None, 600.0),  # then the default
+    ],
+)
+def test_timeout_flag_beats_the_variable_beats_the_file_beats_600(
+    flag: float | None, variable: str | None, configured: float | None, seconds: float
+) -> None:
+    environ = {} if variable is None else {"GRADCHECK_TIMEOUT": variable}
+    assert resolve_timeout(flag, Settings(timeout=configured), environ) == seconds
+
+
+@pytest.mark.parametrize("variable", ["soon", "inf", "nan", "1e308", "0", "-1", "86401"])
+def test_a_bad_timeout_variable_is_an_error_naming_it(variable: str) -> None:
+    with pytest.raises(GradcheckError, match=r"^GRADCHECK_TIMEOUT: .*86400 \(one day\)"):
+        resolve_timeout(None, Settings(timeout=5.0), {"GRADCHECK_TIMEOUT": variable})
