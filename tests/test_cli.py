@@ -179,18 +179,24 @@ def test_why_tells_one_story(saved: Path) -> None:
     assert code == ExitCode.ERROR and "no variable named 'nope'" in err and out == ""
 
 
-def test_flags_that_shape_the_check_become_one_options_value(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    seen: list[Options] = []
+@pytest.fixture
+def seen(monkeypatch: pytest.MonkeyPatch) -> list[Options]:
+    """The Options each command line gives `run`, which checks nothing and exits 0."""
+    given: list[Options] = []
 
     def run(options: Options) -> ExitCode:
-        seen.append(options)
+        given.append(options)
         return ExitCode.CLEAN
 
     monkeypatch.setattr(cli, "run", run)
-    monkeypatch.delenv("GRADCHECK_DEBUG", raising=False)
     monkeypatch.delenv("GRADCHECK_TIMEOUT", raising=False)
+    return given
+
+
+def test_flags_that_shape_the_check_become_one_options_value(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, seen: list[Options]
+) -> None:
+    monkeypatch.delenv("GRADCHECK_DEBUG", raising=False)
     flags = ["--verify", "--unsafe-deserialization", "--sum-loss", "--timeout", "30", "--debug"]
     code, _, _ = _run("model.py", "--config", str(_empty_config(tmp_path)), *flags, "-v", "-q")
     assert code == ExitCode.CLEAN
@@ -234,20 +240,12 @@ def test_timeout_flag_refuses_what_is_not_a_sane_number_of_seconds(seconds: str)
 def test_timeout_comes_from_the_flag_the_variable_or_the_config_file(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
+    seen: list[Options],
     flag: list[str],
     variable: str | None,
     seconds: float,
 ) -> None:
-    seen: list[Options] = []
-
-    def run(options: Options) -> ExitCode:
-        seen.append(options)
-        return ExitCode.CLEAN
-
-    monkeypatch.setattr(cli, "run", run)
-    if variable is None:
-        monkeypatch.delenv("GRADCHECK_TIMEOUT", raising=False)
-    else:
+    if variable is not None:
         monkeypatch.setenv("GRADCHECK_TIMEOUT", variable)
     config = tmp_path / "gradcheck.toml"
     config.write_text("timeout = 5\n")
