@@ -246,7 +246,7 @@ def command(
     MODEL is a SavedModel directory, a Python script (imported with a __name__ other than
     "__main__") or a Keras model file. Settings come from [tool.gradcheck] in the nearest
     pyproject.toml (or --config), then these options. Exit codes: 0 nothing fails the run,
-    1 findings (dead variables), 2 an input could not be analysed.
+    1 findings (dead variables), 2 an input could not be analysed or a file read or written.
     """
     overrides = Overrides(
         loss=loss,
