@@ -168,6 +168,11 @@ class GraphBuilder:
                 grad_type = raw.decode() or None
             except UnicodeDecodeError:
                 raise Refused("has a _gradient_op_type that is not UTF-8 text") from None
+        outputs = sum(len(dtypes) for _, dtypes in layout)
+        if len(inputs) > 1 and outputs > 1:
+            self._budget.spend(
+                len(inputs) * outputs, f"has {len(inputs)} inputs and {outputs} outputs"
+            )
         return Node(
             name=node_def.name,
             op_type=node_def.op,

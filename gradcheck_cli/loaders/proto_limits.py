@@ -12,12 +12,19 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 
-ITEMS_PER_BYTE = 8
-"""Graph-model items (tensor outputs, list elements, loss candidates, characters of object
-paths) a file may expand to per byte of its serialized size."""
+ITEMS_PER_BYTE = 1
+"""Graph-model items a file may expand to per byte of its serialized size: tensor outputs, type
+list elements, output indices read past a node's declared outputs, and input-output pairs of a
+node (the walkers' work through a node grows with their product)."""
 
-MINIMUM_ITEMS = 2**20
-"""The budget of a small file: far above any real model's few thousand outputs per op."""
+MINIMUM_ITEMS = 2**17
+"""The item budget of a small file: far above any real op's few thousand outputs."""
+
+CHARACTERS_PER_BYTE = 64
+"""Characters of object paths and loss-candidate names a file may expand to per byte."""
+
+MINIMUM_CHARACTERS = 2**24
+"""The character budget of a small file."""
 
 MAX_RANK = 254
 """TensorFlow's own limit on the rank of a shape (TensorShape::MaxDimensions)."""
@@ -36,11 +43,33 @@ def malformed(what: str, where: str, refused: Refused | str) -> GradcheckError:
 class ExpansionBudget:
     """Items left to expand; `spend` refuses, before anything is allocated, what would overdraw."""
 
-    def __init__(self, serialized_bytes: int, source: str = "model") -> None:
+    def __init__(
+        self,
+        serialized_bytes: int,
+        source: str = "model",
+        *,
+        per_byte: int = ITEMS_PER_BYTE,
+        minimum: int = MINIMUM_ITEMS,
+        unit: str = "items",
+    ) -> None:
         self.serialized_bytes = serialized_bytes
         self.source = source
-        self.limit = max(MINIMUM_ITEMS, ITEMS_PER_BYTE * serialized_bytes)
+        self.per_byte = per_byte
+        self.minimum = minimum
+        self.unit = unit
+        self.limit = max(minimum, per_byte * serialized_bytes)
         self.left = self.limit
+
+    @classmethod
+    def of_text(cls, serialized_bytes: int, source: str) -> ExpansionBudget:
+        """The budget of characters: object paths and loss-candidate names."""
+        return cls(
+            serialized_bytes,
+            source,
+            per_byte=CHARACTERS_PER_BYTE,
+            minimum=MINIMUM_CHARACTERS,
+            unit="characters",
+        )
 
     def spend(self, items: int, fact: str) -> None:
         """Take `items`; `fact` says what asks for them ("declares 9 outputs (num=9)")."""
@@ -48,9 +77,9 @@ class ExpansionBudget:
             raise Refused(fact)
         if items > self.left:
             raise Refused(
-                f"{fact}, more than the {self.limit} items gradcheck expands a "
-                f"{self.serialized_bytes}-byte {self.source} to ({ITEMS_PER_BYTE} per byte, "
-                f"at least {MINIMUM_ITEMS})"
+                f"{fact}, more than the {self.limit} {self.unit} gradcheck expands a "
+                f"{self.serialized_bytes}-byte {self.source} to ({self.per_byte} per byte, "
+                f"at least {self.minimum})"
             )
         self.left -= items
 

@@ -70,8 +70,9 @@ def load_saved_model(
     )
     object_graph = meta_graph.object_graph_def
     if object_graph.nodes:
-        paths = _object_paths(object_graph, budget)
-        candidates = _tf2_candidates(meta_graph, paths, budget)
+        text = ExpansionBudget.of_text(size, "saved_model.pb")
+        paths = _object_paths(object_graph, text)
+        candidates = _tf2_candidates(meta_graph, paths, text)
         name = resolve_loss_name(loss, candidates, what=f"SavedModel {path}")
         chosen = candidates[name]
         assert chosen.concrete_function is not None
