@@ -51,7 +51,7 @@ def _structural_mutation(data: bytes, rng: random.Random) -> bytes:
         if not library.function:
             break
         function = rng.choice(library.function)
-        mutation = rng.randrange(10)
+        mutation = rng.randrange(16)
         if mutation == 0:
             _drop_node(function, rng)
         elif mutation == 1:
@@ -70,8 +70,20 @@ def _structural_mutation(data: bytes, rng: random.Random) -> bytes:
             _bad_ret(function, rng)
         elif mutation == 8:
             _bad_child(object_graph, rng)
-        else:
+        elif mutation == 9:
             _bad_bound_input(object_graph, rng)
+        elif mutation == 10:
+            _huge_number(function, rng)
+        elif mutation == 11:
+            _bad_dtype(function, rng)
+        elif mutation == 12:
+            _long_type_list(function, rng)
+        elif mutation == 13:
+            _bad_variable_shape(object_graph, rng)
+        elif mutation == 14:
+            _huge_output_index(function, rng)
+        else:
+            _attribute_of_wrong_kind(function, rng)
     return saved_model.SerializeToString()
 
 
@@ -126,6 +138,72 @@ def _bad_bound_input(object_graph: Any, rng: random.Random) -> None:
     for concrete in object_graph.concrete_functions.values():
         if concrete.bound_inputs:
             concrete.bound_inputs[0] = rng.randint(0, 10**6)
+
+
+_NUMBERS = (2**28, 2**40, 2**63 - 1, 10**6, -1, -(2**31), 0)
+_DTYPES = (9999, 100, 200, 124, -5, 0)
+
+
+def _huge_number(function: Any, rng: random.Random) -> None:
+    """An output count from an attribute (Unpack's num, AddN's N...) far too large or negative."""
+    if not function.node_def:
+        return
+    node = rng.choice(function.node_def)
+    key = next((k for k in ("num", "N", "num_split") if k in node.attr), None)
+    if key is None:
+        node = function.node_def.add()
+        node.name, node.op, key = "crafted_unpack", "Unpack", "num"
+        node.attr["T"].type = 1
+        if function.signature.input_arg:
+            node.input.append(function.signature.input_arg[0].name)
+    node.attr[key].i = rng.choice(_NUMBERS)
+
+
+def _bad_dtype(function: Any, rng: random.Random) -> None:
+    """A dtype enum value TensorFlow does not define, on an attribute or an argument."""
+    typed = [(n, k) for n in function.node_def for k in n.attr if n.attr[k].HasField("type")]
+    if typed and rng.random() < 0.7:
+        node, key = rng.choice(typed)
+        node.attr[key].type = rng.choice(_DTYPES)
+    elif function.signature.input_arg:
+        rng.choice(function.signature.input_arg).type = rng.choice(_DTYPES)
+
+
+def _long_type_list(function: Any, rng: random.Random) -> None:
+    """A type list (IdentityN's T, a call's Tout) far longer than the node's inputs."""
+    listed = [(n, k) for n in function.node_def for k in n.attr if n.attr[k].HasField("list")]
+    if listed:
+        node, key = rng.choice(listed)
+        node.attr[key].list.type.extend([1] * rng.choice((100, 3000)))
+
+
+def _bad_variable_shape(object_graph: Any, rng: random.Random) -> None:
+    variables = [n for n in object_graph.nodes if n.WhichOneof("kind") == "variable"]
+    if variables:
+        shape = rng.choice(variables).variable.shape
+        dims = rng.choice(([1] * 300, [2**62, 2**62], [-7], [-(2**40), 3]))
+        for size in dims:
+            shape.dim.add().size = size
+
+
+def _huge_output_index(function: Any, rng: random.Random) -> None:
+    nodes = [n for n in function.node_def if n.input and not n.input[0].startswith("^")]
+    if nodes:
+        node = rng.choice(nodes)
+        producer = node.input[0].rsplit(":", 1)[0]
+        node.input[0] = f"{producer}:{rng.choice((2**28, 2**62, 10**5))}"
+
+
+def _attribute_of_wrong_kind(function: Any, rng: random.Random) -> None:
+    """An attribute holding another kind of value than its OpDef says (a dtype as `num`)."""
+    if function.node_def:
+        node = rng.choice(function.node_def)
+        key = rng.choice(("T", "num", "N", "Tout", "dtype"))
+        value = node.attr[key]
+        if rng.random() < 0.5:
+            value.i = 3
+        else:
+            value.s = b"\xff"
 
 
 def fuzz(source: Path, cases: int, seed: int, loss: str = "loss") -> list[str]:

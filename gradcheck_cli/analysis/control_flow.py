@@ -100,16 +100,22 @@ def reach_of(summary: Summary, argument: int) -> int:
 
 def set_bits(mask: int, width: int) -> list[int]:
     """The indices below `width` whose bit is set in `mask`."""
-    return [k for k in range(width) if (mask >> k) & 1]
+    # One step per set bit, not per index: loops and calls may be thousands of tensors wide.
+    mask &= (1 << width) - 1
+    bits = []
+    while mask:
+        low = mask & -mask
+        bits.append(low.bit_length() - 1)
+        mask ^= low
+    return bits
 
 
 def arguments_reaching(summary: Summary, out_masks: Sequence[int]) -> Iterator[tuple[int, int]]:
     """(argument, mask) for every argument of a callee whose rets carry some output mask."""
     for argument, reaches in enumerate(summary):
         mask = 0
-        for out_index, out_mask in enumerate(out_masks):
-            if out_mask and (reaches >> out_index) & 1:
-                mask |= out_mask
+        for out_index in set_bits(reaches, len(out_masks)):
+            mask |= out_masks[out_index]
         if mask:
             yield argument, mask
 
@@ -123,7 +129,7 @@ def carried(body_summary: Summary, entering: int, width: int) -> int:
     full = (1 << width) - 1
     held = entering & full
     pending = set_bits(held, width)
-    while pending:
+    while pending and held != full:
         j = pending.pop()
         grown = reach_of(body_summary, j) & full & ~held
         held |= grown
@@ -142,14 +148,17 @@ def loop_summary(body_summary: Summary, condition_summary: Summary | None, width
     """
     full = (1 << width) - 1
     summary = []
+    reached: dict[int, int] = {}  # held -> its summary entry; often every j holds everything
     for j in range(width):
         held = carried(body_summary, 1 << j, width)
-        if condition_summary is not None and any(
-            reach_of(condition_summary, k) for k in set_bits(held, width)
-        ):
-            summary.append(full)
-            continue
-        summary.append(union(reach_of(body_summary, k) for k in set_bits(held, width)) & full)
+        if held not in reached:
+            if condition_summary is not None and any(
+                reach_of(condition_summary, k) for k in set_bits(held, width)
+            ):
+                reached[held] = full
+            else:
+                reached[held] = union(reach_of(body_summary, k) for k in set_bits(held, width))
+        summary.append(reached[held] & full)
     return summary
 
 

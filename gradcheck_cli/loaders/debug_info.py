@@ -45,7 +45,8 @@ class DebugInfoLocations:
         elif key in info.traces:
             frames = list(info.traces[key].file_line_cols)
         for frame in reversed(frames):
-            path = info.files[frame.file_index] if frame.file_index < len(info.files) else ""
+            index = frame.file_index
+            path = info.files[index] if 0 <= index < len(info.files) else ""
             if is_user_file(path):
                 return SourceLocation(path, frame.line, frame.func or None)
         return None

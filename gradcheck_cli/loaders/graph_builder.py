@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import ARG_OP, Body, Node, SourceLocation, TensorRef
+from gradcheck_cli.loaders.proto_limits import ExpansionBudget, Refused, malformed
 from gradcheck_cli.loaders.tf_protos import dtype_name
 
 LocationLookup = Callable[[str, str], "SourceLocation | None"]
 """(node name, function name or "" for a top-level graph) -> where the user's code made it."""
+
+Layout = list[tuple[str, list[str | None]]]
+"""[(output argument name, dtypes of its flat outputs)] of one node."""
 
 _KEPT_ATTRS = ("DstT", "SrcT", "is_training", "T")
 
@@ -20,17 +25,29 @@ def _no_location(node: str, function: str) -> SourceLocation | None:
 
 
 class GraphBuilder:
-    """Converts the functions reachable from a top function or graph, each once."""
+    """Converts the functions reachable from a top function or graph, each once.
+
+    Everything a node expands from its attributes (outputs from `num`, `N`, type lists, a
+    callee's signature, output indices its consumers read) is drawn from `budget`; without
+    one, the budget is proportional to the functions' serialized size. `what` names the input
+    in refusals ("malformed SavedModel: ...").
+    """
 
     def __init__(
         self,
         functions: Mapping[str, Any],
         op_defs: Mapping[str, Any],
         locations: LocationLookup = _no_location,
+        *,
+        budget: ExpansionBudget | None = None,
+        what: str = "model",
     ) -> None:
         self._functions = functions
         self._op_defs = op_defs
         self._locations = locations
+        self._budget = budget or ExpansionBudget(sum(f.ByteSize() for f in functions.values()))
+        self._sized_by_functions = budget is None
+        self._what = what
         self.bodies: dict[str, Body] = {}
         self.notes: list[str] = []
         self._unknown_ops: set[str] = set()
@@ -57,11 +74,17 @@ class GraphBuilder:
 
     def add_graph(self, graph_def: Any, name: str, loss: TensorRef) -> Body:
         """Convert a TF1 GraphDef into a body whose single ret is the loss."""
+        if self._sized_by_functions:
+            self._budget = ExpansionBudget(self._budget.serialized_bytes + graph_def.ByteSize())
         nodes: dict[str, Node] = {}
         for node_def in graph_def.node:
             inputs = tuple(_graph_ref(text) for text in node_def.input if not text.startswith("^"))
-            nodes[node_def.name] = self._node(node_def, inputs, "")
+            with self._refusing(node_def.name, ""):
+                nodes[node_def.name] = self._node(
+                    node_def, inputs, "", self._output_layout(node_def)
+                )
         body = Body(name=name, nodes=nodes, args=(), rets=(loss,))
+        self._charge_read_outputs(body, "")
         self.bodies[name] = body
         for callee in self._callees(body):
             self.add_function(callee)
@@ -73,34 +96,58 @@ class GraphBuilder:
         fn_name = fdef.signature.name
         nodes: dict[str, Node] = {}
         for arg in fdef.signature.input_arg:
-            nodes[arg.name] = Node(
-                name=arg.name,
-                op_type=ARG_OP,
-                output_dtypes=(dtype_name(arg.type) if arg.type else None,),
-            )
+            with self._refusing(arg.name, fn_name, "argument"):
+                dtype = dtype_name(arg.type) if arg.type else None
+            nodes[arg.name] = Node(name=arg.name, op_type=ARG_OP, output_dtypes=(dtype,))
         # FunctionDef refs name an output *argument* ("MatMul:product:0"); resolve them to
         # flat output indices once every node's output layout is known.
-        layouts = {n.name: self._output_layout(n) for n in fdef.node_def}
+        layouts: dict[str, Layout] = {}
+        for node_def in fdef.node_def:
+            with self._refusing(node_def.name, fn_name):
+                layouts[node_def.name] = self._output_layout(node_def)
+        offsets = {node: _offsets(layout) for node, layout in layouts.items()}
         for node_def in fdef.node_def:
             inputs = tuple(
-                _function_ref(text, layouts) for text in node_def.input if not text.startswith("^")
+                _function_ref(text, offsets) for text in node_def.input if not text.startswith("^")
             )
-            nodes[node_def.name] = self._node(node_def, inputs, fn_name, layouts[node_def.name])
+            with self._refusing(node_def.name, fn_name):
+                layout = layouts[node_def.name]
+                nodes[node_def.name] = self._node(node_def, inputs, fn_name, layout)
         rets = tuple(
-            _function_ref(fdef.ret[out.name], layouts) for out in fdef.signature.output_arg
+            _function_ref(fdef.ret[out.name], offsets) for out in fdef.signature.output_arg
         )
         args = tuple(arg.name for arg in fdef.signature.input_arg)
-        return Body(name=fn_name, nodes=nodes, args=args, rets=rets)
+        body = Body(name=fn_name, nodes=nodes, args=args, rets=rets)
+        self._charge_read_outputs(body, fn_name)
+        return body
+
+    @contextmanager
+    def _refusing(self, name: str, fn_name: str, kind: str = "node") -> Iterator[None]:
+        """Name the node and function in any refusal raised while converting them."""
+        try:
+            yield
+        except Refused as refused:
+            raise malformed(self._what, _where(kind, name, fn_name), refused) from None
+
+    def _charge_read_outputs(self, body: Body, fn_name: str) -> None:
+        """Output indices read past a node's declared outputs widen it: they cost too."""
+        widest: dict[str, TensorRef] = {}
+        for ref in (*(r for node in body.nodes.values() for r in node.inputs), *body.rets):
+            if ref.index >= widest.get(ref.node, ref).index:
+                widest[ref.node] = ref
+        for producer, ref in widest.items():
+            node = body.nodes.get(producer)
+            declared = len(node.output_dtypes) if node else 0
+            if node is not None and ref.index >= declared:
+                with self._refusing(producer, fn_name):
+                    self._budget.spend(
+                        ref.index + 1 - declared,
+                        f"has its output {ref.index} read but declares {declared} outputs",
+                    )
 
     def _node(
-        self,
-        node_def: Any,
-        inputs: tuple[TensorRef, ...],
-        fn_name: str,
-        layout: list[tuple[str, list[str | None]]] | None = None,
+        self, node_def: Any, inputs: tuple[TensorRef, ...], fn_name: str, layout: Layout
     ) -> Node:
-        if layout is None:
-            layout = self._output_layout(node_def)
         calls: dict[str, tuple[str, ...]] = {}
         for key, value in node_def.attr.items():
             if value.HasField("func"):
@@ -116,7 +163,16 @@ class GraphBuilder:
                 attrs[key] = dtype_name(value.type) if value.HasField("type") else value.b
         grad_type = None
         if "_gradient_op_type" in node_def.attr:
-            grad_type = node_def.attr["_gradient_op_type"].s.decode() or None
+            raw = node_def.attr["_gradient_op_type"].s
+            try:
+                grad_type = raw.decode() or None
+            except UnicodeDecodeError:
+                raise Refused("has a _gradient_op_type that is not UTF-8 text") from None
+        outputs = sum(len(dtypes) for _, dtypes in layout)
+        if len(inputs) > 1 and outputs > 1:
+            self._budget.spend(
+                len(inputs) * outputs, f"has {len(inputs)} inputs and {outputs} outputs"
+            )
         return Node(
             name=node_def.name,
             op_type=node_def.op,
@@ -128,14 +184,15 @@ class GraphBuilder:
             location=self._locations(node_def.name, fn_name),
         )
 
-    def _output_layout(self, node_def: Any) -> list[tuple[str, list[str | None]]]:
+    def _output_layout(self, node_def: Any) -> Layout:
         """[(output arg name, dtypes of its flat outputs)] from the OpDef or the callee."""
         fdef = self._functions.get(node_def.op)
         if fdef is not None:
-            return [
-                (out.name, [dtype_name(out.type) if out.type else None])
-                for out in fdef.signature.output_arg
-            ]
+            outputs = fdef.signature.output_arg
+            self._budget.spend(
+                len(outputs), f"declares {len(outputs)} outputs (its function returns them)"
+            )
+            return [(out.name, [dtype_name(out.type) if out.type else None]) for out in outputs]
         op_def = self._op_defs.get(node_def.op)
         if op_def is None:
             if node_def.op not in self._unknown_ops:
@@ -149,20 +206,27 @@ class GraphBuilder:
         for out in op_def.output_arg:
             dtypes: list[str | None]
             if out.type_list_attr:
-                listed = _attr(node_def, op_def, out.type_list_attr)
-                dtypes = [dtype_name(t) for t in listed.list.type] if listed else []
+                listed = _attr(node_def, op_def, out.type_list_attr, "list")
+                types = listed.list.type if listed else ()
+                self._budget.spend(
+                    len(types), f"declares {len(types)} outputs ({out.type_list_attr} lists them)"
+                )
+                dtypes = [dtype_name(t) for t in types]
             else:
                 if out.type:
                     single: str | None = dtype_name(out.type)
                 else:
-                    type_attr = _attr(node_def, op_def, out.type_attr)
+                    type_attr = _attr(node_def, op_def, out.type_attr, "type")
                     single = dtype_name(type_attr.type) if type_attr else None
                 if single is not None and out.is_ref:
                     single += "_ref"
                 count = 1
                 if out.number_attr:
-                    number = _attr(node_def, op_def, out.number_attr)
+                    number = _attr(node_def, op_def, out.number_attr, "i")
                     count = number.i if number else 1
+                    self._budget.spend(
+                        count, f"declares {count} outputs ({out.number_attr}={count})"
+                    )
                 dtypes = [single] * count
             layout.append((out.name, dtypes))
         return layout
@@ -173,13 +237,43 @@ class GraphBuilder:
                 yield from (n for n in names if n in self._functions)
 
 
-def _attr(node_def: Any, op_def: Any, name: str) -> Any:
+def _where(kind: str, name: str, fn_name: str) -> str:
+    return (
+        f"{kind} {name!r} in function {fn_name!r}" if fn_name else f"{kind} {name!r} of the graph"
+    )
+
+
+def _attr(node_def: Any, op_def: Any, name: str, kind: str) -> Any:
+    """The node's attribute `name` (or the OpDef's default) holding a `kind`, or None."""
+    value = None
     if name in node_def.attr:
-        return node_def.attr[name]
-    for attr_def in op_def.attr:
-        if attr_def.name == name and attr_def.HasField("default_value"):
-            return attr_def.default_value
-    return None
+        value = node_def.attr[name]
+    else:
+        for attr_def in op_def.attr:
+            if attr_def.name == name and attr_def.HasField("default_value"):
+                value = attr_def.default_value
+                break
+    if value is None:
+        return None
+    held = value.WhichOneof("value")
+    if held == "placeholder":  # a polymorphic function's attribute: not known here
+        return None
+    if held != kind:
+        raise Refused(f"has attribute {name} holding {held or 'nothing'}, not {_KINDS[kind]}")
+    return value
+
+
+_KINDS = {"i": "an integer", "list": "a list", "type": "a dtype"}
+
+
+def _offsets(layout: Layout) -> dict[str, int]:
+    """Output argument name -> the flat index of its first output."""
+    offsets: dict[str, int] = {}
+    offset = 0
+    for name, dtypes in layout:
+        offsets.setdefault(name, offset)
+        offset += len(dtypes)
+    return offsets
 
 
 def _graph_ref(text: str) -> TensorRef:
@@ -189,9 +283,7 @@ def _graph_ref(text: str) -> TensorRef:
     return TensorRef(name, int(index) if index else 0)
 
 
-def _function_ref(
-    text: str, layouts: Mapping[str, list[tuple[str, list[str | None]]]]
-) -> TensorRef:
+def _function_ref(text: str, offsets: Mapping[str, dict[str, int]]) -> TensorRef:
     parts = text.split(":")
     if not parts[0] or len(parts) > 3 or not parts[-1].isdigit() and len(parts) > 1:
         raise GradcheckError(f"the model is malformed: a function input reads {text!r}")
@@ -201,9 +293,4 @@ def _function_ref(
     if len(parts) == 2:
         return TensorRef(node, int(parts[1]))
     out_arg, index = parts[1], int(parts[2])
-    offset = 0
-    for name, dtypes in layouts.get(node, []):
-        if name == out_arg:
-            return TensorRef(node, offset + index)
-        offset += len(dtypes)
-    return TensorRef(node, index)
+    return TensorRef(node, offsets.get(node, {}).get(out_arg, 0) + index)

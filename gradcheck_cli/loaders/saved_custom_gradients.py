@@ -16,6 +16,15 @@ def saved_custom_gradients(
     functions = {f.signature.name: f for f in library.function}
     object_graph = meta_graph.object_graph_def
     verdicts: dict[str, tuple[CustomGradient, ...]] = {}
+    # Many registrations may share one gradient function: index its nodes once.
+    indexed: dict[str, dict[str, Any]] = {}
+
+    def nodes_of(fdef: Any) -> dict[str, Any]:
+        name = fdef.signature.name
+        if name not in indexed:
+            indexed[name] = {n.name: n for n in fdef.node_def}
+        return indexed[name]
+
     for registered in library.registered_gradients:
         gradient = functions.get(registered.gradient_func)
         saved = object_graph.concrete_functions.get(registered.gradient_func)
@@ -39,15 +48,14 @@ def saved_custom_gradients(
                 positions.append(CustomGradient.NONE)
                 continue
             ret = next(rets, None)
-            zero = ret is not None and _is_zero_ret(gradient, gradient.ret[ret.name], functions)
+            zero = ret is not None and _is_zero_ret(nodes_of(gradient), gradient.ret[ret.name])
             positions.append(CustomGradient.ZERO if zero else CustomGradient.FLOWS)
         verdicts[registered.registered_op_type] = tuple(positions)
     return verdicts
 
 
-def _is_zero_ret(fdef: Any, ref: str, functions: dict[str, Any]) -> bool:
+def _is_zero_ret(nodes: dict[str, Any], ref: str) -> bool:
     """Whether a gradient function's output is structurally zero (zeros_like, a zero constant)."""
-    nodes = {n.name: n for n in fdef.node_def}
     for _ in range(64):  # follow Identity chains
         node = nodes.get(ref.split(":")[0])
         if node is None:

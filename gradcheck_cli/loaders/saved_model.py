@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +23,13 @@ from gradcheck_cli.loaders.graph_builder import GraphBuilder
 from gradcheck_cli.loaders.loss_checks import validate_loss
 from gradcheck_cli.loaders.loss_names import resolve_loss_name
 from gradcheck_cli.loaders.op_defs import merged_op_defs
+from gradcheck_cli.loaders.proto_limits import ExpansionBudget, Refused, malformed, shape_dims
 from gradcheck_cli.loaders.saved_custom_gradients import saved_custom_gradients
+from gradcheck_cli.loaders.structured_values import flat_outputs, output_shape
 from gradcheck_cli.loaders.tf_protos import dtype_name, protos
 
 _SKIPPED_SIGNATURES = frozenset({"__saved_model_init_op", "__saved_model_train_op"})
+_WHAT = "SavedModel"
 
 
 @dataclass
@@ -48,7 +53,8 @@ def load_saved_model(
     path: Path, loss: str | None, *, sum_loss: bool = False
 ) -> tuple[Program, str]:
     """The program of the loss `loss` in the SavedModel at `path`, and the loss's full name."""
-    saved_model = _parse(path)
+    saved_model, size = _parse(path)
+    budget = ExpansionBudget(size, "saved_model.pb")
     if not saved_model.meta_graphs:
         raise GradcheckError(f"{path} holds no MetaGraph")
     meta_graph = _serving_meta_graph(saved_model)
@@ -59,14 +65,18 @@ def load_saved_model(
         functions,
         merged_op_defs(meta_graph.meta_info_def.stripped_op_list.op),
         locations or _no_locations,
+        budget=budget,
+        what=_WHAT,
     )
     object_graph = meta_graph.object_graph_def
     if object_graph.nodes:
-        candidates = _tf2_candidates(meta_graph)
+        text = ExpansionBudget.of_text(size, "saved_model.pb")
+        paths = _object_paths(object_graph, text)
+        candidates = _tf2_candidates(meta_graph, paths, text)
         name = resolve_loss_name(loss, candidates, what=f"SavedModel {path}")
         chosen = candidates[name]
         assert chosen.concrete_function is not None
-        program = _tf2_program(meta_graph, builder, chosen)
+        program = _tf2_program(meta_graph, builder, chosen, paths)
     else:
         candidates = _tf1_candidates(meta_graph)
         name = _tf1_loss_name(loss, candidates, meta_graph, path)
@@ -85,7 +95,7 @@ def _no_locations(node: str, function: str) -> None:
 # -- parsing ------------------------------------------------------------------------------------
 
 
-def _parse(path: Path) -> Any:
+def _parse(path: Path) -> tuple[Any, int]:
     saved_model = protos().saved_model_pb2.SavedModel()
     binary = path / "saved_model.pb"
     if not binary.is_file() and (path / "saved_model.cpb").is_file():
@@ -95,14 +105,17 @@ def _parse(path: Path) -> Any:
         )
     try:
         if binary.is_file():
-            saved_model.ParseFromString(binary.read_bytes())
+            data = binary.read_bytes()
+            saved_model.ParseFromString(data)
         else:
             from google.protobuf import text_format
 
-            text_format.Parse((path / "saved_model.pbtxt").read_text(), saved_model)
+            text = (path / "saved_model.pbtxt").read_text()
+            text_format.Parse(text, saved_model)
+            data = text.encode()
     except Exception as error:  # protobuf raises DecodeError, ParseError, RuntimeWarning...
         raise GradcheckError(f"{path} is not a readable SavedModel: {error}") from None
-    return saved_model
+    return saved_model, len(data)
 
 
 def _serving_meta_graph(saved_model: Any) -> Any:
@@ -127,7 +140,7 @@ def _debug_locations(path: Path) -> DebugInfoLocations | None:
 # -- TF2: object graph --------------------------------------------------------------------------
 
 
-def _object_paths(object_graph: Any) -> dict[int, str]:
+def _object_paths(object_graph: Any, budget: ExpansionBudget) -> dict[int, str]:
     """Node id -> attribute path from the root ("model.dense.kernel"), shortest first."""
     paths = {0: ""}
     queue = deque([0])
@@ -141,41 +154,19 @@ def _object_paths(object_graph: Any) -> dict[int, str]:
                 )
             if child.node_id not in paths:
                 parent = paths[node_id]
-                paths[child.node_id] = (
-                    f"{parent}.{child.local_name}" if parent else child.local_name
-                )
+                # A deep chain of objects makes paths quadratic in the chain's length.
+                path = f"{parent}.{child.local_name}" if parent else child.local_name
+                with _refusing(f"object {child.node_id}"):
+                    budget.spend(len(path), f"has a path of {len(path)} characters")
+                paths[child.node_id] = path
                 queue.append(child.node_id)
     return paths
 
 
-def _flat_outputs(structure: Any, prefix: str = "") -> list[str]:
-    """Leaf keys of a StructuredValue in TensorFlow's flattening order (dict keys sorted)."""
-    kind = structure.WhichOneof("kind")
-    if kind == "dict_value":
-        out: list[str] = []
-        for key in sorted(structure.dict_value.fields):
-            out += _flat_outputs(structure.dict_value.fields[key], f"{prefix}{key}/")
-        return out
-    if kind in ("list_value", "tuple_value", "named_tuple_value"):
-        values = (
-            structure.named_tuple_value.values
-            if kind == "named_tuple_value"
-            else getattr(structure, kind).values
-        )
-        out = []
-        for i, value in enumerate(values):
-            key = value.key if kind == "named_tuple_value" else str(i)
-            inner = value.value if kind == "named_tuple_value" else value
-            out += _flat_outputs(inner, f"{prefix}{key}/")
-        return out
-    if kind in ("tensor_spec_value", "bounded_tensor_spec_value", "type_spec_value"):
-        return [prefix.rstrip("/")]
-    return []
-
-
-def _tf2_candidates(meta_graph: Any) -> dict[str, _Candidate]:
+def _tf2_candidates(
+    meta_graph: Any, paths: dict[int, str], budget: ExpansionBudget
+) -> dict[str, _Candidate]:
     object_graph = meta_graph.object_graph_def
-    paths = _object_paths(object_graph)
     candidates: dict[str, _Candidate] = {}
     for node_id, path in sorted(paths.items(), key=lambda item: (item[1].count("."), item[1])):
         node = object_graph.nodes[node_id]
@@ -190,8 +181,11 @@ def _tf2_candidates(meta_graph: Any) -> dict[str, _Candidate]:
             continue
         concrete = names[0]
         saved = object_graph.concrete_functions.get(concrete)
-        outputs = _flat_outputs(saved.output_signature) if saved is not None else [""]
         display = path.removeprefix("signatures.")
+        with _refusing(f"object {path!r}"):
+            outputs = flat_outputs(saved.output_signature, budget) if saved is not None else [""]
+            # Each output is a candidate named "path:key": the path is copied into every name.
+            budget.spend(len(outputs) * (len(display) + 1), "names too many loss candidates")
         for index, key in enumerate(outputs):
             name = display if len(outputs) == 1 or not key else f"{display}:{key}"
             candidates.setdefault(name, _Candidate(concrete, index))
@@ -200,7 +194,9 @@ def _tf2_candidates(meta_graph: Any) -> dict[str, _Candidate]:
     return candidates
 
 
-def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> Program:
+def _tf2_program(
+    meta_graph: Any, builder: GraphBuilder, chosen: _Candidate, paths: dict[int, str]
+) -> Program:
     object_graph = meta_graph.object_graph_def
     concrete = chosen.concrete_function
     assert concrete is not None
@@ -209,7 +205,6 @@ def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
     bound = list(saved.bound_inputs)
     captured_args = top.args[len(top.args) - len(bound) :] if bound else ()
     source_of = {node_id: TensorRef(arg, 0) for node_id, arg in zip(bound, captured_args)}
-    paths = _object_paths(object_graph)
     variables: list[Variable] = []
     seen: dict[tuple[str, int, str], int] = {}
     listed = _listed_trainable(object_graph)
@@ -217,7 +212,9 @@ def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
         if node.WhichOneof("kind") != "variable":
             continue
         saved_variable = node.variable
-        shape = _shape(saved_variable.shape)
+        with _refusing(f"variable {saved_variable.name or node_id!r}"):
+            shape = shape_dims(saved_variable.shape)
+            dtype = dtype_name(saved_variable.dtype)
         # Keras export archives list each variable twice (under `variables` and
         # `_all_variables`), as two nodes; the function binds only one of the copies.
         key = (saved_variable.name, saved_variable.dtype, str(shape))
@@ -234,7 +231,7 @@ def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
             Variable(
                 name=saved_variable.name or path or f"variable_{node_id}",
                 trainable=saved_variable.trainable if listed is None else key in listed,
-                dtype=dtype_name(saved_variable.dtype),
+                dtype=dtype,
                 shape=shape,
                 source=source,
                 path=path,
@@ -242,11 +239,19 @@ def _tf2_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
         )
     make_names_unique(variables)
     custom = saved_custom_gradients(meta_graph, builder)
+    if chosen.ret_index >= len(top.rets):
+        raise malformed(
+            _WHAT,
+            f"function {concrete!r}",
+            f"returns {len(top.rets)} outputs, but its output signature lists more",
+        )
+    with _refusing(f"the output signature of function {concrete!r}"):
+        loss_shape = output_shape(saved, chosen.ret_index)
     return Program(
         bodies=builder.bodies,
         top=concrete,
         loss=top.rets[chosen.ret_index],
-        loss_shape=_output_shape(saved, chosen.ret_index),
+        loss_shape=loss_shape,
         variables=variables,
         custom_gradients=custom,
     )
@@ -277,7 +282,8 @@ def _listed_trainable(object_graph: Any) -> set[tuple[str, int, str]] | None:
         node = object_graph.nodes[child.node_id]
         if node.WhichOneof("kind") == "variable":
             variable = node.variable
-            keys.add((variable.name, variable.dtype, str(_shape(variable.shape))))
+            with _refusing(f"variable {variable.name!r}"):
+                keys.add((variable.name, variable.dtype, str(shape_dims(variable.shape))))
     return keys
 
 
@@ -285,36 +291,13 @@ def _in_variable_list(path: str | None) -> bool:
     return path is not None and path.startswith(_VARIABLE_LISTS)
 
 
-def _output_shape(saved: Any, index: int) -> tuple[int | None, ...] | None:
-    """The static shape of output `index` of a saved concrete function, when it says."""
-    specs: list[Any] = []
-
-    def walk(structure: Any) -> None:
-        kind = structure.WhichOneof("kind")
-        if kind == "dict_value":
-            for key in sorted(structure.dict_value.fields):
-                walk(structure.dict_value.fields[key])
-        elif kind in ("list_value", "tuple_value"):
-            for value in getattr(structure, kind).values:
-                walk(value)
-        elif kind == "named_tuple_value":
-            for pair in structure.named_tuple_value.values:
-                walk(pair.value)
-        elif kind == "tensor_spec_value":
-            specs.append(structure.tensor_spec_value.shape)
-        elif kind in ("bounded_tensor_spec_value", "type_spec_value"):
-            specs.append(None)
-
-    walk(saved.output_signature)
-    if index >= len(specs) or specs[index] is None:
-        return None
-    return _shape(specs[index])
-
-
-def _shape(shape_proto: Any) -> tuple[int | None, ...] | None:
-    if shape_proto.unknown_rank:
-        return None
-    return tuple(None if dim.size < 0 else dim.size for dim in shape_proto.dim)
+@contextmanager
+def _refusing(where: str) -> Iterator[None]:
+    """Name the element of the SavedModel in a refusal raised while reading it."""
+    try:
+        yield
+    except Refused as refused:
+        raise malformed(_WHAT, where, refused) from None
 
 
 # -- TF1: signatures over a GraphDef --------------------------------------------------------------
@@ -328,7 +311,8 @@ def _tf1_candidates(meta_graph: Any) -> dict[str, _Candidate]:
         outputs = meta_graph.signature_def[signature_name].outputs
         for key in sorted(outputs):
             tensor = outputs[key].name
-            shape = _shape(outputs[key].tensor_shape)
+            with _refusing(f"output {key!r} of signature {signature_name!r}"):
+                shape = shape_dims(outputs[key].tensor_shape)
             candidates[f"{signature_name}:{key}"] = _Candidate(None, 0, tensor, shape)
             if len(outputs) == 1:
                 candidates[signature_name] = _Candidate(None, 0, tensor, shape)
@@ -353,6 +337,8 @@ def _tf1_loss_name(
 def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> Program:
     assert chosen.tensor is not None
     node, _, index = chosen.tensor.partition(":")
+    if not node or index and not index.isdigit():
+        raise malformed(_WHAT, f"the loss tensor {chosen.tensor!r}", "is not a tensor name")
     loss = TensorRef(node, int(index) if index else 0)
     body = builder.add_graph(meta_graph.graph_def, TF1_TOP, loss)
     variable_def = protos().variable_pb2.VariableDef
@@ -364,7 +350,12 @@ def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
             continue
         for raw in entry.bytes_list.value:
             definition = variable_def()
-            definition.ParseFromString(raw)
+            try:
+                definition.ParseFromString(raw)
+            except Exception:  # protobuf's DecodeError, and anything else a bad proto raises
+                raise malformed(
+                    _WHAT, f"collection {collection!r}", "holds an unreadable VariableDef"
+                ) from None
             name = definition.variable_name.split(":")[0]
             if name in trainable_names or any(v.name == name for v in variables):
                 continue

@@ -9,6 +9,7 @@ import sys
 import types
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.loaders.proto_limits import Refused
 
 _MODULES = {
     "saved_model_pb2": "tensorflow.core.protobuf.saved_model_pb2",
@@ -56,9 +57,18 @@ def dtype_name(enum_value: int) -> str:
     """`DT_FLOAT` -> "float32", `DT_INT32_REF` -> "int32_ref", as TensorFlow names dtypes."""
     types_pb2 = protos().types_pb2
     ref = enum_value > 100
-    raw = types_pb2.DataType.Name(enum_value - 100 if ref else enum_value)
+    base = enum_value - 100 if ref else enum_value
+    # The proto keeps enum values it does not know; DataType.Name would raise a ValueError.
+    if base not in _known_dtypes() or (ref and base == 0):
+        raise Refused(f"has dtype {enum_value}, which is not a TensorFlow DataType")
+    raw = types_pb2.DataType.Name(base)
     name = _DTYPE_NAMES.get(raw, raw.removeprefix("DT_").lower())
     return name + "_ref" if ref else name
+
+
+@functools.cache
+def _known_dtypes() -> frozenset[int]:
+    return frozenset(protos().types_pb2.DataType.values())
 
 
 _DTYPE_NAMES = {
