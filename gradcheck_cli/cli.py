@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ import click
 
 from gradcheck_cli.config import Overrides, Settings, check_codes, load_settings
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.loaders.process_tree import Stopped, stop_on_signals
 from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.terminal import TerminalOptions
@@ -318,4 +320,11 @@ def _terminal_width() -> int:
 
 
 def main() -> None:
-    command()
+    """The `gradcheck` command: SIGINT exits 130 and SIGTERM 143, once every worker is gone."""
+    stop_on_signals()
+    try:
+        command()
+    except Stopped as stop:
+        name = signal.Signals(int(stop.code or 0) - 128).name
+        click.echo(f"gradcheck: interrupted by {name}", err=True)
+        raise
