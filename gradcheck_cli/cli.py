@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import stat
 import sys
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from gradcheck_cli.config import (
     resolve_timeout,
 )
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.loaders.process_tree import Stopped, stop_on_signals
 from gradcheck_cli.options import CheckOptions, timeout_seconds
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.terminal import TerminalOptions
@@ -414,4 +416,11 @@ def _terminal_width() -> int:
 
 
 def main() -> None:
-    command()
+    """The `gradcheck` command: SIGINT exits 130 and SIGTERM 143, once every worker is gone."""
+    stop_on_signals()
+    try:
+        command()
+    except Stopped as stop:
+        name = signal.Signals(int(stop.code or 0) - 128).name
+        click.echo(f"gradcheck: interrupted by {name}", err=True)
+        raise

@@ -17,10 +17,12 @@ from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.finding import Severity
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Report
+from gradcheck_cli.loaders.process_tree import ProcessTree, Stopped, stop_on_sigterm_only
 from gradcheck_cli.options import CheckOptions
 
 BASELINE_SCHEMA = "gradcheck-baseline/1"
 BASELINE_LIMIT = 16 << 20  # bytes: 16 MiB holds hundreds of thousands of variable names
+_POOL_GRACE_SECONDS = 5.0
 
 
 class ExitCode(enum.IntEnum):
@@ -73,14 +75,48 @@ def check_models(
     A model that cannot be analysed becomes an Outcome with an error; the others still run.
     """
     if jobs > 1 and len(checks) > 1:
-        # spawn, not fork: forking a process that may hold threads is unsafe.
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(jobs, len(checks)), mp_context=context) as pool:
-            outcomes = list(pool.map(check_model, checks))
+        outcomes = _check_in_pool(checks, min(jobs, len(checks)))
     else:
         outcomes = [check_model(item) for item in checks]
     known = read_baseline(policy.baseline) if policy.baseline is not None else {}
     return [_with_policy(outcome, policy, known) for outcome in outcomes]
+
+
+def _check_in_pool(checks: Sequence[ModelCheck], processes: int) -> list[Outcome]:
+    """Check the models in a pool of processes; if anything stops the wait (Ctrl-C, SIGTERM),
+    the pool and every process it started end before the exception goes on."""
+    tree = ProcessTree()
+    # spawn, not fork: forking a process that may hold threads is unsafe.
+    pool = ProcessPoolExecutor(
+        processes,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_join_pool,
+        initargs=(tree,),
+    )
+    try:
+        outcomes = list(pool.map(_check_in_pool_process, checks))
+    except BaseException:
+        # The executor keeps its processes private; they are our own unreaped children.
+        started = list(pool._processes or {})
+        pool.shutdown(wait=False, cancel_futures=True)
+        # SIGTERM lets each one end its worker's tree and remove its scratch folder.
+        tree.end(started, grace=_POOL_GRACE_SECONDS)
+        raise
+    pool.shutdown()
+    return outcomes
+
+
+def _join_pool(tree: ProcessTree) -> None:
+    stop_on_sigterm_only()
+    tree.enter()
+
+
+def _check_in_pool_process(item: ModelCheck) -> Outcome:
+    try:
+        return check_model(item)
+    except Stopped as stop:
+        # The worker's cleanup has run; the executor would only wait for more work.
+        os._exit(int(stop.code or 0))
 
 
 def check_model(item: ModelCheck) -> Outcome:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 import pickle
 import re
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
+from typing import IO
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.loaders.process_tree import ProcessTree
 from gradcheck_cli.loaders.worker_protocol import (
     EagerResult,
     TensorFlowGradients,
@@ -40,14 +45,25 @@ def _without_tensorflow_start_up_noise(text: str) -> str:
 
 DEFAULT_TIMEOUT = 600.0
 
+# What gradcheck holds of the worker's output at once: a read, and the unfinished last line.
+_READ_BYTES = 64 * 1024
+_LONGEST_LINE = 64 * 1024
+# How long the relays may still drain the pipes once the tree is gone; one only waits longer when
+# a process nobody could find still holds a pipe, and then it is left behind (a daemon thread).
+_DRAIN_SECONDS = 2.0
+_POLL_SECONDS = 0.05
+_stderr_lock = threading.Lock()
+
 
 def run_worker(
     request: WorkerRequest,
 ) -> TracedFunction | TracedGraph | EagerResult | TensorFlowGradients:
-    """Everything the worker (and the user's code in it) prints goes to our stderr.
+    """Everything the worker (and the user's code in it) prints goes to our stderr, line by line.
 
     `request.options.timeout` (seconds; default GRADCHECK_TIMEOUT or 600) bounds a script that
-    never returns; a WorkerFailure comes back as a GradcheckError.
+    never returns; a WorkerFailure comes back as a GradcheckError. However the wait ends (the
+    worker's exit, the time limit, an exception or a stop signal), every process the worker
+    started is killed before this returns.
     """
     options = request.options
     timeout = options.timeout
@@ -58,39 +74,45 @@ def run_worker(
         result_path = Path(scratch) / "result.pickle"
         with request_path.open("wb") as request_file:
             pickle.dump(request, request_file)
-        env = dict(os.environ)
+        tree = ProcessTree()
+        env = tree.environment(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
         env["PYTHONUNBUFFERED"] = "1"
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gradcheck_cli.loaders.worker_entry",
+                str(request_path),
+                str(result_path),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
+        relays: list[threading.Thread] = []
         try:
-            completed = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "gradcheck_cli.loaders.worker_entry",
-                    str(request_path),
-                    str(result_path),
-                ],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                env=env,
-                check=False,
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
+            for stream in (process.stdout, process.stderr):
+                assert stream is not None
+                relays.append(_relay(stream, options.debug))
+            finished = _wait_for_exit(process.pid, timeout)
+        finally:
+            tree.end([process.pid])
+            process.wait()
+            deadline = time.monotonic() + _DRAIN_SECONDS
+            for relay in relays:
+                relay.join(max(0.0, deadline - time.monotonic()))
+        if not finished:
             raise GradcheckError(
                 f"{request.path} did not finish within {timeout:g} s (an endless loop, or "
                 "training that runs at import?); set GRADCHECK_TIMEOUT or --timeout if it needs "
                 "longer"
-            ) from None
-        for stream in (completed.stdout, completed.stderr):
-            text = stream.decode(errors="replace")
-            if not options.debug:
-                text = _without_tensorflow_start_up_noise(text)
-            if text:
-                sys.stderr.write(text)
+            )
         if not result_path.is_file():
-            code = completed.returncode
+            code = process.returncode
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
             raise GradcheckError(
                 f"{request.path} ended the process while gradcheck loaded it ({how}: "
@@ -101,3 +123,61 @@ def run_worker(
     if isinstance(result, WorkerFailure):
         raise GradcheckError(result.message)
     return result
+
+
+def _wait_for_exit(pid: int, timeout: float) -> bool:
+    """Whether the worker ended within `timeout`; it is left unreaped, so its process group's id
+    cannot be reused before the group is killed. Its pipes may stay open much longer: any child
+    it started holds them."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    try:
+        worker = psutil.Process(pid)
+        while worker.status() != psutil.STATUS_ZOMBIE:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(_POLL_SECONDS, left))
+    except psutil.NoSuchProcess:
+        pass
+    return True
+
+
+def _relay(stream: IO[bytes], debug: bool) -> threading.Thread:
+    thread = threading.Thread(target=_pump, args=(stream, debug), daemon=True)
+    thread.start()
+    return thread
+
+
+def _pump(stream: IO[bytes], debug: bool) -> None:
+    """Copy complete lines from the worker's pipe to our stderr as they come, until EOF."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pending = ""
+    shown = True
+    with stream:
+        while chunk := os.read(stream.fileno(), _READ_BYTES):
+            text = pending + decoder.decode(chunk)
+            end = text.rfind("\n") + 1
+            if len(text) - end > _LONGEST_LINE:
+                end = len(text)
+            shown = shown and _show(text[:end], debug)
+            pending = text[end:]
+    if shown:
+        _show(pending + decoder.decode(b"", final=True), debug)
+
+
+def _show(text: str, debug: bool) -> bool:
+    """Write the worker's lines to our stderr; False once our stderr is gone (the relay then
+    only drains the pipe, so the worker never blocks on a full one)."""
+    if not debug:
+        text = _without_tensorflow_start_up_noise(text)
+    if not text:
+        return True
+    try:
+        with _stderr_lock:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        return False
+    return True

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.loaders.worker_process import _without_tensorflow_start_up_noise, run_worker
+from gradcheck_cli.loaders.worker_process import (
+    _relay,
+    _without_tensorflow_start_up_noise,
+    run_worker,
+)
 from gradcheck_cli.loaders.worker_protocol import Job, WorkerRequest
 from gradcheck_cli.options import CheckOptions
 
@@ -43,3 +49,19 @@ def test_a_failure_in_the_worker_is_a_gradcheck_error(tmp_path: Path) -> None:
     missing = tmp_path / "model.keras"
     with pytest.raises(GradcheckError, match=f"^{missing} cannot be loaded by Keras: "):
         run_worker(WorkerRequest(Job.KERAS_FILE, missing, CheckOptions()))
+
+
+def test_the_relay_filters_whole_lines_however_the_pipe_cuts_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    noise = b"I0000 00:00:1700000000.000000   12345 cpu_feature_guard.cc:210] AVX2 FMA\n"
+    # A start-up line cut in two, then a UTF-8 character cut in two ("\xc3\xa9" is "é").
+    pieces = [noise[:20], noise[20:] + b"kept, caf\xc3", b"\xa9\nno newline at the end"]
+    read, write = os.pipe()
+    relay = _relay(os.fdopen(read, "rb"), debug=False)
+    for piece in pieces:
+        os.write(write, piece)
+        time.sleep(0.05)
+    os.close(write)
+    relay.join(5)
+    assert capsys.readouterr().err == "kept, caf\u00e9\nno newline at the end"
