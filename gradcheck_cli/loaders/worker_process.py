@@ -24,6 +24,7 @@ from gradcheck_cli.loaders.worker_protocol import (
     WorkerFailure,
     WorkerRequest,
 )
+from gradcheck_cli.options import DEFAULT_TIMEOUT, TIMEOUT_VARIABLE, timeout_seconds
 
 # TensorFlow's C++ start-up lines (no GPU found, CPU features, oneDNN) say nothing about the
 # user's model; the user's own prints and TensorFlow's Python warnings are kept.
@@ -42,8 +43,6 @@ def _without_tensorflow_start_up_noise(text: str) -> str:
         if not _START_UP_NOISE.match(line.rstrip("\n"))
     )
 
-
-DEFAULT_TIMEOUT = 600.0
 
 # What gradcheck holds of the worker's output at once: a read, and the unfinished last line.
 _READ_BYTES = 64 * 1024
@@ -66,9 +65,7 @@ def run_worker(
     started is killed before this returns.
     """
     options = request.options
-    timeout = options.timeout
-    if timeout is None:
-        timeout = float(os.environ.get("GRADCHECK_TIMEOUT", DEFAULT_TIMEOUT))
+    timeout = _time_limit(options.timeout)
     with tempfile.TemporaryDirectory(prefix="gradcheck-") as scratch:
         request_path = Path(scratch) / "request.pickle"
         result_path = Path(scratch) / "result.pickle"
@@ -181,3 +178,13 @@ def _show(text: str, debug: bool) -> bool:
     except (OSError, ValueError):
         return False
     return True
+
+
+def _time_limit(given: float | None) -> float:
+    """The worker's time limit: the options', else GRADCHECK_TIMEOUT's, else the default."""
+    value = given if given is not None else os.environ.get(TIMEOUT_VARIABLE) or DEFAULT_TIMEOUT
+    try:
+        return timeout_seconds(value)
+    except ValueError as error:
+        where = "timeout" if given is not None else TIMEOUT_VARIABLE
+        raise GradcheckError(f"{where}: {error}") from None

@@ -45,6 +45,24 @@ def test_the_options_time_limit_wins_over_the_environment(monkeypatch: pytest.Mo
         run_worker(WorkerRequest(Job.SCRIPT, ENDLESS, CheckOptions(loss="loss", timeout=2)))
 
 
+@pytest.mark.parametrize("value", ["abc", "inf", "nan", "1e308", "0", "-1"])
+def test_a_time_limit_that_is_not_one_is_refused_before_the_worker_starts(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("GRADCHECK_TIMEOUT", value)
+    with pytest.raises(GradcheckError, match="^GRADCHECK_TIMEOUT: a timeout is a number"):
+        run_worker(WorkerRequest(Job.SCRIPT, ENDLESS, CheckOptions(loss="loss")))
+    monkeypatch.delenv("GRADCHECK_TIMEOUT")
+    with pytest.raises(GradcheckError, match="^timeout: a timeout is a number"):
+        run_worker(
+            WorkerRequest(
+                Job.SCRIPT,
+                ENDLESS,
+                CheckOptions(loss="loss", timeout=float(value) if value != "abc" else -1.0),
+            )
+        )
+
+
 def test_a_failure_in_the_worker_is_a_gradcheck_error(tmp_path: Path) -> None:
     missing = tmp_path / "model.keras"
     with pytest.raises(GradcheckError, match=f"^{missing} cannot be loaded by Keras: "):
