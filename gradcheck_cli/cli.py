@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
-import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +16,12 @@ from gradcheck_cli.config import (
     Settings,
     check_codes,
     load_settings,
-    os_error_reason,
     resolve_timeout,
 )
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.process_tree import Stopped, stop_on_signals
 from gradcheck_cli.options import CheckOptions, timeout_seconds
+from gradcheck_cli.report_output import cannot_write, report_error, write_report, write_stdout
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.terminal import TerminalOptions
 from gradcheck_cli.run import (
@@ -117,7 +115,7 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
     except GradcheckError as error:
         click.echo(f"gradcheck: error: {error}", err=True)
         ctx.exit(ExitCode.ERROR)
-    ctx.exit(_write_stdout(text) or ExitCode.CLEAN)
+    ctx.exit(write_stdout(text) or ExitCode.CLEAN)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -289,7 +287,7 @@ def run(options: Options) -> ExitCode:
     A file that cannot be written is found before any model is checked.
     """
     for target in (options.output, options.write_baseline):
-        problem = None if target is None else _cannot_write(target)
+        problem = None if target is None else cannot_write(target)
         if problem is not None:
             click.echo(f"gradcheck: error: cannot write {target}: {problem}", err=True)
             return ExitCode.ERROR
@@ -305,7 +303,7 @@ def run(options: Options) -> ExitCode:
     try:
         outcomes = check_models(checks, policy, jobs=options.jobs)
     except GradcheckError as error:  # an unreadable baseline
-        return _error(error)
+        return report_error(error)
     failed = [outcome for outcome in outcomes if outcome.report is None]
     for outcome in failed:
         if options.check.debug and outcome.trace:
@@ -318,7 +316,7 @@ def run(options: Options) -> ExitCode:
         try:
             click.echo(write_baseline(options.write_baseline, outcomes), err=True)
         except GradcheckError as error:
-            return _error(error)
+            return report_error(error)
         return ExitCode.CLEAN
     if options.why is not None and reports:
         problem = missing_variable(reports, options.why)
@@ -338,74 +336,10 @@ def run(options: Options) -> ExitCode:
         text = render(
             reports[0] if len(reports) == 1 else reports, settings.output_format, terminal
         )
-        failure = _write_report(text, options.output)
+        failure = write_report(text, options.output)
         if failure is not None:
             return failure
     return exit_code(outcomes, settings.fail_on, options.exit_zero)
-
-
-def _error(error: GradcheckError) -> ExitCode:
-    click.echo(f"gradcheck: error: {error}", err=True)
-    return ExitCode.ERROR
-
-
-def _cannot_write(path: Path) -> str | None:
-    """Why `path` cannot be written, or None; asks the file system, creates no file."""
-    try:
-        if stat.S_ISDIR(path.stat().st_mode):
-            return _reason(errno.EISDIR)
-        return None if os.access(path, os.W_OK) else _reason(errno.EACCES)
-    except FileNotFoundError:
-        pass
-    except OSError as error:
-        return os_error_reason(error)
-    # A new file: its folder must exist and let us add an entry.
-    try:
-        folder = path.parent.stat()
-    except OSError as error:
-        return os_error_reason(error)
-    if not stat.S_ISDIR(folder.st_mode):
-        return _reason(errno.ENOTDIR)
-    return None if os.access(path.parent, os.W_OK | os.X_OK) else _reason(errno.EACCES)
-
-
-def _reason(code: int) -> str:
-    return os_error_reason(OSError(code, os.strerror(code)))
-
-
-def _write_report(text: str, output: Path | None) -> ExitCode | None:
-    """Write the report to `output` (stdout if None); on failure say why and return 2."""
-    if output is None:
-        return _write_stdout(text)
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as error:
-        return _error(GradcheckError(f"cannot write {output}: {os_error_reason(error)}"))
-    return None
-
-
-def _write_stdout(text: str) -> ExitCode | None:
-    """Write `text` to stdout; on failure return 2, quietly when the reader is gone (EPIPE)."""
-    try:
-        click.echo(text, nl=False)
-    except OSError as error:
-        _discard_stdout()
-        if isinstance(error, BrokenPipeError):
-            return ExitCode.ERROR  # `gradcheck ... | head`: the reader chose to stop reading
-        return _error(GradcheckError(f"cannot write to stdout: {os_error_reason(error)}"))
-    return None
-
-
-def _discard_stdout() -> None:
-    # What stdout still buffers is flushed again when Python exits; a descriptor pointing at
-    # devnull takes it, instead of a second failure printed as "Exception ignored".
-    try:
-        descriptor = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # not a real file (CliRunner, closed)
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, descriptor)
-    os.close(devnull)
 
 
 def _terminal_width() -> int:

@@ -1,0 +1,81 @@
+"""Deliver the rendered report: check that its target can be written, write it, and say in one
+line why not when a folder, a disk or a closed pipe refuses it (exit code 2)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+from pathlib import Path
+
+import click
+
+from gradcheck_cli.config import os_error_reason
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.run import ExitCode
+
+
+def report_error(problem: GradcheckError) -> ExitCode:
+    """Say why on stderr, in one line; the exit code for it."""
+    click.echo(f"gradcheck: error: {problem}", err=True)
+    return ExitCode.ERROR
+
+
+def cannot_write(path: Path) -> str | None:
+    """Why `path` cannot be written, or None; asks the file system, creates no file."""
+    try:
+        if stat.S_ISDIR(path.stat().st_mode):
+            return _reason(errno.EISDIR)
+        return None if os.access(path, os.W_OK) else _reason(errno.EACCES)
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        return os_error_reason(error)
+    # A new file: its folder must exist and let us add an entry.
+    try:
+        folder = path.parent.stat()
+    except OSError as error:
+        return os_error_reason(error)
+    if not stat.S_ISDIR(folder.st_mode):
+        return _reason(errno.ENOTDIR)
+    return None if os.access(path.parent, os.W_OK | os.X_OK) else _reason(errno.EACCES)
+
+
+def _reason(code: int) -> str:
+    return os_error_reason(OSError(code, os.strerror(code)))
+
+
+def write_report(text: str, output: Path | None) -> ExitCode | None:
+    """Write the report to `output` (stdout if None); on failure say why and return 2."""
+    if output is None:
+        return write_stdout(text)
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        return report_error(GradcheckError(f"cannot write {output}: {os_error_reason(error)}"))
+    return None
+
+
+def write_stdout(text: str) -> ExitCode | None:
+    """Write `text` to stdout; on failure return 2, quietly when the reader is gone (EPIPE)."""
+    try:
+        click.echo(text, nl=False)
+    except OSError as error:
+        _discard_stdout()
+        if isinstance(error, BrokenPipeError):
+            return ExitCode.ERROR  # `gradcheck ... | head`: the reader chose to stop reading
+        return report_error(GradcheckError(f"cannot write to stdout: {os_error_reason(error)}"))
+    return None
+
+
+def _discard_stdout() -> None:
+    # What stdout still buffers is flushed again when Python exits; a descriptor pointing at
+    # devnull takes it, instead of a second failure printed as "Exception ignored".
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (CliRunner, closed)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
