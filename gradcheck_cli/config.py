@@ -15,9 +15,9 @@ from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.options import (
     DEFAULT_TIMEOUT,
-    TIMEOUT_VARIABLE,
     CheckOptions,
     allow_dead_pairs,
+    environment_timeout,
     timeout_seconds,
 )
 from gradcheck_cli.reporters import Format
@@ -187,12 +187,9 @@ def resolve_timeout(
     config file's `timeout`, else 600. A bad GRADCHECK_TIMEOUT is a GradcheckError."""
     if flag is not None:
         return flag
-    variable = (os.environ if environ is None else environ).get(TIMEOUT_VARIABLE, "")
-    if variable.strip():
-        try:
-            return timeout_seconds(variable)
-        except ValueError as error:
-            raise GradcheckError(f"{TIMEOUT_VARIABLE}: {error}") from None
+    variable = environment_timeout(os.environ if environ is None else environ)
+    if variable is not None:
+        return variable
     return settings.timeout if settings.timeout is not None else DEFAULT_TIMEOUT
 
 

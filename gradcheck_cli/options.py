@@ -10,6 +10,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from gradcheck_cli.errors import GradcheckError
+
 AllowDead = Mapping[str, str] | Iterable[str]
 
 
@@ -81,6 +83,18 @@ def timeout_seconds(value: str | float) -> float:
             f"not {value!r}"
         )
     return seconds
+
+
+def environment_timeout(environ: Mapping[str, str]) -> float | None:
+    """GRADCHECK_TIMEOUT's seconds, or None when it is unset or blank; a GradcheckError names
+    the variable when its value is not a timeout."""
+    value = environ.get(TIMEOUT_VARIABLE, "")
+    if not value.strip():
+        return None
+    try:
+        return timeout_seconds(value)
+    except ValueError as error:
+        raise GradcheckError(f"{TIMEOUT_VARIABLE}: {error}") from None
 
 
 def check_options(

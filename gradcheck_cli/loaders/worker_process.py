@@ -24,7 +24,7 @@ from gradcheck_cli.loaders.worker_protocol import (
     WorkerFailure,
     WorkerRequest,
 )
-from gradcheck_cli.options import DEFAULT_TIMEOUT, TIMEOUT_VARIABLE, timeout_seconds
+from gradcheck_cli.options import DEFAULT_TIMEOUT, environment_timeout, timeout_seconds
 
 # TensorFlow's C++ start-up lines (no GPU found, CPU features, oneDNN) say nothing about the
 # user's model; the user's own prints and TensorFlow's Python warnings are kept.
@@ -182,9 +182,9 @@ def _show(text: str, debug: bool) -> bool:
 
 def _time_limit(given: float | None) -> float:
     """The worker's time limit: the options', else GRADCHECK_TIMEOUT's, else the default."""
-    value = given if given is not None else os.environ.get(TIMEOUT_VARIABLE) or DEFAULT_TIMEOUT
+    if given is None:
+        return environment_timeout(os.environ) or DEFAULT_TIMEOUT
     try:
-        return timeout_seconds(value)
+        return timeout_seconds(given)
     except ValueError as error:
-        where = "timeout" if given is not None else TIMEOUT_VARIABLE
-        raise GradcheckError(f"{where}: {error}") from None
+        raise GradcheckError(f"timeout: {error}") from None
