@@ -31,6 +31,7 @@ from gradcheck_cli.loaders.worker_protocol import (
     WorkerResult,
 )
 from gradcheck_cli.options import CheckOptions
+from gradcheck_cli.reporters import display_path
 
 
 def check_path(path: Path, options: CheckOptions) -> Report:
@@ -119,7 +120,9 @@ def _run_reports(path: Path, result: RunResult, options: CheckOptions) -> list[R
     never = tuple(v.name for v in result.untrained)
     for index, request in enumerate(result.requests):
         info = RequestInfo(request.api, request.location)
-        source = SourceInfo(str(path), "run", request.result.loss_name, info)
+        where = request.location
+        label = f"{request.api} at {display_path(where.file)}:{where.line}" if where else None
+        source = SourceInfo(str(path), "run", label or request.api, info)
         # Variables no request trains are told once, with the first request.
         extra = Context(requested=True, never_requested=never if index == 0 else ())
         found.append(report_from_result(request.result, source, options, extra))

@@ -33,13 +33,24 @@ def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> 
                 f"{path} exited (sys.exit({exit_.code})) before it asked TensorFlow for gradients"
             ) from None
     except BaseException as error:  # the script's own failure: its traceback, then one line
-        _print_script_traceback(error, path)
-        if capture.delivered:
-            return
         from gradcheck_cli.loaders.traced import exception_location
 
         where = exception_location(error)
         at = f" at {where}" if where else ""
+        if capture.delivered:
+            _print_script_traceback(error, path)
+            return
+        if capture.requests:
+            # Failing after asking for gradients is often the symptom gradcheck explains:
+            # "No gradients provided for any variable" while the step is traced.
+            print(
+                f"gradcheck: {path.name} raised {type(error).__name__}{at} after it asked for "
+                f"gradients: {_first_line(error)}",
+                file=sys.stderr,
+            )
+            _finish(capture)
+            return
+        _print_script_traceback(error, path)
         raise GradcheckError(
             f"{path} raised {type(error).__name__}{at} before it asked TensorFlow for gradients: "
             f"{error} (its traceback is above)"
@@ -51,10 +62,19 @@ def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> 
             f"{path} ran to its end without asking TensorFlow for gradients: no "
             "GradientTape.gradient, tf.gradients, Optimizer.minimize or Model.fit was called"
         )
+    _finish(capture)
+
+
+def _finish(capture: Capture) -> None:
     try:
         capture.finish()
     except ScriptStopped:
         pass
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _track_variables(capture: Capture, path: Path) -> None:
