@@ -58,8 +58,13 @@ class Capture:
         self._wrap(atomic_function.AtomicFunction, "call_flat", self._stop_before_call)
         self._wrap(session.BaseSession, "run", self._stop_before_session_run)
         self._wrap(v1_optimizer.Optimizer, "apply_gradients", self._stop_before_eager_call)
-        for method in ("assign", "assign_add", "assign_sub"):
-            self._wrap(resource_variable_ops.BaseResourceVariable, method, self._stop_before_assign)
+        for owner in (
+            resource_variable_ops.BaseResourceVariable,
+            resource_variable_ops.ResourceVariable,
+        ):
+            for method in _WEIGHT_UPDATES:
+                if method in vars(owner):
+                    self._wrap(owner, method, self._stop_before_assign)
         for owner in (ops._EagerTensorBase, resource_variable_ops.BaseResourceVariable):
             for method in ("numpy", "__array__", "__float__", "__int__", "__index__"):
                 if hasattr(owner, method):
@@ -196,6 +201,18 @@ class Capture:
 
 
 _MAX_LEAVES = 10_000
+# What an optimizer calls on a variable to change it (sparse gradients use the scatters).
+_WEIGHT_UPDATES = (
+    "assign",
+    "assign_add",
+    "assign_sub",
+    "scatter_add",
+    "scatter_sub",
+    "scatter_update",
+    "scatter_nd_add",
+    "scatter_nd_sub",
+    "scatter_nd_update",
+)
 
 
 def _bind(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
