@@ -238,15 +238,13 @@ def _label(api: str, location: SourceLocation | None) -> str:
 
 
 def _caller_location() -> SourceLocation | None:
-    """The innermost frame of the script's own code on the current stack."""
-    from gradcheck_cli.loaders.debug_info import is_user_file
+    """The innermost frame of the script's own code on the current stack; TensorFlow's stack
+    maps the code autograph generates for a tf.function back to the user's lines."""
+    from tensorflow.python.util import tf_stack
 
-    frame = sys._getframe(1)
-    while frame is not None:
-        if is_user_file(frame.f_code.co_filename):
-            return SourceLocation(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
-        frame = frame.f_back
-    return None
+    from gradcheck_cli.loaders.traced import user_location
+
+    return user_location(tf_stack.extract_stack())
 
 
 def _immediate_caller() -> SourceLocation | None:

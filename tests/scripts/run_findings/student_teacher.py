@@ -30,9 +30,7 @@ def main():
             target = tf.stop_gradient(teacher(x))
             loss = tf.reduce_mean(tf.square(student(x) - target))
         gradients = tape.gradient(loss, variables)
-        optimizer.apply_gradients(
-            (g, v) for g, v in zip(gradients, variables) if g is not None
-        )
+        optimizer.apply_gradients((g, v) for g, v in zip(gradients, variables) if g is not None)
         return loss
 
     for _ in range(3):
