@@ -14,6 +14,10 @@ from gradcheck_cli.loaders.run_requests import CreatedVariables, Leave
 from gradcheck_cli.loaders.worker_protocol import GradientRequest, RunResult
 
 
+class CaptureFailed(BaseException):  # noqa: N818 - it stops the script, like ScriptStopped
+    """gradcheck could not read a gradient request: the script is stopped and the run fails."""
+
+
 class ScriptStopped(BaseException):  # noqa: N818 - not an error: the check is done
     """Raised inside the script at its first weight change; a BaseException, so that the script's
     own `except Exception` handlers let it through."""
@@ -54,6 +58,8 @@ class Capture:
 
         self._wrap(tf.GradientTape, "gradient", self._tape_gradient)
         self._wrap(tf.GradientTape, "__enter__", self._tape_enter)
+        for method in ("jacobian", "batch_jacobian"):  # their inner gradients are not requests
+            self._wrap(tf.GradientTape, method, self._inside_tensorflow)
         self._wrap(gradients_util, "_GradientsHelper", self._graph_gradients)
         self._wrap(atomic_function.AtomicFunction, "call_flat", self._stop_before_call)
         self._wrap(session.BaseSession, "run", self._stop_before_session_run)
@@ -113,7 +119,9 @@ class Capture:
                     variables, gradients, watched, left, self.created, label
                 )
             else:
-                result = run_requests.graph_request(target, variables, self.created, label)
+                result = _reading(
+                    location, run_requests.graph_request, target, variables, self.created, label
+                )
                 gradients = original(tape, target, sources, *args, **kwargs)
                 run_requests.with_tensorflow_verdicts(result, variables, gradients)
         finally:
@@ -132,8 +140,13 @@ class Capture:
         api = _graph_api()
         self._busy += 1
         try:
-            result = run_requests.graph_request(
-                bound["ys"], variables, self.created, _label(api, location)
+            result = _reading(
+                location,
+                run_requests.graph_request,
+                bound["ys"],
+                variables,
+                self.created,
+                _label(api, location),
             )
             gradients = original(*args, **kwargs)
             run_requests.with_tensorflow_verdicts(result, variables, gradients)
@@ -141,6 +154,13 @@ class Capture:
             self._busy -= 1
         self._record(GradientRequest(api, location, result), variables)
         return gradients
+
+    def _inside_tensorflow(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        self._busy += 1
+        try:
+            return original(*args, **kwargs)
+        finally:
+            self._busy -= 1
 
     def _record(self, request: GradientRequest, variables: list[tuple[int, Any]]) -> None:
         self.requests.append(request)
@@ -213,6 +233,18 @@ _WEIGHT_UPDATES = (
     "scatter_nd_sub",
     "scatter_nd_update",
 )
+
+
+def _reading(location: SourceLocation | None, read: Callable[..., Any], *args: Any) -> Any:
+    """`read(*args)`, a gradcheck failure stopping the script rather than raising in its code."""
+    try:
+        return read(*args)
+    except Exception as error:
+        where = f" at {location}" if location is not None else ""
+        raise CaptureFailed(
+            f"gradcheck could not read the gradient request{where}: {type(error).__name__}: "
+            f"{error} (run with --debug for the traceback)"
+        ) from error
 
 
 def _bind(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
