@@ -11,7 +11,7 @@ from typing import Any
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders import run_requests
 from gradcheck_cli.loaders.run_requests import CreatedVariables, Leave
-from gradcheck_cli.loaders.worker_protocol import GradientRequest, RunResult
+from gradcheck_cli.loaders.worker_protocol import EagerResult, GradientRequest, RunResult
 
 
 class CaptureFailed(BaseException):  # noqa: N818 - it stops the script, like ScriptStopped
@@ -200,9 +200,8 @@ class Capture:
             return
         self.delivered = True
         self.uninstall()
-        self.deliver(
-            RunResult(self.requests, run_requests.untrained(self.created, self._requested))
-        )
+        requests = _distinct(self.requests)
+        self.deliver(RunResult(requests, run_requests.untrained(self.created, self._requested)))
         if not self.run_on:
             raise ScriptStopped
 
@@ -233,6 +232,29 @@ _WEIGHT_UPDATES = (
     "scatter_nd_sub",
     "scatter_nd_update",
 )
+
+
+def _distinct(requests: list[GradientRequest]) -> list[GradientRequest]:
+    """One request per call site and variable list: a step traced twice asks twice."""
+    seen: set[tuple[str, SourceLocation | None, tuple[str, ...]]] = set()
+    found = []
+    for request in requests:
+        key = (
+            request.api,
+            request.location,
+            tuple(v.name for v in _variables(request)),
+        )
+        if key not in seen:
+            seen.add(key)
+            found.append(request)
+    return found
+
+
+def _variables(request: GradientRequest) -> list[Any]:
+    result = request.result
+    if isinstance(result, EagerResult):
+        return list(result.variables)
+    return [record.variable for record in result.variables]
 
 
 def _reading(location: SourceLocation | None, read: Callable[..., Any], *args: Any) -> Any:
