@@ -229,3 +229,11 @@ def test_every_format_names_the_cell_and_sarif_points_at_the_notebook(
         "properties": {"notebookCell": 3},
     }
     assert location["message"] == {"text": "nb.ipynb#cell3:2"}
+
+
+def test_the_sample_training_notebook_reads_as_three_code_cells() -> None:
+    sample = Path(__file__).parents[1] / "scripts" / "run" / "notebook_train.ipynb"
+    cells, notes = read_notebook(sample)
+    assert [cell.index for cell in cells] == [2, 3, 4]
+    assert notes == ["cell 2 line 1: skipped the line magic `%pip install tensorflow`"]
+    assert "unused.build((None, 4))" in cells[1].source
