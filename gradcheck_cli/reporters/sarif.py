@@ -127,9 +127,13 @@ def _location(report: Report, item: Finding) -> dict[str, Any]:
         }
         cell = notebook_cell(item.location.file)
         if cell is not None:
-            # SARIF knows no notebook cells: the artifact is the .ipynb file and the line
-            # counts from the top of code cell N, which the location names.
-            location["physicalLocation"]["properties"] = {"notebookCell": cell[1]}
+            # SARIF knows no notebook cells, and a cell's line is no line of the .ipynb file:
+            # point at the notebook's first line, and name the cell and its line.
+            location["physicalLocation"]["region"] = {"startLine": 1}
+            location["physicalLocation"]["properties"] = {
+                "notebookCell": cell[1],
+                "cellLine": item.location.line,
+            }
             where = f"{display_path(item.location.file)}:{item.location.line}"
             location["message"] = {"text": where}
     return location

@@ -225,10 +225,14 @@ def test_every_format_names_the_cell_and_sarif_points_at_the_notebook(
     (location,) = sarif["runs"][0]["results"][0]["locations"]
     assert location["physicalLocation"] == {
         "artifactLocation": {"uri": "nb.ipynb", "uriBaseId": "%SRCROOT%"},
-        "region": {"startLine": 2},
-        "properties": {"notebookCell": 3},
+        "region": {"startLine": 1},
+        "properties": {"notebookCell": 3, "cellLine": 2},
     }
     assert location["message"] == {"text": "nb.ipynb#cell3:2"}
+    # A GitHub annotation names the notebook file, and the cell and line in its title.
+    assert render(report, Format.GITHUB).startswith(
+        "::warning file=nb.ipynb,title=GC201 stop-gradient-result-unused (cell 3%2C line 2)::m"
+    )
 
 
 def test_the_sample_training_notebook_reads_as_three_code_cells() -> None:
