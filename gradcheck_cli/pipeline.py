@@ -193,7 +193,7 @@ def report_from_result(
 
 
 EAGER_RECONSTRUCTED = "eager step: reconstructed from the ops TensorFlow ran"
-EAGER_VERDICT_ONLY = "eager step: TensorFlow's verdict only (no graph)"
+EAGER_VERDICT_ONLY = "eager step: TensorFlow's verdict only, no graph"
 
 
 def _eager_step_report(

@@ -1,4 +1,4 @@
-"""An eager loop whose loss takes `w_numpy`'s value back from NumPy, and rounds `w_round`'s."""
+"""An eager loop whose loss takes `w_numpy`'s value back from NumPy."""
 
 import tensorflow as tf
 
@@ -6,12 +6,17 @@ w_ok = tf.Variable(tf.ones((3, 2)), name="w_ok")
 w_numpy = tf.Variable(tf.ones((3, 1)), name="w_numpy")
 x = tf.reshape(tf.range(12, dtype=tf.float32), (4, 3)) / 10.0
 
-for _ in range(3):
+
+def gradients():
     with tf.GradientTape() as tape:
         direct = tf.reduce_sum(x @ w_ok)
         detached = tf.constant((x @ w_numpy).numpy())
         loss = direct + tf.reduce_sum(detached)
-    gradients = tape.gradient(loss, [w_ok, w_numpy])
-    for gradient, variable in zip(gradients, [w_ok, w_numpy]):
-        if gradient is not None:
-            variable.assign_sub(0.1 * gradient)
+    return tape.gradient(loss, [w_ok, w_numpy])
+
+
+if __name__ == "__main__":
+    for _ in range(3):
+        for gradient, variable in zip(gradients(), [w_ok, w_numpy]):
+            if gradient is not None:
+                variable.assign_sub(0.1 * gradient)
