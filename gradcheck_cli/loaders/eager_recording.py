@@ -77,6 +77,12 @@ class OpRecorder:
             pass
         self._open = 0
 
+    def close(self) -> None:
+        """Stop, and let go of the recorded tensors."""
+        self.stop()
+        self.ops = []
+        self.functions = {}
+
     def function_called(self, function: Any) -> None:
         """A tf.function's graph, kept for the source lines of its ops."""
         if self._open and not self.busy():
@@ -106,15 +112,20 @@ class OpRecorder:
             return None
         from tensorflow.python.util import tf_stack
 
-        self.ops.append(
-            RecordedOp(
-                op_type,
+        try:
+            location = user_location(tf_stack.extract_stack())
+            recorded = RecordedOp(
+                op_type.decode() if isinstance(op_type, bytes) else str(op_type),
                 tuple(attrs or ()),
                 tuple(inputs or ()),
                 tuple(outputs or ()),
-                user_location(tf_stack.extract_stack()),
+                location,
             )
-        )
+        except Exception:  # never fail the script's op: give up on rebuilding this step
+            self.overflowed = True
+            self.ops = []
+            return None
+        self.ops.append(recorded)
         return None
 
 

@@ -77,7 +77,7 @@ class Capture:
                     self._wrap(owner, method, self._leaves_tensorflow(method))
 
     def uninstall(self) -> None:
-        self._recorder.stop()
+        self._recorder.close()
         for patch in reversed(self._patches):
             setattr(patch.owner, patch.attribute, patch.original)
         self._patches.clear()
@@ -98,8 +98,8 @@ class Capture:
     def _tape_enter(self, original: Any, tape: Any) -> Any:
         tape._gradcheck_started = self._clock  # noqa: SLF001 - our own mark on the tape
         entered = original(tape)
-        if not self._busy and not self.delivered and _executing_eagerly():
-            tape._gradcheck_ops = self._recorder.tape_entered()  # noqa: SLF001
+        recording = not self._busy and not self.delivered and _executing_eagerly()
+        tape._gradcheck_ops = self._recorder.tape_entered() if recording else None  # noqa: SLF001
         return entered
 
     def _tape_exit(self, original: Any, tape: Any, *args: Any) -> Any:
@@ -129,9 +129,7 @@ class Capture:
                     variables, gradients, watched, left, self.created, label
                 )
                 if ops is not None:
-                    result = run_requests.reconstructed_request(
-                        result, ops, self._recorder.functions, target, variables, self.created
-                    )
+                    result = self._reconstructed(result, ops, target, variables)
             else:
                 result = run_requests.graph_request(target, variables, self.created, label)
                 gradients = original(tape, target, sources, *args, **kwargs)
@@ -140,6 +138,16 @@ class Capture:
             self._busy -= 1
         self._record(GradientRequest("GradientTape.gradient", location, result), variables)
         return gradients
+
+    def _reconstructed(
+        self, eager: Any, ops: list[Any], target: Any, variables: list[tuple[int, Any]]
+    ) -> Any:
+        try:
+            return run_requests.reconstructed_request(
+                eager, ops, self._recorder.functions, target, variables, self.created
+            )
+        except Exception:  # an op the rebuild cannot express: TensorFlow's verdict stands
+            return eager
 
     def _graph_gradients(self, original: Any, *args: Any, **kwargs: Any) -> Any:
         bound = _bind(original, args, kwargs)
