@@ -112,3 +112,44 @@ def test_the_recorder_rebuilds_only_what_it_kept_whole(monkeypatch: pytest.Monke
     tf.reduce_sum(variable * 2.0 + 1.0)
     recorder.tape_exited()
     assert recorder.ops_since(mark) is None
+
+
+def test_tensorflow_judges_where_the_rebuilt_step_disagrees() -> None:
+    import tensorflow as tf
+
+    from gradcheck_cli.findings.build import Context
+    from gradcheck_cli.findings.report import SourceInfo
+    from gradcheck_cli.loaders import run_requests
+    from gradcheck_cli.options import CheckOptions
+    from gradcheck_cli.pipeline import report_from_result
+
+    @tf.custom_gradient
+    def no_gradient(value: Any) -> Any:
+        return tf.identity(value), lambda upstream: None
+
+    kept = tf.Variable([1.0, 2.0], name="kept")
+    hidden = tf.Variable([3.0], name="hidden")
+    created = run_requests.CreatedVariables(variables=[kept, hidden])
+    recorder = OpRecorder(busy=lambda: False)
+    with tf.GradientTape() as tape:
+        mark = recorder.tape_entered()
+        loss = tf.reduce_sum(kept * 2.0) + tf.reduce_sum(no_gradient(hidden))
+        recorder.tape_exited()
+    gradients = tape.gradient(loss, [kept, hidden])
+    assert gradients[1] is None  # the custom gradient is TensorFlow's, not the ops' own
+    variables = [(0, kept), (1, hidden)]
+    watched = {id(v) for v in tape.watched_variables()}
+    eager = run_requests.eager_request(variables, gradients, watched, None, created, "step")
+    ops = recorder.ops_since(mark)
+    assert ops is not None
+    rebuilt = run_requests.reconstructed_request(eager, ops, {}, loss, variables, created)
+    assert not isinstance(rebuilt, type(eager))
+
+    source = SourceInfo("train.py", "run", "step")
+    options = CheckOptions(sum_loss=True)
+    report = report_from_result(rebuilt, source, options, Context(requested=True))
+    assert report.source.loss == f"step ({VERDICT_ONLY})"
+    assert {v.name: v.status.value for v in report.variables} == {
+        "kept": "ok",
+        "hidden": "blocked",
+    }
