@@ -157,7 +157,7 @@ def report_from_result(
     """Analyse what the tracer brought back (or take the eager tape's verdicts) and report."""
     if isinstance(result, TracedGraph) and result.eager_fallback is not None:
         return _eager_step_report(result, result.eager_fallback, source, options, run)
-    if isinstance(result, EagerResult) and run is not None:
+    if isinstance(result, EagerResult) and source.kind == "run":
         source = replace(source, loss=f"{source.loss} ({EAGER_VERDICT_ONLY})")
     left = None
     if isinstance(result, EagerResult):
