@@ -10,14 +10,14 @@ from typing import Any
 from gradcheck_cli.analysis.analyse import analyse
 from gradcheck_cli.analysis.concerns import regularizer_only
 from gradcheck_cli.analysis.eager import eager_verdicts
-from gradcheck_cli.analysis.verdicts import Analysis, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Analysis, Status, VariableVerdict
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.build import Context, build_findings
 from gradcheck_cli.findings.fixes import variable_fix
 from gradcheck_cli.findings.report import Report, RequestInfo, SourceInfo, Verification
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.findings.verification import compare
-from gradcheck_cli.graph.model import GraphKind
+from gradcheck_cli.graph.model import GraphKind, TensorFlowVerdict
 from gradcheck_cli.loaders.tf_verification import SAVED_MODEL_TAPE, TAPE
 from gradcheck_cli.loaders.worker_protocol import (
     EagerResult,
@@ -155,6 +155,10 @@ def report_from_result(
     run: Context | None = None,
 ) -> Report:
     """Analyse what the tracer brought back (or take the eager tape's verdicts) and report."""
+    if isinstance(result, TracedGraph) and result.eager_fallback is not None:
+        return _eager_step_report(result, result.eager_fallback, source, options, run)
+    if isinstance(result, EagerResult) and source.kind == "run":
+        source = replace(source, loss=f"{source.loss} ({EAGER_VERDICT_ONLY})")
     left = None
     if isinstance(result, EagerResult):
         verdicts = eager_verdicts(result.variables, result.gradients, result.left_at, result.reason)
@@ -186,6 +190,37 @@ def report_from_result(
         run or Context(), notes=tuple(notes), verification=verification, left_tensorflow=left
     )
     return _report(source, analysis, context)
+
+
+EAGER_RECONSTRUCTED = "eager step: reconstructed from the ops TensorFlow ran"
+EAGER_VERDICT_ONLY = "eager step: TensorFlow's verdict only, no graph"
+
+
+def _eager_step_report(
+    result: TracedGraph,
+    eager: EagerResult,
+    source: SourceInfo,
+    options: CheckOptions,
+    run: Context | None,
+) -> Report:
+    """The rebuilt graph's story where it agrees with TensorFlow's eager verdicts, else the
+    eager verdicts alone (with where a value left TensorFlow)."""
+    rebuilt = replace(result, eager_fallback=None)
+    tagged = replace(source, loss=f"{source.loss} ({EAGER_RECONSTRUCTED})")
+    try:
+        report = report_from_result(rebuilt, tagged, options, run)
+    except GradcheckError:
+        return report_from_result(eager, source, options, run)
+    agreement = compare(report.variables, eager.gradients, None, EAGER_RECONSTRUCTED)
+    # A value that went through NumPy cuts the recorded dataflow: the graph then finds the
+    # variable unused where TensorFlow saw it read; the eager story names the line.
+    left_tensorflow = eager.left_at is not None and any(
+        v.status is Status.UNUSED and eager.gradients.get(v.name) is TensorFlowVerdict.NONE
+        for v in report.variables
+    )
+    if agreement.disagreements or left_tensorflow:
+        return report_from_result(eager, source, options, run)
+    return report
 
 
 def _judged(analysis: Analysis, context: set[str]) -> Analysis:

@@ -10,6 +10,7 @@ from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders import run_requests
+from gradcheck_cli.loaders.eager_recording import OpRecorder
 from gradcheck_cli.loaders.run_requests import CreatedVariables, Leave
 from gradcheck_cli.loaders.worker_protocol import EagerResult, GradientRequest, RunResult
 
@@ -45,6 +46,10 @@ class Capture:
     _leaves: list[Leave] = field(default_factory=list)
     _clock: int = 0
     _requested: set[int] = field(default_factory=set)  # ids of the requested tf.Variables
+    _recorder: OpRecorder = field(init=False)  # the ops each eager tape runs
+
+    def __post_init__(self) -> None:
+        self._recorder = OpRecorder(busy=lambda: bool(self._busy))
 
     # -- installing ----------------------------------------------------------------------------
 
@@ -58,10 +63,11 @@ class Capture:
 
         self._wrap(tf.GradientTape, "gradient", self._tape_gradient)
         self._wrap(tf.GradientTape, "__enter__", self._tape_enter)
+        self._wrap(tf.GradientTape, "__exit__", self._tape_exit)
         for method in ("jacobian", "batch_jacobian"):  # their inner gradients are not requests
             self._wrap(tf.GradientTape, method, self._inside_tensorflow)
         self._wrap(gradients_util, "_GradientsHelper", self._graph_gradients)
-        self._wrap(atomic_function.AtomicFunction, "call_flat", self._stop_before_call)
+        self._wrap(atomic_function.AtomicFunction, "call_flat", self._function_call)
         self._wrap(session.BaseSession, "run", self._stop_before_session_run)
         self._wrap(v1_optimizer.Optimizer, "apply_gradients", self._stop_before_eager_call)
         for owner in (
@@ -77,6 +83,7 @@ class Capture:
                     self._wrap(owner, method, self._leaves_tensorflow(method))
 
     def uninstall(self) -> None:
+        self._recorder.close()
         for patch in reversed(self._patches):
             setattr(patch.owner, patch.attribute, patch.original)
         self._patches.clear()
@@ -96,7 +103,15 @@ class Capture:
 
     def _tape_enter(self, original: Any, tape: Any) -> Any:
         tape._gradcheck_started = self._clock  # noqa: SLF001 - our own mark on the tape
-        return original(tape)
+        entered = original(tape)
+        recording = not self._busy and not self.delivered and _executing_eagerly()
+        tape._gradcheck_ops = self._recorder.tape_entered() if recording else None  # noqa: SLF001
+        return entered
+
+    def _tape_exit(self, original: Any, tape: Any, *args: Any) -> Any:
+        if getattr(tape, "_gradcheck_ops", None) is not None:
+            self._recorder.tape_exited()
+        return original(tape, *args)
 
     def _tape_gradient(
         self, original: Any, tape: Any, target: Any, sources: Any, *args: Any, **kwargs: Any
@@ -114,10 +129,13 @@ class Capture:
                 since = getattr(tape, "_gradcheck_started", 0)
                 left = next((leave for leave in self._leaves if leave.clock >= since), None)
                 watched = {id(v) for v in tape.watched_variables()}
+                ops = self._recorder.ops_since(getattr(tape, "_gradcheck_ops", None))
                 gradients = original(tape, target, sources, *args, **kwargs)
                 result: Any = run_requests.eager_request(
                     variables, gradients, watched, left, self.created, label
                 )
+                if ops is not None:
+                    result = self._reconstructed(result, ops, target, variables)
             else:
                 result = _reading(
                     location, run_requests.graph_request, target, variables, self.created, label
@@ -128,6 +146,16 @@ class Capture:
             self._busy -= 1
         self._record(GradientRequest("GradientTape.gradient", location, result), variables)
         return gradients
+
+    def _reconstructed(
+        self, eager: Any, ops: list[Any], target: Any, variables: list[tuple[int, Any]]
+    ) -> Any:
+        try:
+            return run_requests.reconstructed_request(
+                eager, ops, self._recorder.functions, target, variables, self.created
+            )
+        except Exception:  # an op the rebuild cannot express: TensorFlow's verdict stands
+            return eager
 
     def _graph_gradients(self, original: Any, *args: Any, **kwargs: Any) -> Any:
         bound = _bind(original, args, kwargs)
@@ -167,6 +195,10 @@ class Capture:
         self._requested.update(id(run_requests.backing(v)) for _, v in variables)
 
     # -- stopping before a weight changes ------------------------------------------------------
+
+    def _function_call(self, original: Any, function: Any, *args: Any, **kwargs: Any) -> Any:
+        self._recorder.function_called(function)
+        return self._stop_before_call(original, function, *args, **kwargs)
 
     def _stop_before_call(self, original: Any, *args: Any, **kwargs: Any) -> Any:
         from tensorflow.python.eager import context
@@ -267,6 +299,12 @@ def _reading(location: SourceLocation | None, read: Callable[..., Any], *args: A
             f"gradcheck could not read the gradient request{where}: {type(error).__name__}: "
             f"{error} (run with --debug for the traceback)"
         ) from error
+
+
+def _executing_eagerly() -> bool:
+    from tensorflow.python.eager import context
+
+    return bool(context.executing_eagerly())
 
 
 def _bind(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:

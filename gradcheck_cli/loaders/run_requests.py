@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, Variable, make_names_unique
@@ -283,6 +283,63 @@ def eager_request(
         reason=reason,
         tensorflow=TensorFlowGradients(EAGER_TAPE, dict(verdicts)),
     )
+
+
+def reconstructed_request(
+    eager: EagerResult,
+    ops: list[Any],
+    functions: dict[str, Any],
+    target: Any,
+    variables: list[tuple[int, Any]],
+    created: CreatedVariables,
+) -> TracedGraph | EagerResult:
+    """An eager request as the graph of the ops its tape recorded, carrying the eager result
+    (TensorFlow's verdicts and where a value left TensorFlow) for when the two disagree."""
+    import tensorflow as tf
+
+    from gradcheck_cli.loaders.eager_recording import rebuild
+
+    flat = [t for t in tf.nest.flatten(target) if t is not None]
+    if len(flat) != 1 or not isinstance(flat[0], tf.Tensor):
+        return eager
+    described = [created.describe(variable) for _, variable in variables]
+    requested = {id(v) for v, _ in described}
+    others = [v for v in created.variables if id(v) not in requested]
+    handles = {_handle_of(v): traced.variable_name(v) for v in others}
+    handles.update({_handle_of(v): model.name for v, model in described})
+    step = rebuild(ops, flat[0], handles, functions)
+    if step is None:
+        return eager
+
+    def node(variable: Any) -> str | None:
+        return step.handle_nodes.get(_handle_of(variable))
+
+    records = [
+        TracedVariable(replace(model, name=recorded.name), node=node(variable))
+        for (variable, model), recorded in zip(described, eager.variables)
+    ]
+    context = [
+        TracedVariable(created.describe(v)[1], node=node(v)) for v in others if node(v) is not None
+    ]
+    make_names_unique(r.variable for r in records + context)
+    result = traced.graph_def_protos(
+        step.graph_def,
+        step.graphs,
+        eager.loss_name,
+        records + context,
+        step.loss_shape,
+        step.loss_tensor,
+        step.locations,
+    )
+    result.context_variables = [r.variable.name for r in context]
+    result.tensorflow = eager.tensorflow
+    result.eager_fallback = eager
+    return result
+
+
+def _handle_of(variable: Any) -> int:
+    """id of the resource handle an eager op reads a variable through."""
+    return id(getattr(variable, "handle", variable))
 
 
 def untrained(created: CreatedVariables, requested: set[int]) -> list[Variable]:

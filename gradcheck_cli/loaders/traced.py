@@ -119,7 +119,7 @@ def traced_function(
             )
         )
     make_names_unique(r.variable for r in records)
-    graphs = _function_graphs(graph, fdef.signature.name)
+    graphs = function_graphs(graph, fdef.signature.name)
     return TracedFunction(
         loss_name=loss_name,
         variables=records,
@@ -144,7 +144,7 @@ def candidate_variables(candidates: Sequence[Any], concrete: Any) -> list[Any]:
     return variables
 
 
-def _function_graphs(graph: Any, name: str) -> list[tuple[str, Any]]:
+def function_graphs(graph: Any, name: str) -> list[tuple[str, Any]]:
     """(function name, FuncGraph) for the top graph and every function defined inside it."""
     found = [(name, graph)]
     seen = {name}
@@ -271,20 +271,35 @@ def graph_protos(
 ) -> TracedGraph:
     """Protos of `graph` (a TF1 graph, or a function graph as it is being traced) with the loss
     tensor `loss` and the variables `records`, each at its node in the graph (or none)."""
-    graph_def = graph.as_graph_def()
     graphs = [("", graph)]
     for fn_name, function in getattr(graph, "_functions", {}).items():
         inner = getattr(function, "graph", None)
         if inner is not None:
-            graphs.extend(_function_graphs(inner, fn_name))
+            graphs.extend(function_graphs(inner, fn_name))
+    return graph_def_protos(
+        graph.as_graph_def(), graphs, loss_name, records, _static_shape(loss), loss.name
+    )
+
+
+def graph_def_protos(
+    graph_def: Any,
+    graphs: list[tuple[str, Any]],
+    loss_name: str,
+    records: list[TracedVariable],
+    loss_shape: tuple[int | None, ...] | None,
+    loss_tensor: str,
+    locations: dict[str, SourceLocation] | None = None,
+) -> TracedGraph:
+    """Protos of a GraphDef whose lines and custom gradients come from the live `graphs`
+    ((function name, graph), "" for the top graph) and from `locations` ("node@function")."""
     return TracedGraph(
         loss_name=loss_name,
         variables=records,
         library=graph_def.library.SerializeToString(),
         op_defs=_op_defs(graph_def.library.function, graph_def.node),
-        loss_shape=_static_shape(loss),
-        locations=_locations(graphs),
+        loss_shape=loss_shape,
+        locations={**_locations(graphs), **(locations or {})},
         custom_gradients=_custom_gradients(graphs),
         graph_def=graph_def.SerializeToString(),
-        loss_tensor=loss.name,
+        loss_tensor=loss_tensor,
     )

@@ -87,6 +87,9 @@ class TracedGraph(_Traced):
     loss_tensor: str = ""
     # Variables in the graph only so that the analysis sees them: not the loss's to judge.
     context_variables: list[str] = field(default_factory=list)
+    # An eager step rebuilt from the ops TensorFlow ran: TensorFlow's own verdicts, the judge
+    # whenever the rebuilt graph tells another story.
+    eager_fallback: EagerResult | None = None
 
 
 @dataclass
