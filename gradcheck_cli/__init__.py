@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from gradcheck_cli.api import assert_no_dead_variables, check, check_function
+from gradcheck_cli.api import (
+    assert_no_dead_variables,
+    check,
+    check_function,
+    check_script_run,
+)
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.version import __version__
 
@@ -12,4 +17,5 @@ __all__ = [
     "assert_no_dead_variables",
     "check",
     "check_function",
+    "check_script_run",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from gradcheck_cli.findings.report import Report
 from gradcheck_cli.loaders.keras_models import is_keras_model
 from gradcheck_cli.options import CheckOptions, check_options, takes_check_options
 from gradcheck_cli.pipeline import check_live_function, check_live_keras_model, check_path
+from gradcheck_cli.pipeline import check_run as run_pipeline
 
 
 @takes_check_options()
@@ -96,3 +98,41 @@ def _with_allowed_dead(report: Report, options: CheckOptions) -> Report:
     if not options.allow_dead:
         return report
     return apply_policy(report, allow_dead=dict(options.allow_dead))
+
+
+@takes_check_options(exclude={"loss", "sum_loss"})
+def check_script_run(
+    script: str | os.PathLike[str], arguments: Sequence[str] = (), **options: Any
+) -> list[Report]:
+    """Run a training script (or notebook) as `python SCRIPT ARGUMENTS...` would, in a separate
+    process, and stop it before its first training step changes a weight: one report per
+    gradient request, each judged on the variables that request differentiates.
+
+    Takes the options of `check` but `loss` and `sum_loss`: the script's own requests name them.
+    Raises GradcheckError if the script fails or never asks for gradients within `timeout`.
+    """
+    chosen = check_options("check_script_run", options, exclude={"loss", "sum_loss"})
+    reports = check_run(Path(script), tuple(arguments), chosen)
+    return [_with_allowed_dead(report, chosen) for report in reports]
+
+
+def check_run(
+    script: Path,
+    arguments: tuple[str, ...],
+    options: CheckOptions,
+    *,
+    run_on: bool = False,
+    on_reports: Callable[[list[Report]], None] | None = None,
+) -> list[Report]:
+    """`check_script_run` with its options as one value (what the CLI calls)."""
+
+    def allowed(reports: list[Report]) -> list[Report]:
+        return [_with_allowed_dead(report, options) for report in reports]
+
+    early = None
+    if on_reports is not None:
+
+        def early(reports: list[Report]) -> None:
+            on_reports(allowed(reports))
+
+    return allowed(run_pipeline(script, arguments, options, run_on=run_on, on_reports=early))

@@ -11,16 +11,12 @@ from typing import Any
 
 import click
 
-from gradcheck_cli.config import (
-    Overrides,
-    Settings,
-    check_codes,
-    load_settings,
-    resolve_timeout,
-)
+from gradcheck_cli.cli_options import shared_options
+from gradcheck_cli.config import Overrides, Settings, load_settings, resolve_timeout
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.findings.report import Report
 from gradcheck_cli.loaders.process_tree import Stopped, stop_on_signals
-from gradcheck_cli.options import CheckOptions, timeout_seconds
+from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.report_output import cannot_write, report_error, write_report, write_stdout
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.terminal import TerminalOptions
@@ -28,15 +24,17 @@ from gradcheck_cli.run import (
     ExitCode,
     FailOn,
     ModelCheck,
+    Outcome,
     Policy,
     check_models,
+    check_script,
     exit_code,
     missing_variable,
     write_baseline,
 )
 from gradcheck_cli.version import __version__
 
-__all__ = ["ExitCode", "Options", "command", "main", "run"]
+__all__ = ["ExitCode", "Options", "command", "main", "run", "run_command"]
 
 
 @dataclass(frozen=True)
@@ -58,37 +56,9 @@ class Options:
     jobs: int = 1
     exit_zero: bool = False
     write_baseline: Path | None = None
-
-
-class CodeList(click.ParamType):
-    """Rule codes or prefixes, comma-separated: `GC1,GC201`."""
-
-    name = "CODES"
-
-    def convert(
-        self, value: object, param: click.Parameter | None, ctx: click.Context | None
-    ) -> tuple[str, ...]:
-        if isinstance(value, tuple):
-            return value
-        codes = tuple(code.strip() for code in str(value).split(",") if code.strip())
-        bad = check_codes(codes)
-        if bad is not None:
-            self.fail(f"{bad!r} is not a rule code or a prefix of one", param, ctx)
-        return codes
-
-
-class Seconds(click.ParamType):
-    """A timeout: a finite number of seconds above 0 and at most one day."""
-
-    name = "SECONDS"
-
-    def convert(
-        self, value: object, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float:
-        try:
-            return timeout_seconds(value)  # type: ignore[arg-type]
-        except ValueError as error:
-            self.fail(str(error), param, ctx)
+    # `gradcheck run`: the script's own arguments, and whether it trains on after the report.
+    script_arguments: tuple[str, ...] | None = None
+    run_on: bool = False
 
 
 def _use_color(choice: str, to_file: bool = False) -> bool:
@@ -126,70 +96,12 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
     help="The loss for every MODEL: a function path, signature, SIGNATURE:OUTPUT, or tensor name.",
 )
 @click.option(
-    "--format",
-    "-f",
-    "output_format",
-    type=click.Choice([f.value for f in Format]),
-    help="Output format.  [default: terminal]",
-)
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(path_type=Path),
-    help="Write the report to FILE instead of stdout.",
-)
-@click.option(
-    "--fail-on",
-    type=click.Choice([f.value for f in FailOn]),
-    help="The least severe finding that fails the run (exit 1).  [default: error]",
-)
-@click.option(
-    "--exit-zero", is_flag=True, help="Exit 0 whatever the findings (2 is still reported)."
-)
-@click.option(
-    "--select", type=CodeList(), multiple=True, help="Report only these codes or prefixes."
-)
-@click.option("--ignore", type=CodeList(), multiple=True, help="Drop these codes or prefixes.")
-@click.option(
-    "--allow-dead",
-    metavar="PATTERN",
-    multiple=True,
-    help="Accept dead variables whose name or path matches this glob (repeatable).",
-)
-@click.option(
-    "--baseline",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Fail only on dead variables not listed in this baseline file.",
-)
-@click.option(
-    "--write-baseline",
-    type=click.Path(path_type=Path),
-    help="Write today's dead variables to this baseline file and exit 0.",
-)
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(path_type=Path),
-    help="Read settings from this file (a pyproject.toml or a gradcheck.toml) instead of "
-    "the nearest pyproject.toml.",
-)
-@click.option(
     "--jobs",
     "-j",
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
     help="Check models in this many processes.",
-)
-@click.option(
-    "--verify", is_flag=True, help="Also ask TensorFlow for its own gradients and compare."
-)
-@click.option(
-    "--color",
-    type=click.Choice(["auto", "always", "never"]),
-    default="auto",
-    show_default=True,
-    help="Colour the terminal report (NO_COLOR and FORCE_COLOR are honoured with auto).",
 )
 @click.option(
     "--unsafe-deserialization",
@@ -202,16 +114,6 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
     help="Check the sum of a non-scalar loss, as tf.gradients would, instead of refusing it.",
 )
 @click.option(
-    "--timeout",
-    type=Seconds(),
-    help="Seconds a script or Keras file may take to load and trace, at most 86400.  "
-    "[default: GRADCHECK_TIMEOUT, else the config's timeout, else 600]",
-)
-@click.option("--why", metavar="VARIABLE", help="Explain one variable only (its name or path).")
-@click.option("--quiet", "-q", is_flag=True, help="Print only the one-line verdict.")
-@click.option("--verbose", "-v", is_flag=True, help="Also show informational findings.")
-@click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
-@click.option(
     "--explain",
     metavar="CODE",
     is_eager=True,
@@ -220,65 +122,73 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
     help="Explain a rule (e.g. GC101) and exit; 'all' lists every rule.",
 )
 @click.version_option(__version__, prog_name="gradcheck")
-def command(
-    models: tuple[str, ...],
-    loss: str | None,
-    output_format: str | None,
-    output: Path | None,
-    fail_on: str | None,
-    exit_zero: bool,
-    select: tuple[tuple[str, ...], ...],
-    ignore: tuple[tuple[str, ...], ...],
-    allow_dead: tuple[str, ...],
-    baseline: Path | None,
-    write_baseline: Path | None,
-    config_file: Path | None,
-    jobs: int,
-    timeout: float | None,
-    color: str,
-    why: str | None,
-    quiet: bool,
-    verbose: bool,
-    **check_flags: Any,
-) -> None:
+@shared_options
+def command(models: tuple[str, ...], jobs: int, **flags: Any) -> None:
     """Find the trainable variables that a loss can never train in each MODEL, and say why.
 
     MODEL is a SavedModel directory, a Python script (imported with a __name__ other than
-    "__main__") or a Keras model file. Settings come from [tool.gradcheck] in the nearest
-    pyproject.toml (or --config), then these options. Exit codes: 0 nothing fails the run,
-    1 findings (dead variables), 2 an input could not be analysed or a file read or written.
+    "__main__") or a Keras model file. To check a training script as it runs, at its first
+    training step, use `gradcheck run SCRIPT`. Settings come from [tool.gradcheck] in the
+    nearest pyproject.toml (or --config), then these options. Exit codes: 0 nothing fails the
+    run, 1 findings (dead variables), 2 an input could not be analysed or a file read or written.
     """
+    sys.exit(run(_options(models, flags, jobs=jobs)))
+
+
+@click.command(
+    "run",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.argument("script", metavar="SCRIPT", type=click.Path())
+@click.argument("arguments", metavar="[-- SCRIPT ARGS...]", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "--continue",
+    "run_on",
+    is_flag=True,
+    help="Let the script train on after the report (it is stopped before its first step "
+    "otherwise).",
+)
+@shared_options
+def run_command(script: str, arguments: tuple[str, ...], run_on: bool, **flags: Any) -> None:
+    """Run a training SCRIPT (or notebook) unchanged, as `python SCRIPT ARGS...` would, and
+    check every gradient request it makes before its first training step changes a weight.
+
+    Each request (GradientTape.gradient, tf.gradients, Optimizer.minimize, Model.fit) is judged
+    on the variables it differentiates. Arguments after `--` go to the script. Exit codes: 0
+    nothing fails the run, 1 findings (dead variables), 2 the script failed, or never asked for
+    gradients within --timeout.
+    """
+    options = _options((script,), flags, script_arguments=arguments, run_on=run_on)
+    sys.exit(run(options))
+
+
+def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Options:
+    """Settings from the configuration file with the flags over them; exit 2 on a bad one."""
+    select, ignore = flags.pop("select"), flags.pop("ignore")
+    output_format, fail_on = flags.pop("output_format"), flags.pop("fail_on")
     overrides = Overrides(
-        loss=loss,
+        loss=flags.pop("loss", None),
         select=tuple(code for codes in select for code in codes) if select else None,
         ignore=tuple(code for codes in ignore for code in codes),
-        allow_dead=allow_dead,
+        allow_dead=flags.pop("allow_dead"),
         output_format=Format(output_format) if output_format else None,
         fail_on=FailOn(fail_on) if fail_on else None,
-        baseline=baseline,
+        baseline=flags.pop("baseline"),
     )
+    config_file, timeout = flags.pop("config_file"), flags.pop("timeout")
     try:
         settings = load_settings(overrides, config_file)
         seconds = resolve_timeout(timeout, settings)
     except GradcheckError as error:
         click.echo(f"gradcheck: error: {error}", err=True)
         sys.exit(ExitCode.ERROR)
-    # Every flag not named above is named after a CheckOptions field (--verify, --debug...).
-    check = CheckOptions(all_cuts=verbose, timeout=seconds, **check_flags)
-    options = Options(
-        models=models,
-        settings=settings,
-        check=check,
-        color=color,
-        why=why,
-        quiet=quiet,
-        verbose=verbose,
-        output=output,
-        jobs=jobs,
-        exit_zero=exit_zero,
-        write_baseline=write_baseline,
-    )
-    sys.exit(run(options))
+    display = {
+        name: flags.pop(name)
+        for name in ("color", "why", "quiet", "verbose", "output", "exit_zero", "write_baseline")
+    }
+    # Every flag left is named after a CheckOptions field (--verify, --debug...).
+    check = CheckOptions(all_cuts=display["verbose"], timeout=seconds, **flags)
+    return Options(models=models, settings=settings, check=check, **display, **extra)
 
 
 def run(options: Options) -> ExitCode:
@@ -300,8 +210,25 @@ def run(options: Options) -> ExitCode:
         ignore=settings.ignore,
         baseline=None if options.write_baseline else settings.baseline,
     )
+    shown: list[ExitCode | None] = []  # `--continue`: the report went out while the script ran
+
+    def show(early: list[Outcome]) -> None:
+        shown.append(_write_reports([o.report for o in early if o.report is not None], options))
+
     try:
-        outcomes = check_models(checks, policy, jobs=options.jobs)
+        if options.script_arguments is not None:
+            script, check = checks[0].model, checks[0].options
+            on_outcomes = show if options.run_on else None
+            outcomes = check_script(
+                script,
+                options.script_arguments,
+                check,
+                policy,
+                run_on=options.run_on,
+                on_outcomes=on_outcomes,
+            )
+        else:
+            outcomes = check_models(checks, policy, jobs=options.jobs)
     except GradcheckError as error:  # an unreadable baseline
         return report_error(error)
     failed = [outcome for outcome in outcomes if outcome.report is None]
@@ -323,23 +250,29 @@ def run(options: Options) -> ExitCode:
         if problem is not None:
             click.echo(problem, err=True)
             return ExitCode.ERROR
-    if reports:
-        to_file = options.output is not None
-        terminal = TerminalOptions(
-            color=_use_color(options.color, to_file),
-            width=_terminal_width() if not to_file and sys.stdout.isatty() else 100,
-            focus=options.why,
-            quiet=options.quiet,
-            verbose=options.verbose,
-        )
-        # One report renders as before; several need the multi-report `render`.
-        text = render(
-            reports[0] if len(reports) == 1 else reports, settings.output_format, terminal
-        )
-        failure = write_report(text, options.output)
-        if failure is not None:
-            return failure
+    failure = shown[0] if shown else _write_reports(reports, options)
+    if failure is not None:
+        return failure
     return exit_code(outcomes, settings.fail_on, options.exit_zero)
+
+
+def _write_reports(reports: list[Report], options: Options) -> ExitCode | None:
+    """Render the reports to stdout or --output; an exit code if they could not be written."""
+    if not reports:
+        return None
+    to_file = options.output is not None
+    terminal = TerminalOptions(
+        color=_use_color(options.color, to_file),
+        width=_terminal_width() if not to_file and sys.stdout.isatty() else 100,
+        focus=options.why,
+        quiet=options.quiet,
+        verbose=options.verbose,
+    )
+    # One report renders as before; several need the multi-report `render`.
+    text = render(
+        reports[0] if len(reports) == 1 else reports, options.settings.output_format, terminal
+    )
+    return write_report(text, options.output)
 
 
 def _terminal_width() -> int:
@@ -353,7 +286,10 @@ def main() -> None:
     """The `gradcheck` command: SIGINT exits 130 and SIGTERM 143, once every worker is gone."""
     stop_on_signals()
     try:
-        command()
+        if sys.argv[1:2] == ["run"]:
+            run_command(args=sys.argv[2:], prog_name="gradcheck run")
+        else:
+            command()
     except Stopped as stop:
         name = signal.Signals(int(stop.code or 0) - 128).name
         click.echo(f"gradcheck: interrupted by {name}", err=True)

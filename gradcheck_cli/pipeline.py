@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from gradcheck_cli.analysis.verdicts import Analysis, VariableVerdict
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.build import Context, build_findings
 from gradcheck_cli.findings.fixes import variable_fix
-from gradcheck_cli.findings.report import Report, SourceInfo, Verification
+from gradcheck_cli.findings.report import Report, RequestInfo, SourceInfo, Verification
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.findings.verification import compare
 from gradcheck_cli.graph.model import GraphKind
@@ -21,13 +22,16 @@ from gradcheck_cli.loaders.tf_verification import SAVED_MODEL_TAPE, TAPE
 from gradcheck_cli.loaders.worker_protocol import (
     EagerResult,
     Job,
+    RunResult,
     TensorFlowGradients,
     Traced,
     TracedFunction,
     TracedGraph,
     WorkerRequest,
+    WorkerResult,
 )
 from gradcheck_cli.options import CheckOptions
+from gradcheck_cli.reporters import display_path
 
 
 def check_path(path: Path, options: CheckOptions) -> Report:
@@ -66,6 +70,65 @@ def check_path(path: Path, options: CheckOptions) -> Report:
     return report_from_result(result, source, options)
 
 
+RUN_SUFFIXES = (".py", ".ipynb")
+
+
+def check_run(
+    path: Path,
+    arguments: tuple[str, ...],
+    options: CheckOptions,
+    *,
+    run_on: bool = False,
+    on_reports: Callable[[list[Report]], None] | None = None,
+) -> list[Report]:
+    """Run a training script or notebook up to its first training step: one report per
+    gradient request, each judged on the variables that request differentiates.
+
+    With `run_on`, the script goes on after its step is checked; `on_reports` then gets the
+    reports as soon as they are known, while the script still runs.
+    """
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "no such file"
+        raise GradcheckError(f"{path}: {what}; gradcheck run takes a Python script or a notebook")
+    if path.suffix not in RUN_SUFFIXES:
+        raise GradcheckError(
+            f"{path} is neither a Python script (.py) nor a notebook (.ipynb); for a SavedModel "
+            "or a Keras file use `gradcheck MODEL`"
+        )
+    from gradcheck_cli.loaders.worker_process import run_worker
+
+    request = WorkerRequest(Job.RUN, path.resolve(), options, arguments, run_on)
+    run_options = replace(options, sum_loss=True)  # TensorFlow sums a non-scalar target
+
+    def reports(result: RunResult) -> list[Report]:
+        return _run_reports(path, result, run_options)
+
+    callback = None
+    if on_reports is not None:
+
+        def callback(result: WorkerResult) -> None:
+            assert isinstance(result, RunResult)
+            on_reports(reports(result))
+
+    result = run_worker(request, callback)
+    assert isinstance(result, RunResult)
+    return reports(result)
+
+
+def _run_reports(path: Path, result: RunResult, options: CheckOptions) -> list[Report]:
+    found = []
+    never = tuple(v.name for v in result.untrained)
+    for index, request in enumerate(result.requests):
+        info = RequestInfo(request.api, request.location)
+        where = request.location
+        label = f"{request.api} at {display_path(where.file)}:{where.line}" if where else None
+        source = SourceInfo(str(path), "run", label or request.api, info)
+        # Variables no request trains are told once, with the first request.
+        extra = Context(requested=True, never_requested=never if index == 0 else ())
+        found.append(report_from_result(request.result, source, options, extra))
+    return found
+
+
 def check_live_keras_model(model: Any, options: CheckOptions) -> Report:
     """A compiled keras.Model's own objective, traced in this process."""
     from gradcheck_cli.loaders.keras_models import trace_live_keras_model
@@ -86,7 +149,10 @@ def check_live_function(function: Any, variables: Any, options: CheckOptions) ->
 
 
 def report_from_result(
-    result: Traced | EagerResult, source: SourceInfo, options: CheckOptions
+    result: Traced | EagerResult,
+    source: SourceInfo,
+    options: CheckOptions,
+    run: Context | None = None,
 ) -> Report:
     """Analyse what the tracer brought back (or take the eager tape's verdicts) and report."""
     left = None
@@ -113,7 +179,10 @@ def report_from_result(
         verification = compare(
             analysis.verdicts, tensorflow.verdicts, tensorflow.error, tensorflow.method
         )
-    return _report(source, analysis, Context(tuple(notes), verification, left))
+    context = replace(
+        run or Context(), notes=tuple(notes), verification=verification, left_tensorflow=left
+    )
+    return _report(source, analysis, context)
 
 
 def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:

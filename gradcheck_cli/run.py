@@ -7,7 +7,7 @@ import json
 import multiprocessing
 import os
 import traceback
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,6 +135,49 @@ def check_model(item: ModelCheck) -> Outcome:
             trace=traceback.format_exc(),
         )
     return Outcome(item.model, report=report)
+
+
+def check_script(
+    script: str,
+    arguments: tuple[str, ...],
+    options: CheckOptions,
+    policy: Policy = Policy(),
+    *,
+    run_on: bool = False,
+    on_outcomes: Callable[[list[Outcome]], None] | None = None,
+) -> list[Outcome]:
+    """Run a training script to its first step: one Outcome per gradient request, the policy
+    applied; one failed Outcome if the script fails or never asks for gradients.
+
+    With `run_on` the script trains on, and `on_outcomes` gets the outcomes meanwhile.
+    """
+    from gradcheck_cli import api
+
+    known = read_baseline(policy.baseline) if policy.baseline is not None else {}
+
+    def outcomes(reports: list[Report]) -> list[Outcome]:
+        return [_with_policy(Outcome(script, report=r), policy, known) for r in reports]
+
+    early = None
+    if on_outcomes is not None:
+
+        def early(reports: list[Report]) -> None:
+            on_outcomes(outcomes(reports))
+
+    try:
+        reports = api.check_run(Path(script), arguments, options, run_on=run_on, on_reports=early)
+    except GradcheckError as error:
+        return [Outcome(script, error=str(error))]
+    except Exception as error:  # a gradcheck bug: report it, keep exit code 2
+        return [
+            Outcome(
+                script,
+                error=f"{type(error).__name__}: {error}",
+                internal=True,
+                trace=traceback.format_exc(),
+            )
+        ]
+    return outcomes(reports)
 
 
 def _with_policy(

@@ -9,11 +9,13 @@ from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.fixes import blocker_fix, python_name, variable_fix
 from gradcheck_cli.findings.report import Verification
 from gradcheck_cli.findings.rules import (
+    FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER,
     GRAPH_NOT_FULLY_MODELLED,
     LOSS_INDEPENDENT_OF_VARIABLES,
     RULE_BY_CONCERN,
     RULE_BY_REASON,
     SAVED_MODEL_WITHOUT_SOURCE_LINES,
+    TRAINABLE_VARIABLE_NEVER_OPTIMIZED,
     VALUE_LEAVES_TENSORFLOW,
     VARIABLE_NEVER_REACHES_LOSS,
     VERIFICATION_AGREES,
@@ -34,6 +36,10 @@ class Context:
     left_tensorflow: tuple[SourceLocation | None, str] | None = None
     # False for a SavedModel saved without debug info: no source lines at all.
     located: bool = True
+    # `gradcheck run`: the variables were the ones the script itself asked gradients for.
+    requested: bool = False
+    # `gradcheck run`: trainable variables that no gradient request of the script differentiates.
+    never_requested: tuple[str, ...] = ()
 
 
 def build_findings(
@@ -58,7 +64,19 @@ def build_findings(
     if trainable and all(v.dead for v in trainable):
         findings.append(LOSS_INDEPENDENT_OF_VARIABLES.finding())
     findings += [_concern_finding(concern, source) for concern in analysis.concerns]
+    findings += _request_findings(analysis, context)
     return tuple(sorted(findings, key=finding_order))
+
+
+def _request_findings(analysis: Analysis, context: Context) -> list[Finding]:
+    """What `gradcheck run` adds: variables no request trains, frozen ones handed to one."""
+    found = []
+    if context.never_requested:
+        found.append(TRAINABLE_VARIABLE_NEVER_OPTIMIZED.finding(names=context.never_requested))
+    frozen = tuple(v.name for v in analysis.verdicts if v.status is Status.FROZEN)
+    if context.requested and frozen:
+        found.append(FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER.finding(names=frozen))
+    return found
 
 
 def _dead_variable_findings(verdict: VariableVerdict, source: SourceLines) -> list[Finding]:

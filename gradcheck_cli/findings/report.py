@@ -13,8 +13,16 @@ from gradcheck_cli.graph.model import SourceLocation
 @dataclass(frozen=True)
 class SourceInfo:
     path: str
-    kind: str  # "savedmodel" | "savedmodel-tf1" | "script" | "function"
+    kind: str  # "savedmodel" | "savedmodel-tf1" | "script" | "function" | "run"
     loss: str
+    # `gradcheck run`: what the script called to ask for gradients, and where.
+    request: RequestInfo | None = None
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    api: str  # "GradientTape.gradient", "tf.gradients", "Optimizer.minimize", ...
+    location: SourceLocation | None
 
 
 @dataclass(frozen=True)

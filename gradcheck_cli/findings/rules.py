@@ -891,6 +891,83 @@ VARIABLE_TRAINED_ONLY_BY_REGULARIZER = Rule(
     ),
 )
 
+
+def _listed(names: tuple[str, ...], shown: int = 8) -> str:
+    more = len(names) - shown
+    listed = ", ".join(names[:shown])
+    return f"{listed} and {more} more" if more > 0 else listed
+
+
+def _never_optimized(names: tuple[str, ...], **_: object) -> str:
+    count = f"{len(names)} trainable variables are" if len(names) > 1 else "a trainable variable is"
+    return (
+        f"{count} never given to any gradient request, while others are: {_listed(names)}; "
+        "nothing trains them"
+    )
+
+
+def _frozen_given(names: tuple[str, ...], **_: object) -> str:
+    return (
+        f"non-trainable variables are given to this gradient request: {_listed(names)}; "
+        "they get no update from it"
+    )
+
+
+TRAINABLE_VARIABLE_NEVER_OPTIMIZED = Rule(
+    code="GC207",
+    name="trainable-variable-never-optimized",
+    severity=Severity.WARNING,
+    message=_never_optimized,
+    summary="A trainable variable is given to no gradient request of the training script",
+    what_it_does=(
+        "In `gradcheck run`, lists the trainable variables the script created that no "
+        "`GradientTape.gradient`, `tf.gradients`, `Optimizer.minimize` or `Model.fit` of the "
+        "checked step differentiates, while other variables are trained."
+    ),
+    why_bad=(
+        "Nothing will ever update these variables. That is right for a teacher network, a "
+        "target network or a frozen feature extractor, but then they should say so: a "
+        "trainable variable that no optimizer sees is often a layer left out of the variable "
+        "list by mistake (a second model, a head built outside the `keras.Model`)."
+    ),
+    example=(
+        "teacher = make_network()\n"
+        "student = make_network()\n"
+        "with tf.GradientTape() as tape:\n"
+        "    loss = distill(student(x), tf.stop_gradient(teacher(x)))\n"
+        "grads = tape.gradient(loss, student.trainable_variables)"
+    ),
+    use_instead=(
+        "teacher = make_network()\n"
+        "teacher.trainable = False  # not trained by this script, and it says so"
+    ),
+)
+
+
+FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER = Rule(
+    code="GC208",
+    name="frozen-variable-given-to-optimizer",
+    severity=Severity.WARNING,
+    message=_frozen_given,
+    summary="A non-trainable variable is passed to a gradient request",
+    what_it_does=(
+        "In `gradcheck run`, lists the variables marked non-trainable (`trainable=False`, or a "
+        "frozen Keras layer) that the script nevertheless passes to `tape.gradient` or an "
+        "optimizer."
+    ),
+    why_bad=(
+        "The variable list and the variables' own flags disagree: either the variable was "
+        "meant to train and its layer is frozen by mistake, or the list was built by hand and "
+        "includes statistics (batch-norm moving averages, counters) that an optimizer must "
+        "not touch."
+    ),
+    example=(
+        "variables = model.variables  # includes the batch-norm moving averages\n"
+        "grads = tape.gradient(loss, variables)"
+    ),
+    use_instead="grads = tape.gradient(loss, model.trainable_variables)",
+)
+
 _ALL = (
     GRAPH_NOT_FULLY_MODELLED,
     VERIFICATION_DISAGREES,
@@ -915,6 +992,8 @@ _ALL = (
     VARIABLE_CUT_ON_SOME_PATHS,
     CUT_IN_ONE_COND_BRANCH,
     VARIABLE_TRAINED_ONLY_BY_REGULARIZER,
+    TRAINABLE_VARIABLE_NEVER_OPTIMIZED,
+    FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER,
 )
 
 RULES: dict[str, Rule] = {rule.code: rule for rule in _ALL}

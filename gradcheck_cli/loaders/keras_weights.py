@@ -84,3 +84,26 @@ def track_layer_construction(path: Path) -> dict[int, SourceLocation | None]:
 
     keras.layers.Layer.__init__ = init  # type: ignore[method-assign]
     return sites
+
+
+def track_weight_owners(
+    sites: dict[int, SourceLocation | None],
+    keras_variables: dict[int, Any],
+    owner_sites: dict[int, SourceLocation | None],
+) -> None:
+    """Record, for every weight a Keras layer adds, its Keras variable (by id of the backing
+    tf.Variable) and the line that constructed the layer (`sites`, from
+    `track_layer_construction`)."""
+    import keras
+
+    original = keras.layers.Layer.add_weight
+
+    def add_weight(self: Any, *args: Any, **kwargs: Any) -> Any:
+        weight = original(self, *args, **kwargs)
+        backing = getattr(weight, "_value", None)
+        if backing is not None:
+            keras_variables[id(backing)] = weight
+            owner_sites[id(backing)] = sites.get(id(self))
+        return weight
+
+    keras.layers.Layer.add_weight = add_weight  # type: ignore[method-assign]

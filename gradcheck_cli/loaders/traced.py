@@ -244,7 +244,6 @@ def traced_graph(graph: Any, loss: Any, loss_name: str) -> TracedGraph:
     """Protos of a TF1 graph and its variable collections, with the loss tensor `loss`."""
     import tensorflow as tf
 
-    graph_def = graph.as_graph_def()
     trainable = graph.get_collection(tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES)
     trainable_ids = {id(v) for v in trainable}
     everything = trainable + [
@@ -264,6 +263,15 @@ def traced_graph(graph: Any, loss: Any, loss_name: str) -> TracedGraph:
         )
         for variable in everything
     ]
+    return graph_protos(graph, loss, loss_name, records)
+
+
+def graph_protos(
+    graph: Any, loss: Any, loss_name: str, records: list[TracedVariable]
+) -> TracedGraph:
+    """Protos of `graph` (a TF1 graph, or a function graph as it is being traced) with the loss
+    tensor `loss` and the variables `records`, each at its node in the graph (or none)."""
+    graph_def = graph.as_graph_def()
     graphs = [("", graph)]
     for fn_name, function in getattr(graph, "_functions", {}).items():
         inner = getattr(function, "graph", None)

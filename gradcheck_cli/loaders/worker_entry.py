@@ -11,6 +11,7 @@ import os
 import pickle
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from gradcheck_cli.errors import GradcheckError
@@ -22,9 +23,10 @@ def main(argv: list[str]) -> int:
         request: WorkerRequest = pickle.load(request_file)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    result: WorkerResult
+    result_path = Path(argv[2])
+    result: WorkerResult | None
     try:
-        result = run_job(request)
+        result = run_job(request, lambda delivered: _write(result_path, delivered))
     except GradcheckError as error:
         result = WorkerFailure(str(error))
     except Exception as error:  # a gradcheck bug: one line, the traceback only when debugging
@@ -34,15 +36,29 @@ def main(argv: list[str]) -> int:
             f"internal error while tracing: {type(error).__name__}: {error} "
             "(run with --debug for the traceback)"
         )
-    with Path(argv[2]).open("wb") as result_file:
-        pickle.dump(result, result_file)
+    if result is not None:
+        _write(result_path, result)
     sys.stdout.flush()
     # The user's script may have started threads or registered atexit hooks that hang.
     os._exit(0)
 
 
-def run_job(request: WorkerRequest) -> WorkerResult:
+def _write(path: Path, result: WorkerResult) -> None:
+    """Write the result whole, then give it its name: gradcheck may be watching for it."""
+    partial = path.with_suffix(".partial")
+    with partial.open("wb") as result_file:
+        pickle.dump(result, result_file)
+    partial.replace(path)
+
+
+def run_job(request: WorkerRequest, deliver: Callable[[WorkerResult], None]) -> WorkerResult | None:
+    """The job's result; None when the job delivered it itself (a run, as soon as it is known)."""
     options = request.options
+    if request.job is Job.RUN:
+        from gradcheck_cli.loaders.run_mode import run_script
+
+        run_script(request, deliver)
+        return None
     if request.job is Job.SCRIPT:
         from gradcheck_cli.loaders.script_loading import load_script
 

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -18,11 +19,14 @@ from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.process_tree import ProcessTree
 from gradcheck_cli.loaders.worker_protocol import (
     EagerResult,
+    Job,
+    RunResult,
     TensorFlowGradients,
     TracedFunction,
     TracedGraph,
     WorkerFailure,
     WorkerRequest,
+    WorkerResult,
 )
 from gradcheck_cli.options import DEFAULT_TIMEOUT, environment_timeout, timeout_seconds
 
@@ -55,14 +59,17 @@ _stderr_lock = threading.Lock()
 
 
 def run_worker(
-    request: WorkerRequest,
-) -> TracedFunction | TracedGraph | EagerResult | TensorFlowGradients:
+    request: WorkerRequest, on_result: Callable[[WorkerResult], None] | None = None
+) -> TracedFunction | TracedGraph | EagerResult | TensorFlowGradients | RunResult:
     """Everything the worker (and the user's code in it) prints goes to our stderr, line by line.
 
     `request.options.timeout` (seconds; default GRADCHECK_TIMEOUT or 600) bounds a script that
     never returns; a WorkerFailure comes back as a GradcheckError. However the wait ends (the
     worker's exit, the time limit, an exception or a stop signal), every process the worker
     started is killed before this returns.
+
+    A run that goes on after delivering its result (`request.run_on`) hands it to `on_result`
+    as soon as it is written; the wait for the script's end then has no time limit.
     """
     options = request.options
     timeout = _time_limit(options.timeout)
@@ -95,13 +102,26 @@ def run_worker(
             for stream in (process.stdout, process.stderr):
                 assert stream is not None
                 relays.append(_relay(stream, options.debug))
-            finished = _wait_for_exit(process.pid, timeout)
+            watch = result_path if request.run_on and on_result is not None else None
+            finished = _wait_for_exit(process.pid, timeout, watch)
+            if finished and watch is not None and process.poll() is None:
+                assert on_result is not None
+                delivered = _read_result(result_path)
+                if not isinstance(delivered, WorkerFailure):
+                    on_result(delivered)
+                finished = _wait_for_exit(process.pid, None)
         finally:
             tree.end([process.pid])
             process.wait()
             deadline = time.monotonic() + _DRAIN_SECONDS
             for relay in relays:
                 relay.join(max(0.0, deadline - time.monotonic()))
+        if not finished and request.job is Job.RUN:
+            raise GradcheckError(
+                f"{request.path} did not ask TensorFlow for gradients within {timeout:g} s; "
+                "set --timeout (or GRADCHECK_TIMEOUT) if it needs longer to reach its first "
+                "training step"
+            )
         if not finished:
             raise GradcheckError(
                 f"{request.path} did not finish within {timeout:g} s (an endless loop, or "
@@ -115,23 +135,30 @@ def run_worker(
                 f"{request.path} ended the process while gradcheck loaded it ({how}: "
                 "os._exit, a crash or a kill); anything it printed is above"
             )
-        with result_path.open("rb") as result_file:
-            result = pickle.load(result_file)
+        result = _read_result(result_path)
     if isinstance(result, WorkerFailure):
         raise GradcheckError(result.message)
     return result
 
 
-def _wait_for_exit(pid: int, timeout: float) -> bool:
-    """Whether the worker ended within `timeout`; it is left unreaped, so its process group's id
-    cannot be reused before the group is killed. Its pipes may stay open much longer: any child
-    it started holds them."""
+def _read_result(path: Path) -> WorkerResult:
+    with path.open("rb") as result_file:
+        result: WorkerResult = pickle.load(result_file)
+    return result
+
+
+def _wait_for_exit(pid: int, timeout: float | None, result: Path | None = None) -> bool:
+    """Whether the worker ended within `timeout` (None: no limit), or wrote `result` if given;
+    it is left unreaped, so its process group's id cannot be reused before the group is killed.
+    Its pipes may stay open much longer: any child it started holds them."""
     import psutil
 
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + (timeout if timeout is not None else float("inf"))
     try:
         worker = psutil.Process(pid)
         while worker.status() != psutil.STATUS_ZOMBIE:
+            if result is not None and result.exists():
+                return True
             left = deadline - time.monotonic()
             if left <= 0:
                 return False

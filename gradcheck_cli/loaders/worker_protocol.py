@@ -19,6 +19,7 @@ class Job(str, enum.Enum):
     SCRIPT = "script"  # import a Python script and trace its loss
     KERAS_FILE = "keras_file"  # load a .keras / .h5 model and trace its objective
     VERIFY_SAVED_MODEL = "verify_saved_model"  # TensorFlow's own gradients on a SavedModel loss
+    RUN = "run"  # run a training script as __main__ until it asks for gradients
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class WorkerRequest:
     job: Job
     path: Path
     options: CheckOptions
+    arguments: tuple[str, ...] = ()  # Job.RUN: the script's own command-line arguments
+    run_on: bool = False  # Job.RUN: let the script go on once its requests are delivered
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,24 @@ class EagerResult:
 
 
 @dataclass
+class GradientRequest:
+    """One place a running script asked for gradients, and the variables it asked them for."""
+
+    api: str  # what the script called: "GradientTape.gradient", "tf.gradients", ...
+    location: SourceLocation | None  # the script's line that asked
+    result: TracedGraph | EagerResult  # the loss; its variables are the ones differentiated
+
+
+@dataclass
+class RunResult:
+    """What a script run up to its first training step asked for."""
+
+    requests: list[GradientRequest]
+    # Trainable variables the script created that no request differentiates.
+    untrained: list[Variable] = field(default_factory=list)
+
+
+@dataclass
 class WorkerFailure:
     """The input could not be analysed (exit 2); `message` is what the user reads."""
 
@@ -104,4 +125,6 @@ class WorkerFailure:
 
 
 Traced = TracedFunction | TracedGraph
-WorkerResult = TracedFunction | TracedGraph | EagerResult | TensorFlowGradients | WorkerFailure
+WorkerResult = (
+    TracedFunction | TracedGraph | EagerResult | TensorFlowGradients | RunResult | WorkerFailure
+)

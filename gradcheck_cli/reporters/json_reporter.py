@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.findings.report import Report
+from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import display_path
 
@@ -25,14 +25,20 @@ def _schema_reason(reason: Reason) -> str:
     return Reason.OTHER.value if reason is Reason.LEFT_TENSORFLOW else reason.value
 
 
+def _source(source: SourceInfo) -> dict[str, Any]:
+    found: dict[str, Any] = {"path": source.path, "kind": source.kind, "loss": source.loss}
+    if source.request is not None:
+        found["request"] = {
+            "api": source.request.api,
+            "location": _location(source.request.location),
+        }
+    return found
+
+
 def as_dict(report: Report) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
-        "source": {
-            "path": report.source.path,
-            "kind": report.source.kind,
-            "loss": report.source.loss,
-        },
+        "source": _source(report.source),
         "variables": [
             {
                 "name": v.name,

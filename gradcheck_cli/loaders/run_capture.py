@@ -1,0 +1,243 @@
+"""Catch a running script's gradient requests and stop it before its first weight change."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.loaders import run_requests
+from gradcheck_cli.loaders.run_requests import CreatedVariables, Leave
+from gradcheck_cli.loaders.worker_protocol import GradientRequest, RunResult
+
+
+class ScriptStopped(BaseException):  # noqa: N818 - not an error: the check is done
+    """Raised inside the script at its first weight change; a BaseException, so that the script's
+    own `except Exception` handlers let it through."""
+
+
+@dataclass
+class _Patch:
+    owner: Any
+    attribute: str
+    original: Any
+
+
+@dataclass
+class Capture:
+    """The hooks of one run. `deliver` takes the result once the script is about to change a
+    weight (or ends); with `run_on` the script then goes on, else it is stopped."""
+
+    deliver: Callable[[RunResult], None]
+    run_on: bool = False
+    created: CreatedVariables = field(default_factory=CreatedVariables)
+    requests: list[GradientRequest] = field(default_factory=list)
+    delivered: bool = False
+    _patches: list[_Patch] = field(default_factory=list)
+    _busy: int = 0  # inside one of gradcheck's own calls: TensorFlow's nested calls are its own
+    _leaves: list[Leave] = field(default_factory=list)
+    _clock: int = 0
+    _requested: set[int] = field(default_factory=set)  # ids of the requested tf.Variables
+
+    # -- installing ----------------------------------------------------------------------------
+
+    def install(self) -> None:
+        import tensorflow as tf
+        from tensorflow.python.client import session
+        from tensorflow.python.eager.polymorphic_function import atomic_function
+        from tensorflow.python.framework import ops
+        from tensorflow.python.ops import gradients_util, resource_variable_ops
+        from tensorflow.python.training import optimizer as v1_optimizer
+
+        self._wrap(tf.GradientTape, "gradient", self._tape_gradient)
+        self._wrap(tf.GradientTape, "__enter__", self._tape_enter)
+        self._wrap(gradients_util, "_GradientsHelper", self._graph_gradients)
+        self._wrap(atomic_function.AtomicFunction, "call_flat", self._stop_before_call)
+        self._wrap(session.BaseSession, "run", self._stop_before_session_run)
+        self._wrap(v1_optimizer.Optimizer, "apply_gradients", self._stop_before_eager_call)
+        for method in ("assign", "assign_add", "assign_sub"):
+            self._wrap(resource_variable_ops.BaseResourceVariable, method, self._stop_before_assign)
+        for owner in (ops._EagerTensorBase, resource_variable_ops.BaseResourceVariable):
+            for method in ("numpy", "__array__", "__float__", "__int__", "__index__"):
+                if hasattr(owner, method):
+                    self._wrap(owner, method, self._leaves_tensorflow(method))
+
+    def uninstall(self) -> None:
+        for patch in reversed(self._patches):
+            setattr(patch.owner, patch.attribute, patch.original)
+        self._patches.clear()
+
+    def _wrap(self, owner: Any, attribute: str, hook: Callable[..., Any]) -> None:
+        original = getattr(owner, attribute)
+        self._patches.append(_Patch(owner, attribute, original))
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return hook(original, *args, **kwargs)
+
+        wrapper.__name__ = getattr(original, "__name__", attribute)
+        wrapper.__doc__ = getattr(original, "__doc__", None)
+        setattr(owner, attribute, wrapper)
+
+    # -- gradient requests ---------------------------------------------------------------------
+
+    def _tape_enter(self, original: Any, tape: Any) -> Any:
+        tape._gradcheck_started = self._clock  # noqa: SLF001 - our own mark on the tape
+        return original(tape)
+
+    def _tape_gradient(
+        self, original: Any, tape: Any, target: Any, sources: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        import tensorflow as tf
+
+        variables = run_requests.variables_of(sources)
+        if self._busy or self.delivered or not variables:
+            return original(tape, target, sources, *args, **kwargs)
+        location = _caller_location()
+        label = _label("GradientTape.gradient", location)
+        self._busy += 1
+        try:
+            if tf.executing_eagerly():
+                since = getattr(tape, "_gradcheck_started", 0)
+                left = next((leave for leave in self._leaves if leave.clock >= since), None)
+                watched = {id(v) for v in tape.watched_variables()}
+                gradients = original(tape, target, sources, *args, **kwargs)
+                result: Any = run_requests.eager_request(
+                    variables, gradients, watched, left, self.created, label
+                )
+            else:
+                result = run_requests.graph_request(target, variables, self.created, label)
+                gradients = original(tape, target, sources, *args, **kwargs)
+                run_requests.with_tensorflow_verdicts(result, variables, gradients)
+        finally:
+            self._busy -= 1
+        self._record(GradientRequest("GradientTape.gradient", location, result), variables)
+        return gradients
+
+    def _graph_gradients(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        bound = _bind(original, args, kwargs)
+        if self._busy or self.delivered or not bound or bound.get("src_graph") is not None:
+            return original(*args, **kwargs)
+        variables = run_requests.graph_variables_of(bound["xs"])
+        if not variables:
+            return original(*args, **kwargs)
+        location = _caller_location()
+        api = _graph_api()
+        self._busy += 1
+        try:
+            result = run_requests.graph_request(
+                bound["ys"], variables, self.created, _label(api, location)
+            )
+            gradients = original(*args, **kwargs)
+            run_requests.with_tensorflow_verdicts(result, variables, gradients)
+        finally:
+            self._busy -= 1
+        self._record(GradientRequest(api, location, result), variables)
+        return gradients
+
+    def _record(self, request: GradientRequest, variables: list[tuple[int, Any]]) -> None:
+        self.requests.append(request)
+        self._requested.update(id(run_requests.backing(v)) for _, v in variables)
+
+    # -- stopping before a weight changes ------------------------------------------------------
+
+    def _stop_before_call(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        from tensorflow.python.eager import context
+
+        if self.requests and not self._busy and context.executing_eagerly():
+            self.finish()
+        return original(*args, **kwargs)
+
+    _stop_before_eager_call = _stop_before_call
+
+    def _stop_before_session_run(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.requests and not self._busy:
+            self.finish()
+        return original(*args, **kwargs)
+
+    def _stop_before_assign(self, original: Any, variable: Any, *args: Any, **kwargs: Any) -> Any:
+        from tensorflow.python.eager import context
+
+        if (
+            self.requests
+            and not self._busy
+            and id(variable) in self._requested
+            and context.executing_eagerly()
+        ):
+            self.finish()
+        return original(variable, *args, **kwargs)
+
+    def finish(self) -> None:
+        """Deliver what the script asked for; stop it unless it runs on."""
+        if self.delivered:
+            return
+        self.delivered = True
+        self.uninstall()
+        self.deliver(
+            RunResult(self.requests, run_requests.untrained(self.created, self._requested))
+        )
+        if not self.run_on:
+            raise ScriptStopped
+
+    # -- values leaving TensorFlow (eager loops) -----------------------------------------------
+
+    def _leaves_tensorflow(self, method: str) -> Callable[..., Any]:
+        def hook(original: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+            if not self._busy:
+                self._clock += 1
+                location = _immediate_caller()
+                if location is not None and len(self._leaves) < _MAX_LEAVES:
+                    self._leaves.append(Leave(self._clock, location, method))
+            return original(value, *args, **kwargs)
+
+        return hook
+
+
+_MAX_LEAVES = 10_000
+
+
+def _bind(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return dict(inspect.signature(function).bind(*args, **kwargs).arguments)
+    except TypeError:
+        return {}
+
+
+def _graph_api() -> str:
+    """Which public call reached TensorFlow's graph gradients: an optimizer or tf.gradients."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_name
+        if name in ("minimize", "compute_gradients"):
+            return f"Optimizer.{name}"
+        frame = frame.f_back
+    return "tf.gradients"
+
+
+def _label(api: str, location: SourceLocation | None) -> str:
+    return f"{api} at {location.file}:{location.line}" if location is not None else api
+
+
+def _caller_location() -> SourceLocation | None:
+    """The innermost frame of the script's own code on the current stack."""
+    from gradcheck_cli.loaders.debug_info import is_user_file
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        if is_user_file(frame.f_code.co_filename):
+            return SourceLocation(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back
+    return None
+
+
+def _immediate_caller() -> SourceLocation | None:
+    """The frame that called a hooked method (past the hook and its wrapper), if it is the
+    script's own: a value that leaves TensorFlow inside a library is the library's business."""
+    from gradcheck_cli.loaders.debug_info import is_user_file
+
+    frame = sys._getframe(3)
+    if not is_user_file(frame.f_code.co_filename):
+        return None
+    return SourceLocation(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)

@@ -1,0 +1,255 @@
+"""One gradient request of a running script as the worker's result: its loss, its variables."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, Variable, make_names_unique
+from gradcheck_cli.loaders import traced
+from gradcheck_cli.loaders.worker_protocol import (
+    EagerResult,
+    TensorFlowGradients,
+    TracedGraph,
+    TracedVariable,
+)
+
+TRACED_TAPE = "the script's own gradient call, as traced"
+EAGER_TAPE = "the script's own GradientTape, run eagerly"
+
+
+@dataclass(frozen=True)
+class Leave:
+    """A value that left TensorFlow in the script's own code (`.numpy()`, `float()`, NumPy)."""
+
+    clock: int
+    location: SourceLocation
+    method: str
+
+
+@dataclass
+class CreatedVariables:
+    """Every tf.Variable the script created, where, and what Keras says of it."""
+
+    variables: list[Any] = field(default_factory=list)
+    at: dict[int, SourceLocation | None] = field(default_factory=dict)
+    # id(backing tf.Variable) -> the Keras variable that wraps it
+    keras: dict[int, Any] = field(default_factory=dict)
+    # id(backing tf.Variable) -> the line that constructed the owning Keras layer
+    layer_sites: dict[int, SourceLocation | None] = field(default_factory=dict)
+
+    def add(self, variable: Any) -> None:
+        self.variables.append(variable)
+        self.at[id(variable)] = traced.user_location(traceback.extract_stack()[:-2])
+
+    def describe(self, variable: Any) -> tuple[Any, Variable]:
+        """(backing tf.Variable, the graph model's Variable) for a tf or Keras variable."""
+        tf_variable = backing(variable)
+        keras_variable = (
+            variable if tf_variable is not variable else self.keras.get(id(tf_variable))
+        )
+        if keras_variable is not None:
+            name, trainable = str(keras_variable.path), bool(keras_variable.trainable)
+        else:
+            name, trainable = traced.variable_name(tf_variable), bool(tf_variable.trainable)
+        location = self.layer_sites.get(id(tf_variable)) or self.at.get(id(tf_variable))
+        if location is None and _is_graph_variable(tf_variable):
+            location = traced.user_location(tf_variable.op.traceback)
+        return tf_variable, traced.model_variable(tf_variable, name, trainable, location=location)
+
+
+def backing(variable: Any) -> Any:
+    """The tf.Variable behind a Keras variable (or the variable itself)."""
+    import tensorflow as tf
+
+    if isinstance(variable, tf.Variable):
+        return variable
+    inner = getattr(variable, "_value", None)
+    return inner if isinstance(inner, tf.Variable) else variable
+
+
+def _is_variable(value: Any) -> bool:
+    import tensorflow as tf
+
+    return isinstance(backing(value), tf.Variable)
+
+
+def _is_graph_variable(variable: Any) -> bool:
+    try:
+        return variable.op is not None and not variable.op.graph.building_function
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def variables_of(sources: Any) -> list[tuple[int, Any]]:
+    """(position in the flat sources, variable) for each variable among a tape's sources."""
+    import tensorflow as tf
+
+    return [(i, s) for i, s in enumerate(tf.nest.flatten(sources)) if _is_variable(s)]
+
+
+def graph_variables_of(xs: Any) -> list[tuple[int, Any]]:
+    """Like `variables_of` for tf.gradients' `xs`, which may also be a variable's tensors."""
+    import tensorflow as tf
+
+    flat = tf.nest.flatten(xs)
+    by_tensor: dict[str, Any] = {}
+    graphs = {id(x.graph): x.graph for x in flat if isinstance(x, tf.Tensor)}
+    for graph in graphs.values():
+        for variable in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES):
+            for tensor in _tensors_of(variable):
+                by_tensor[tensor] = variable
+    found = []
+    for i, x in enumerate(flat):
+        if _is_variable(x):
+            found.append((i, x))
+        elif isinstance(x, tf.Tensor) and x.name in by_tensor:
+            found.append((i, by_tensor[x.name]))
+    return found
+
+
+def _tensors_of(variable: Any) -> list[str]:
+    names = []
+    for attribute in ("handle", "_snapshot", "_variable"):
+        tensor = getattr(variable, attribute, None)
+        name = getattr(tensor, "name", None)
+        if isinstance(name, str):
+            names.append(name)
+    try:
+        names.append(variable.op.outputs[0].name)
+    except (AttributeError, IndexError):
+        pass
+    return names
+
+
+def graph_request(
+    targets: Any, variables: list[tuple[int, Any]], created: CreatedVariables, label: str
+) -> TracedGraph:
+    """The graph of a request made while tracing (a tf.function step) or building (TF1)."""
+    import tensorflow as tf
+
+    flat = [t for t in tf.nest.flatten(targets) if isinstance(t, tf.Tensor)]
+    graph = flat[0].graph
+    loss = flat[0]
+    if len(flat) > 1:  # TensorFlow differentiates the sum of the targets
+        with graph.as_default(), tf.name_scope("gradcheck_sum"):
+            loss = tf.add_n([tf.reduce_sum(tf.cast(t, tf.float32)) for t in flat])
+    described = [created.describe(variable) for _, variable in variables]
+    nodes = _variable_nodes(graph, [tf_variable for tf_variable, _ in described])
+    records = [TracedVariable(model, node=nodes.get(id(v))) for v, model in described]
+    make_names_unique(r.variable for r in records)
+    return traced.graph_protos(graph, loss, label, records)
+
+
+def _variable_nodes(graph: Any, variables: list[Any]) -> dict[int, str]:
+    """id(tf.Variable) -> its node in `graph`: the placeholder that captures its handle in a
+    function graph (through every enclosing function), or its own node in a TF1 graph."""
+    from tensorflow.python.framework.func_graph import FuncGraph
+
+    if not isinstance(graph, FuncGraph):
+        return {id(v): v.op.name for v in variables if _is_graph_variable(v) and v.graph is graph}
+    outer_of: list[dict[int, Any]] = []
+    enclosing = graph.outer_graph
+    while isinstance(enclosing, FuncGraph):
+        outer_of.append({id(internal): external for external, internal in enclosing.captures})
+        enclosing = enclosing.outer_graph
+    node_of_handle: dict[int, str] = {}
+    for external, internal in graph.captures:
+        for level in outer_of:
+            external = level.get(id(external), external)
+        node_of_handle[id(external)] = internal.op.name
+    found = {}
+    for variable in variables:
+        node = node_of_handle.get(id(getattr(variable, "handle", None)))
+        if node is not None:
+            found[id(variable)] = node
+    return found
+
+
+def with_tensorflow_verdicts(
+    result: TracedGraph, variables: list[tuple[int, Any]], gradients: Any
+) -> TracedGraph:
+    """Attach TensorFlow's own answer to the request: which variables got no gradient at all."""
+    verdicts = _symbolic_verdicts(result.variables, variables, gradients)
+    result.tensorflow = TensorFlowGradients(TRACED_TAPE, verdicts)
+    return result
+
+
+def _symbolic_verdicts(
+    records: list[TracedVariable], variables: list[tuple[int, Any]], gradients: Any
+) -> dict[str, TensorFlowVerdict]:
+    import tensorflow as tf
+
+    flat = tf.nest.flatten(gradients) if gradients is not None else []
+    verdicts = {}
+    for record, (index, _) in zip(records, variables):
+        if not record.variable.trainable:
+            continue
+        gradient = flat[index] if index < len(flat) else None
+        verdicts[record.variable.name] = (
+            TensorFlowVerdict.NONE if gradient is None else TensorFlowVerdict.GRADIENT
+        )
+    return verdicts
+
+
+_LEAVES = {
+    "numpy": "`.numpy()` turns the tensor into a NumPy array",
+    "__array__": "NumPy turns the tensor into an array",
+    "__float__": "`float()` turns the tensor into a Python number",
+    "__int__": "`int()` turns the tensor into a Python number",
+    "__index__": "the tensor is used as a Python index",
+}
+
+
+def eager_request(
+    variables: list[tuple[int, Any]],
+    gradients: Any,
+    watched: set[int],
+    left: Leave | None,
+    created: CreatedVariables,
+    label: str,
+) -> EagerResult:
+    """A request made eagerly: TensorFlow's own verdicts, and where a value left TensorFlow."""
+    import tensorflow as tf
+
+    flat = tf.nest.flatten(gradients) if gradients is not None else []
+    models = []
+    verdicts: dict[str, TensorFlowVerdict] = {}
+    for index, variable in variables:
+        tf_variable, model = created.describe(variable)
+        models.append(model)
+        if not model.trainable:
+            continue
+        if index < len(flat) and flat[index] is not None:
+            verdicts[model.name] = TensorFlowVerdict.GRADIENT
+        elif id(tf_variable) in watched:
+            verdicts[model.name] = TensorFlowVerdict.NONE
+        else:
+            verdicts[model.name] = TensorFlowVerdict.UNREAD
+    make_names_unique(models)
+    if left is not None:
+        reason = _LEAVES.get(left.method, "the value leaves TensorFlow")
+    else:
+        reason = "the step runs eagerly, so gradcheck sees no graph to show the cut in"
+    return EagerResult(
+        loss_name=label,
+        variables=models,
+        gradients=verdicts,
+        left_at=left.location if left is not None else None,
+        reason=reason,
+        tensorflow=TensorFlowGradients(EAGER_TAPE, dict(verdicts)),
+    )
+
+
+def untrained(created: CreatedVariables, requested: set[int]) -> list[Variable]:
+    """Trainable variables the script created that no gradient request differentiates."""
+    found = []
+    for variable in created.variables:
+        if id(variable) in requested:
+            continue
+        _, model = created.describe(variable)
+        if model.trainable:
+            found.append(model)
+    make_names_unique(found)
+    return found
