@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,7 +131,7 @@ class Runs:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     directory = tmp_path_factory.mktemp("run_mode")
     jobs: dict[tuple[str, str], tuple[list[str], dict[str, str]]] = {
         # The slowest first: it waits out its time limit.
