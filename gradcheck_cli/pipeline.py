@@ -165,7 +165,10 @@ def report_from_result(
         from gradcheck_cli.loaders.traced_program import program_from_traced
 
         program = program_from_traced(result, sum_loss=options.sum_loss)
-        analysis = analyse(program, cuts_of_live=options.all_cuts)
+        analysis = _judged(
+            analyse(program, cuts_of_live=options.all_cuts),
+            set(getattr(result, "context_variables", ())),
+        )
         notes = program.notes
         data_only = result.data_only if isinstance(result, TracedFunction) else None
         if data_only is not None:
@@ -183,6 +186,19 @@ def report_from_result(
         run or Context(), notes=tuple(notes), verification=verification, left_tensorflow=left
     )
     return _report(source, analysis, context)
+
+
+def _judged(analysis: Analysis, context: set[str]) -> Analysis:
+    """The analysis without the variables that were in the graph only as context."""
+    if not context:
+        return analysis
+    return replace(
+        analysis,
+        verdicts=tuple(v for v in analysis.verdicts if v.name not in context),
+        concerns=tuple(
+            c for c in analysis.concerns if not c.variables or set(c.variables) - context
+        ),
+    )
 
 
 def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:

@@ -250,7 +250,9 @@ def write_baseline(path: Path, outcomes: Sequence[Outcome]) -> str:
     for outcome in outcomes:
         assert outcome.report is not None
         relative = os.path.relpath(_key(outcome.model), folder)
-        models[Path(relative).as_posix()] = sorted(v.name for v in outcome.report.dead)
+        # `gradcheck run` gives one outcome per gradient request of the same script.
+        names = models.setdefault(Path(relative).as_posix(), [])
+        names[:] = sorted(set(names) | {v.name for v in outcome.report.dead})
     document = {"schema": BASELINE_SCHEMA, "models": dict(sorted(models.items()))}
     try:
         path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

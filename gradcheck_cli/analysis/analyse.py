@@ -83,6 +83,10 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
                     ).top_masks()
                 if not without_stop_gradient.get(source, 0):
                     remaining = tuple(b for b in blockers if b.reason is not Reason.STOP_GRADIENT)
+                else:
+                    # A path that only stop_gradients cut: the other cuts (a comparison that
+                    # feeds a tf.where condition) are not why the variable gets no gradient.
+                    blockers = tuple(b for b in blockers if b.reason is Reason.STOP_GRADIENT)
         else:
             status = Status.UNUSED
             unreached = _why_unused(program, source)

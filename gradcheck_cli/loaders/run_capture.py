@@ -11,7 +11,11 @@ from typing import Any
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders import run_requests
 from gradcheck_cli.loaders.run_requests import CreatedVariables, Leave
-from gradcheck_cli.loaders.worker_protocol import GradientRequest, RunResult
+from gradcheck_cli.loaders.worker_protocol import EagerResult, GradientRequest, RunResult
+
+
+class CaptureFailed(BaseException):  # noqa: N818 - it stops the script, like ScriptStopped
+    """gradcheck could not read a gradient request: the script is stopped and the run fails."""
 
 
 class ScriptStopped(BaseException):  # noqa: N818 - not an error: the check is done
@@ -54,12 +58,19 @@ class Capture:
 
         self._wrap(tf.GradientTape, "gradient", self._tape_gradient)
         self._wrap(tf.GradientTape, "__enter__", self._tape_enter)
+        for method in ("jacobian", "batch_jacobian"):  # their inner gradients are not requests
+            self._wrap(tf.GradientTape, method, self._inside_tensorflow)
         self._wrap(gradients_util, "_GradientsHelper", self._graph_gradients)
         self._wrap(atomic_function.AtomicFunction, "call_flat", self._stop_before_call)
         self._wrap(session.BaseSession, "run", self._stop_before_session_run)
         self._wrap(v1_optimizer.Optimizer, "apply_gradients", self._stop_before_eager_call)
-        for method in ("assign", "assign_add", "assign_sub"):
-            self._wrap(resource_variable_ops.BaseResourceVariable, method, self._stop_before_assign)
+        for owner in (
+            resource_variable_ops.BaseResourceVariable,
+            resource_variable_ops.ResourceVariable,
+        ):
+            for method in _WEIGHT_UPDATES:
+                if method in vars(owner):
+                    self._wrap(owner, method, self._stop_before_assign)
         for owner in (ops._EagerTensorBase, resource_variable_ops.BaseResourceVariable):
             for method in ("numpy", "__array__", "__float__", "__int__", "__index__"):
                 if hasattr(owner, method):
@@ -108,7 +119,9 @@ class Capture:
                     variables, gradients, watched, left, self.created, label
                 )
             else:
-                result = run_requests.graph_request(target, variables, self.created, label)
+                result = _reading(
+                    location, run_requests.graph_request, target, variables, self.created, label
+                )
                 gradients = original(tape, target, sources, *args, **kwargs)
                 run_requests.with_tensorflow_verdicts(result, variables, gradients)
         finally:
@@ -127,8 +140,13 @@ class Capture:
         api = _graph_api()
         self._busy += 1
         try:
-            result = run_requests.graph_request(
-                bound["ys"], variables, self.created, _label(api, location)
+            result = _reading(
+                location,
+                run_requests.graph_request,
+                bound["ys"],
+                variables,
+                self.created,
+                _label(api, location),
             )
             gradients = original(*args, **kwargs)
             run_requests.with_tensorflow_verdicts(result, variables, gradients)
@@ -136,6 +154,13 @@ class Capture:
             self._busy -= 1
         self._record(GradientRequest(api, location, result), variables)
         return gradients
+
+    def _inside_tensorflow(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        self._busy += 1
+        try:
+            return original(*args, **kwargs)
+        finally:
+            self._busy -= 1
 
     def _record(self, request: GradientRequest, variables: list[tuple[int, Any]]) -> None:
         self.requests.append(request)
@@ -175,9 +200,8 @@ class Capture:
             return
         self.delivered = True
         self.uninstall()
-        self.deliver(
-            RunResult(self.requests, run_requests.untrained(self.created, self._requested))
-        )
+        requests = _distinct(self.requests)
+        self.deliver(RunResult(requests, run_requests.untrained(self.created, self._requested)))
         if not self.run_on:
             raise ScriptStopped
 
@@ -196,6 +220,53 @@ class Capture:
 
 
 _MAX_LEAVES = 10_000
+# What an optimizer calls on a variable to change it (sparse gradients use the scatters).
+_WEIGHT_UPDATES = (
+    "assign",
+    "assign_add",
+    "assign_sub",
+    "scatter_add",
+    "scatter_sub",
+    "scatter_update",
+    "scatter_nd_add",
+    "scatter_nd_sub",
+    "scatter_nd_update",
+)
+
+
+def _distinct(requests: list[GradientRequest]) -> list[GradientRequest]:
+    """One request per call site and variable list: a step traced twice asks twice."""
+    seen: set[tuple[str, SourceLocation | None, tuple[str, ...]]] = set()
+    found = []
+    for request in requests:
+        key = (
+            request.api,
+            request.location,
+            tuple(v.name for v in _variables(request)),
+        )
+        if key not in seen:
+            seen.add(key)
+            found.append(request)
+    return found
+
+
+def _variables(request: GradientRequest) -> list[Any]:
+    result = request.result
+    if isinstance(result, EagerResult):
+        return list(result.variables)
+    return [record.variable for record in result.variables]
+
+
+def _reading(location: SourceLocation | None, read: Callable[..., Any], *args: Any) -> Any:
+    """`read(*args)`, a gradcheck failure stopping the script rather than raising in its code."""
+    try:
+        return read(*args)
+    except Exception as error:
+        where = f" at {location}" if location is not None else ""
+        raise CaptureFailed(
+            f"gradcheck could not read the gradient request{where}: {type(error).__name__}: "
+            f"{error} (run with --debug for the traceback)"
+        ) from error
 
 
 def _bind(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -221,15 +292,13 @@ def _label(api: str, location: SourceLocation | None) -> str:
 
 
 def _caller_location() -> SourceLocation | None:
-    """The innermost frame of the script's own code on the current stack."""
-    from gradcheck_cli.loaders.debug_info import is_user_file
+    """The innermost frame of the script's own code on the current stack; TensorFlow's stack
+    maps the code autograph generates for a tf.function back to the user's lines."""
+    from tensorflow.python.util import tf_stack
 
-    frame = sys._getframe(1)
-    while frame is not None:
-        if is_user_file(frame.f_code.co_filename):
-            return SourceLocation(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
-        frame = frame.f_back
-    return None
+    from gradcheck_cli.loaders.traced import user_location
+
+    return user_location(tf_stack.extract_stack())
 
 
 def _immediate_caller() -> SourceLocation | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.loaders.run_capture import Capture, ScriptStopped
+from gradcheck_cli.loaders.run_capture import Capture, CaptureFailed, ScriptStopped
 from gradcheck_cli.loaders.worker_protocol import RunResult, WorkerRequest
 
 
@@ -27,6 +27,10 @@ def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> 
         _run_as_main(path)
     except ScriptStopped:
         return
+    except CaptureFailed as failure:
+        if request.options.debug:
+            traceback.print_exception(failure.__cause__ or failure)
+        raise GradcheckError(str(failure)) from None
     except SystemExit as exit_:
         if not capture.requests and not capture.delivered:
             raise GradcheckError(

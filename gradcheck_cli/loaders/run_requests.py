@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,9 +40,15 @@ class CreatedVariables:
     # id(backing tf.Variable) -> the line that constructed the owning Keras layer
     layer_sites: dict[int, SourceLocation | None] = field(default_factory=dict)
 
+    # id(tf.Variable) -> the name of the tf.Module whose method created it
+    owners: dict[int, str] = field(default_factory=dict)
+
     def add(self, variable: Any) -> None:
         self.variables.append(variable)
         self.at[id(variable)] = traced.user_location(traceback.extract_stack()[:-2])
+        owner = _creating_module(sys._getframe(1))
+        if owner is not None:
+            self.owners[id(variable)] = owner
 
     def describe(self, variable: Any) -> tuple[Any, Variable]:
         """(backing tf.Variable, the graph model's Variable) for a tf or Keras variable."""
@@ -53,10 +60,27 @@ class CreatedVariables:
             name, trainable = str(keras_variable.path), bool(keras_variable.trainable)
         else:
             name, trainable = traced.variable_name(tf_variable), bool(tf_variable.trainable)
+            owner = self.owners.get(id(tf_variable))
+            if owner and "/" not in name:  # `self.w = tf.Variable(...)` in a tf.Module
+                name = f"{owner}/{name}"
         location = self.layer_sites.get(id(tf_variable)) or self.at.get(id(tf_variable))
         if location is None and _is_graph_variable(tf_variable):
             location = traced.user_location(tf_variable.op.traceback)
         return tf_variable, traced.model_variable(tf_variable, name, trainable, location=location)
+
+
+def _creating_module(frame: Any) -> str | None:
+    """The name of the tf.Module (not a Keras layer) whose own code created a variable."""
+    import tensorflow as tf
+
+    from gradcheck_cli.loaders.debug_info import is_user_file
+
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    owner = frame.f_locals.get("self") if frame is not None else None
+    if isinstance(owner, tf.Module) and not hasattr(owner, "add_weight"):
+        return str(owner.name)
+    return None
 
 
 def backing(variable: Any) -> Any:
@@ -136,10 +160,29 @@ def graph_request(
         with graph.as_default(), tf.name_scope("gradcheck_sum"):
             loss = tf.add_n([tf.reduce_sum(tf.cast(t, tf.float32)) for t in flat])
     described = [created.describe(variable) for _, variable in variables]
-    nodes = _variable_nodes(graph, [tf_variable for tf_variable, _ in described])
+    requested = {id(v) for v, _ in described}
+    others = [v for v in _graph_variables(graph, created) if id(v) not in requested]
+    nodes = _variable_nodes(graph, [v for v, _ in described] + others)
     records = [TracedVariable(model, node=nodes.get(id(v))) for v, model in described]
-    make_names_unique(r.variable for r in records)
-    return traced.graph_protos(graph, loss, label, records)
+    # The script's other variables in the same graph, so that the analysis sees what is
+    # trainable upstream of a cut (a teacher under tf.stop_gradient); they are not judged.
+    context = [
+        TracedVariable(created.describe(v)[1], node=nodes[id(v)]) for v in others if id(v) in nodes
+    ]
+    make_names_unique(r.variable for r in records + context)
+    result = traced.graph_protos(graph, loss, label, records + context)
+    result.context_variables = [r.variable.name for r in context]
+    return result
+
+
+def _graph_variables(graph: Any, created: CreatedVariables) -> list[Any]:
+    """Every variable the script created, and a TF1 graph's own variables."""
+    import tensorflow as tf
+
+    found = list(created.variables)
+    if not getattr(graph, "building_function", True):
+        found += graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
+    return found
 
 
 def _variable_nodes(graph: Any, variables: list[Any]) -> dict[int, str]:

@@ -85,6 +85,8 @@ class TracedGraph(_Traced):
 
     graph_def: bytes = b""
     loss_tensor: str = ""
+    # Variables in the graph only so that the analysis sees them: not the loss's to judge.
+    context_variables: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -1,0 +1,101 @@
+"""`gradcheck run` findings of its own: requests judged on their own variable lists, variables no
+request trains (GC207), frozen ones handed to a request (GC208), --continue, the Python API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gradcheck_cli import check_script_run
+
+Ran = tuple[dict, int, Path]  # the JSON report, the exit code, the marker file
+SCRIPTS = Path(__file__).parent / "scripts" / "run_findings"
+
+
+def _run(script: str, *flags: str, marker: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GRADCHECK_TEST_MARKER": str(marker)}
+    return subprocess.run(
+        [sys.executable, "-m", "gradcheck_cli", "run", str(SCRIPTS / script), *flags],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def student_teacher(tmp_path_factory: pytest.TempPathFactory) -> Ran:
+    marker = tmp_path_factory.mktemp("student") / "trained.marker"
+    result = _run("student_teacher.py", "-f", "json", "--verify", marker=marker)
+    return json.loads(result.stdout), result.returncode, marker
+
+
+def test_a_request_is_judged_on_its_own_variables(student_teacher: Ran) -> None:
+    report, code, marker = student_teacher
+    statuses = {v["name"]: v["status"] for v in report["variables"]}
+    # The teacher is never handed to the optimizer: not judged, and not an error.
+    assert statuses == {"student/w": "ok", "student/b": "ok", "steps": "frozen"}
+    assert report["source"]["kind"] == "run"
+    assert report["source"]["request"]["api"] == "GradientTape.gradient"
+    assert report["source"]["request"]["location"]["line"] == 32
+    assert code == 0
+    assert not marker.exists()  # stopped before the optimizer step
+
+
+def test_tensorflow_agrees_on_the_request(student_teacher: Ran) -> None:
+    codes = [f["code"] for f in student_teacher[0]["findings"]]
+    assert "GC003" in codes and "GC002" not in codes
+
+
+def test_untrained_and_frozen_variables_are_warnings(student_teacher: Ran) -> None:
+    findings = {f["code"]: f for f in student_teacher[0]["findings"]}
+    assert "teacher/w, teacher/b" in findings["GC207"]["message"]
+    assert findings["GC207"]["severity"] == "warning"
+    assert "steps" in findings["GC208"]["message"]
+    # The teacher's stop_gradient does stop a trainable variable: no "has no effect" warning.
+    assert "GC203" not in findings
+
+
+def test_continue_reports_then_lets_the_script_train(tmp_path: Path) -> None:
+    marker = tmp_path / "trained.marker"
+    result = _run("manual_update.py", "--continue", "-q", "--", "2", marker=marker)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.strip() == (
+        "1 of 2 trainable variables is dead (1 ok, 1 blocked, 0 unused, 0 frozen)"
+    )
+    assert "step 1 done" in result.stderr  # the script's own argument: two steps
+    assert "step 2 done" not in result.stderr
+    assert marker.read_text() == "1"
+
+
+def test_the_python_api_runs_a_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    marker = tmp_path / "trained.marker"
+    monkeypatch.setenv("GRADCHECK_TEST_MARKER", str(marker))
+    (report,) = check_script_run(SCRIPTS / "manual_update.py", ["5"], timeout=300)
+    statuses = {v.name: v.status.value for v in report.variables}
+    assert statuses == {"w1": "ok", "w2": "blocked"}
+    (blocker,) = report.variables[1].blockers
+    assert blocker.location is not None and blocker.location.line == 16  # the .numpy() line
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [("missing.py", "no such file"), ("README.md", "neither a Python script")],
+)
+def test_run_refuses_what_is_not_a_script(target: str, message: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "gradcheck_cli", "run", target],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
