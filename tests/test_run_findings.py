@@ -99,3 +99,27 @@ def test_run_refuses_what_is_not_a_script(target: str, message: str) -> None:
     )
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_notebook_runs_cell_by_cell(tmp_path: Path) -> None:
+    marker = tmp_path / "trained.marker"
+    notebook = Path(__file__).parent / "scripts" / "run" / "notebook_train.ipynb"
+    env = {**os.environ, "GRADCHECK_TEST_MARKER": str(marker)}
+    result = subprocess.run(
+        [sys.executable, "-m", "gradcheck_cli", "run", str(notebook), "-f", "json", "--verify"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=300,
+    )
+    report = json.loads(result.stdout)
+    dead = {v["name"] for v in report["variables"] if v["status"] not in ("ok", "frozen")}
+    assert dead == {"dense/kernel", "dense/bias"}  # the layer built in cell 3, never called
+    codes = [f["code"] for f in report["findings"]]
+    assert "GC003" in codes and "GC002" not in codes  # TensorFlow's own gradients agree
+    unused = next(f for f in report["findings"] if f["code"] == "GC108")
+    assert unused["location"]["file"].endswith("notebook_train.ipynb#cell3")
+    assert "skipped the line magic `%pip install tensorflow`" in result.stderr
+    assert result.returncode == 1
+    assert not marker.exists()

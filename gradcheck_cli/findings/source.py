@@ -6,7 +6,9 @@ import ast
 import re
 from pathlib import Path
 
+from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.loaders.notebook import notebook_cell, read_notebook
 
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=[^=]")
 
@@ -14,21 +16,38 @@ _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=[^=]")
 class SourceLines:
     def __init__(self) -> None:
         self._files: dict[str, list[str] | None] = {}
+        self._notebooks: dict[str, dict[int, str]] = {}
 
     def line(self, location: SourceLocation | None) -> str | None:
-        """The code at `location`, without its line break; None when the file is not readable."""
+        """The code at `location`, without its line break; None when the file is not readable.
+
+        A notebook cell's location (`train.ipynb#cell3`) counts lines from the top of that cell.
+        """
         if location is None:
             return None
         if location.file not in self._files:
-            try:
-                text = Path(location.file).read_text(encoding="utf-8", errors="replace")
-                self._files[location.file] = text.splitlines()
-            except OSError:
-                self._files[location.file] = None
+            self._files[location.file] = self._read(location.file)
         lines = self._files[location.file]
         if lines is None or not 0 < location.line <= len(lines):
             return None
         return lines[location.line - 1]
+
+    def _read(self, file: str) -> list[str] | None:
+        cell = notebook_cell(file)
+        if cell is None:
+            try:
+                return Path(file).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                return None
+        notebook, index = cell
+        if notebook not in self._notebooks:
+            try:
+                cells, _ = read_notebook(Path(notebook))
+            except GradcheckError:
+                cells = []
+            self._notebooks[notebook] = {code.index: code.source for code in cells}
+        source = self._notebooks[notebook].get(index)
+        return None if source is None else source.splitlines()
 
 
 def assigned_name(code: str | None) -> str | None:

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.loaders.notebook import notebook_cell
 
 # Frames inside these folders belong to libraries, not to the user's model code.
 _LIBRARY_MARKERS = (
@@ -19,6 +20,9 @@ _LIBRARY_MARKERS = (
 
 
 def is_user_file(path: str) -> bool:
+    # A notebook cell that gradcheck runs is the user's code, wherever the notebook lives.
+    if notebook_cell(path) is not None:
+        return True
     return bool(path) and not any(marker in path for marker in _LIBRARY_MARKERS)
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -15,34 +16,93 @@ from gradcheck_cli.loaders.worker_protocol import TensorFlowGradients, TracedFun
 
 def concrete_function(value: Any, name: str, path: Path) -> Any:
     """`value` (a tf.function, a concrete function or a plain function) as a concrete function."""
-    import tensorflow as tf
-
     if type(value).__name__ == "ConcreteFunction":
         return value
-    if hasattr(value, "get_concrete_function"):
-        if getattr(value, "input_signature", None) is None:
-            function = getattr(value, "python_function", None)
-            if function is not None and not takes_no_arguments(function):
+    function = getattr(value, "python_function", value)
+    if getattr(value, "input_signature", None) is None and not takes_no_arguments(function):
+        raise GradcheckError(
+            f"{name} in {path} takes arguments but has no input_signature: gradcheck cannot "
+            f"make up ({', '.join(required_parameters(function))}); give it "
+            "@tf.function(input_signature=[tf.TensorSpec(...)])"
+            f"{_run_hint(path, ', or check the training script with')}"
+        )
+    with recording_variables() as created:
+        try:
+            return trace_function(value)
+        except Exception:
+            # tf.function traces again after a trace that created variables, and fails if the
+            # second trace creates them again: a model built inside the loss. A model built
+            # lazily at its first call creates its variables once, and traces fine.
+            if created and _creates_variables_again(value):
                 raise GradcheckError(
-                    f"{name} in {path} takes arguments but has no input_signature; give it "
-                    "@tf.function(input_signature=[tf.TensorSpec(...)]) so gradcheck can trace it"
-                )
+                    f"{name} in {path} creates its variables inside the loss on every call, so "
+                    "they are new at each training step; build the model outside the loss"
+                    f"{_run_hint(path, ', or use')}"
+                ) from None
+            raise
+
+
+def trace_function(value: Any) -> Any:
+    """The concrete function of a tf.function or of a zero-argument plain function."""
+    import tensorflow as tf
+
+    if hasattr(value, "get_concrete_function"):
         return value.get_concrete_function()
     # A plain function runs eagerly in the user's code: trace it without autograph, so that
     # float(), bool() and `if tensor:` fail here as they would cut the gradient there.
     return tf.function(value, autograph=False).get_concrete_function()
 
 
+@contextmanager
+def recording_variables() -> Iterator[list[Any]]:
+    """The variables created inside the block (other recorders around it still see them)."""
+    import tensorflow as tf
+
+    created: list[Any] = []
+
+    def record(next_creator: Any, **kwargs: Any) -> Any:
+        variable = next_creator(**kwargs)
+        created.append(variable)
+        return variable
+
+    with tf.variable_creator_scope(record):
+        yield created
+
+
+def _creates_variables_again(value: Any) -> bool:
+    import tensorflow as tf
+
+    again = tf.function(
+        getattr(value, "python_function", value),
+        input_signature=getattr(value, "input_signature", None),
+        autograph=False,
+    )
+    with recording_variables() as created, suppress(Exception):
+        again.get_concrete_function()
+    return bool(created)
+
+
+def _run_hint(path: Path, lead: str) -> str:
+    return f"{lead} `gradcheck run {path}`" if path.suffix == ".py" else ""
+
+
 def takes_no_arguments(function: Any) -> bool:
+    return not required_parameters(function)
+
+
+def required_parameters(function: Any) -> list[str]:
+    """The names of the parameters a call of `function` must pass (none when unknown)."""
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):
-        return True
-    return all(
-        p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        return []
+    return [
+        p.name
         for p in signature.parameters.values()
-        if p.name != "self"
-    )
+        if p.default is p.empty
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        and p.name != "self"
+    ]
 
 
 def loss_output_index(concrete: Any, name: str) -> int:

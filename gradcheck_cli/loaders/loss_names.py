@@ -7,10 +7,40 @@ from collections.abc import Mapping
 
 from gradcheck_cli.errors import GradcheckError
 
+NOT_LOSS_NAMES = frozenset(
+    {
+        "main",
+        "build_model",
+        "build",
+        "train",
+        "run",
+        "fit",
+        "evaluate",
+        "make_model",
+        "create_model",
+        "get_model",
+        "model_fn",
+    }
+)
+NOT_LOSS_PREFIXES = ("build_", "make_", "create_", "get_", "train", "load_", "setup", "parse")
+"""Names of training, building and setup code: never called to see whether it is a loss."""
+
 
 def looks_like_loss(name: str) -> bool:
-    last = name.replace(":", ".").replace("/", ".").split(".")[-1]
-    return "loss" in last.lower() or "objective" in last.lower()
+    last = _last_part(name).lower()
+    return "loss" in last or "objective" in last
+
+
+def looks_like_setup(name: str) -> bool:
+    """A name such as `main`, `build_model` or `train_step`, unless it also looks like a loss."""
+    last = _last_part(name).lower()
+    if looks_like_loss(last):
+        return False
+    return last in NOT_LOSS_NAMES or last.startswith(NOT_LOSS_PREFIXES)
+
+
+def _last_part(name: str) -> str:
+    return name.replace(":", ".").replace("/", ".").split(".")[-1]
 
 
 def resolve_loss_name(loss: str | None, candidates: Mapping[str, object], *, what: str) -> str:

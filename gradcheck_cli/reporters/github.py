@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from gradcheck_cli.analysis.verdicts import VariableVerdict
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
+from gradcheck_cli.findings.source import notebook_cell
 from gradcheck_cli.reporters import display_path
 
 _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -63,12 +64,19 @@ def _where(item: Finding) -> str:
 def _command(item: Finding, message: str) -> str:
     """The workflow command for `item`, at its file and line when it has them."""
     properties: list[tuple[str, str]] = []
-    if item.location is not None:
+    title = f"{item.code} {item.rule}"
+    cell = notebook_cell(item.location.file) if item.location is not None else None
+    if cell is not None and item.location is not None:
+        # A notebook's lines are counted per cell, not in the .ipynb file: no line property.
+        notebook, index = cell
+        properties.append(("file", display_path(str(notebook))))
+        title += f" (cell {index}, line {item.location.line})"
+    elif item.location is not None:
         properties += [
             ("file", display_path(item.location.file)),
             ("line", str(item.location.line)),
         ]
-    properties.append(("title", f"{item.code} {item.rule}"))
+    properties.append(("title", title))
     listed = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
     return f"::{_COMMAND[item.severity]} {listed}::{escape_data(message)}"
 

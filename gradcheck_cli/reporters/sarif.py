@@ -13,6 +13,7 @@ from urllib.parse import quote
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import RULES, Rule
+from gradcheck_cli.findings.source import notebook_cell
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import display_path
 
@@ -124,6 +125,17 @@ def _location(report: Report, item: Finding) -> dict[str, Any]:
             "artifactLocation": artifact_location(item.location),
             "region": {"startLine": item.location.line},
         }
+        cell = notebook_cell(item.location.file)
+        if cell is not None:
+            # SARIF knows no notebook cells, and a cell's line is no line of the .ipynb file:
+            # point at the notebook's first line, and name the cell and its line.
+            location["physicalLocation"]["region"] = {"startLine": 1}
+            location["physicalLocation"]["properties"] = {
+                "notebookCell": cell[1],
+                "cellLine": item.location.line,
+            }
+            where = f"{display_path(item.location.file)}:{item.location.line}"
+            location["message"] = {"text": where}
     return location
 
 
@@ -139,8 +151,9 @@ def _logical_locations(report: Report, item: Finding) -> list[dict[str, str]]:
 
 
 def artifact_location(location: SourceLocation) -> dict[str, str]:
-    """The file relative to %SRCROOT% (the working directory) when inside it, else a file URI."""
-    path = os.path.abspath(location.file)
+    """The file (for a cell, its notebook) relative to %SRCROOT% when inside it, else a file URI."""
+    cell = notebook_cell(location.file)
+    path = os.path.abspath(location.file if cell is None else cell[0])
     try:
         relative = os.path.relpath(path)
     except ValueError:  # another drive on Windows

@@ -1,16 +1,22 @@
-"""Finding the loss in a script's namespace: a named attribute, a TF1 tensor name, or the single
-loss-like candidate."""
+"""Finding the loss in a script's namespace: a named attribute, a TF1 tensor name, a loss-like
+candidate, or a lone function whose trace alone gives a float scalar; never training code."""
 
 from __future__ import annotations
 
+import json
 import runpy
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gradcheck_cli.cli import ExitCode
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.loss_finding import SCRIPT_RUN_NAME, find_loss
+from tests.test_bad_input import _gradcheck
+
+SCRIPTS = Path(__file__).parent.parent / "scripts"
 
 SCRIPT = """
 import tensorflow as tf
@@ -73,3 +79,96 @@ def test_a_tf1_tensor_is_found_by_its_name_in_the_graph() -> None:
     assert name == "objective/total" and tensor.name == "objective/total:0"
     with pytest.raises(GradcheckError, match="did you mean 'objective/total'"):
         find_loss(namespace, "objective/totl", Path("tf1.py"))
+
+
+LONE_FUNCTIONS = """
+import keras
+import tensorflow as tf
+
+weight = tf.Variable(2.0)
+lazy = keras.Sequential([keras.layers.Dense(1)])
+calls = []
+
+
+def forward():
+    return tf.reduce_sum(lazy(tf.ones([2, 3])))
+
+
+def count():
+    return tf.cast(weight, tf.int32)
+
+
+def current():
+    return lazy
+
+
+def main():
+    calls.append("main")
+    return weight * 2.0
+
+
+def double():
+    return weight * 2.0
+"""
+
+
+def test_a_lone_function_is_the_loss_only_if_its_trace_alone_gives_a_float_scalar(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "model.py"
+    path.write_text(LONE_FUNCTIONS)
+    script = runpy.run_path(str(path), run_name=SCRIPT_RUN_NAME)
+    for name, why in (
+        ("forward", "its trace creates variables"),
+        ("count", "does not return a float scalar"),
+        ("current", "cannot be traced alone"),
+        ("main", "named like training or setup code"),
+    ):
+        with pytest.raises(GradcheckError, match=f"{name}: {why}.*`gradcheck run model.py`"):
+            find_loss({name: script[name]}, None, Path("model.py"))
+    assert script["calls"] == []
+    name, concrete = find_loss({"double": script["double"]}, None, Path("model.py"))
+    assert name == "double" and type(concrete).__name__ == "ConcreteFunction"
+
+
+def test_training_code_is_never_taken_for_the_loss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    training, inside, unnamed = (
+        SCRIPTS / "bad" / "training_only.py",
+        SCRIPTS / "bad" / "model_inside_loss.py",
+        SCRIPTS / "unnamed_loss.py",
+    )
+    marker = tmp_path / "main_ran"
+    monkeypatch.setenv("GRADCHECK_TEST_MARKER", str(marker))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(
+            pool.map(
+                lambda args: _gradcheck(*args),
+                [
+                    (str(training),),
+                    (str(training), "--loss", "compute_loss"),
+                    (str(inside), "--loss", "loss"),
+                    (str(unnamed),),
+                ],
+            )
+        )
+    assert not marker.exists()
+    guessed, with_arguments, model_inside, found = runs
+    for run, expected in (
+        (guessed, "main: named like training or setup code"),
+        (with_arguments, "gradcheck cannot make up (logits, labels)"),
+        (model_inside, "its variables inside the loss on every call"),
+    ):
+        assert run.returncode == ExitCode.ERROR and run.stdout == "", run.stderr
+        assert expected in run.stderr and "`gradcheck run " in run.stderr, run.stderr
+        assert "Traceback" not in run.stderr
+    assert "compute_loss: takes arguments (logits, labels)" in guessed.stderr
+    assert f"`gradcheck run {training}`" in guessed.stderr
+    assert found.returncode == ExitCode.DEAD_VARIABLES, found.stderr
+    report = json.loads(found.stdout)
+    assert report["source"]["loss"] == "total"
+    assert {v["name"]: v["status"] for v in report["variables"]} == {
+        "weight": "ok",
+        "unused": "unused",
+    }
