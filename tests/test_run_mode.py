@@ -1,0 +1,284 @@
+"""End to end: `gradcheck run` on real training scripts agrees with TensorFlow, request by request.
+
+TensorFlow is the judge (tests/run_oracle.py runs each script with its gradient entry points
+wrapped): for every gradient request, the variables gradcheck calls dead must be exactly those
+TensorFlow gives a None gradient, and the script must be stopped before its first weight change
+(each script writes a marker file after its first optimizer step). Every process imports
+TensorFlow for seconds, so the module starts them all at once, a few at a time, and each test
+reads the results it needs; no script runs twice under the same tool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "tests" / "scripts" / "run"
+SEED = ROOT / "sample_models" / "faulty_weights_tf1.py"
+SUBPROCESS_ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
+PARALLEL_PROCESSES = 3  # CI has two cores; a third process overlaps one's TensorFlow import
+TIMEOUT_SECONDS = 300
+NOT_DEAD = frozenset({"ok", "frozen"})
+
+
+@dataclass(frozen=True)
+class Case:
+    """A training script, its arguments, and what its report must show beyond the oracle's."""
+
+    name: str
+    script: Path
+    args: tuple[str, ...] = ()
+    # Text on the script line every blocked variable's blockers must include, if one is known.
+    blocker_text: str | None = None
+    # The script trains when run plainly, so its marker proves the marker mechanism works.
+    trains_plainly: bool = False
+    # A line the script prints before training: its arguments arrived, its output went to stderr.
+    prints: str | None = None
+
+
+CASES = [
+    Case("keras_fit_unused", SCRIPTS / "keras_fit_unused.py", trains_plainly=True),
+    Case("gan_train_step", SCRIPTS / "gan_train_step.py", blocker_text="tf.stop_gradient("),
+    Case(
+        "tf_function_argmax",
+        SCRIPTS / "tf_function_argmax.py",
+        args=("--hidden", "5", "--steps", "2"),
+        blocker_text="tf.argmax(",
+        prints="hidden units: 5",
+    ),
+    Case("eager_numpy_loop", SCRIPTS / "eager_numpy_loop.py", trains_plainly=True),
+    Case("teacher_student", SCRIPTS / "teacher_student.py", trains_plainly=True),
+    Case("faulty_weights_tf1", SEED),
+]
+CASE_IDS = [case.name for case in CASES]
+
+
+@dataclass(frozen=True)
+class Finished:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _run(argv: list[str], extra_env: dict[str, str]) -> Finished:
+    completed = subprocess.run(
+        [sys.executable, *argv],
+        cwd=ROOT,
+        env={**SUBPROCESS_ENV, **extra_env},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_SECONDS,
+    )
+    return Finished(completed.returncode, completed.stdout, completed.stderr)
+
+
+def _relative(script: Path) -> str:
+    return str(script.relative_to(ROOT))
+
+
+def _gradcheck_run(case: Case) -> list[str]:
+    after_dashes = ["--", *case.args] if case.args else []
+    return ["-m", "gradcheck_cli", "run", _relative(case.script), "-f", "json", *after_dashes]
+
+
+@dataclass
+class Runs:
+    """Every process of the module, started at once; each result is awaited when first read."""
+
+    directory: Path
+    pending: dict[tuple[str, str], Future[Finished]]
+    _json: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def finished(self, tool: str, name: str) -> Finished:
+        return self.pending[tool, name].result()
+
+    def marker(self, tool: str, name: str) -> Path:
+        return self.directory / f"{name}.{tool}.marker"
+
+    def reports(self, name: str) -> list[dict[str, Any]]:
+        """gradcheck's run-mode reports for a script, one per gradient request."""
+        if ("run", name) not in self._json:
+            finished = self.finished("run", name)
+            try:
+                document = json.loads(finished.stdout)
+            except json.JSONDecodeError:
+                pytest.fail(
+                    f"gradcheck run gave no JSON (exit {finished.returncode}):\n"
+                    f"stdout: {finished.stdout[-2000:]}\nstderr: {finished.stderr[-4000:]}"
+                )
+            self._json["run", name] = document if isinstance(document, list) else [document]
+        return self._json["run", name]
+
+    def tensorflow(self, name: str) -> dict[str, Any]:
+        """The oracle's answer for a script: its requests and the variables that got None."""
+        finished = self.finished("oracle", name)
+        out = self.directory / f"{name}.oracle.json"
+        assert finished.returncode == 0 and out.exists(), finished.stderr[-4000:]
+        answer = json.loads(out.read_text())
+        assert answer["requests"], f"TensorFlow saw no gradient request in {name}:\n{answer}"
+        return answer
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    directory = tmp_path_factory.mktemp("run_mode")
+    jobs: dict[tuple[str, str], tuple[list[str], dict[str, str]]] = {
+        # The slowest first: it waits out its time limit.
+        ("run", "never_trains"): (
+            ["-m", "gradcheck_cli", "run", _relative(SCRIPTS / "never_trains.py")]
+            + ["--timeout", "5"],
+            {},
+        ),
+        ("run", "crashes_before_training"): (
+            ["-m", "gradcheck_cli", "run", _relative(SCRIPTS / "crashes_before_training.py")]
+            + ["-f", "json"],
+            {},
+        ),
+        ("static", "faulty_weights_tf1"): (
+            ["-m", "gradcheck_cli", _relative(SEED), "--loss", "loss", "-f", "json"],
+            {},
+        ),
+    }
+    for case in CASES:
+        for tool in ("run", "oracle"):
+            marker = {"GRADCHECK_TEST_MARKER": str(directory / f"{case.name}.{tool}.marker")}
+            if tool == "run":
+                argv = _gradcheck_run(case)
+            else:
+                out = str(directory / f"{case.name}.oracle.json")
+                argv = ["-m", "tests.run_oracle", out, _relative(case.script), *case.args]
+            jobs[tool, case.name] = (argv, marker)
+    pool = ThreadPoolExecutor(PARALLEL_PROCESSES)
+    pending = {key: pool.submit(_run, argv, env) for key, (argv, env) in jobs.items()}
+    yield Runs(directory, pending)
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _site(location: dict[str, Any] | None) -> tuple[str, int] | None:
+    if location is None:
+        return None
+    return os.path.realpath(ROOT / location["file"]), location["line"]
+
+
+def _by_call_site(reports: list[dict[str, Any]]) -> dict[tuple[str, int] | None, dict[str, Any]]:
+    return {_site(report["source"]["request"]["location"]): report for report in reports}
+
+
+def _dead(report: dict[str, Any]) -> set[str]:
+    return {v["name"] for v in report["variables"] if v["status"] not in NOT_DEAD}
+
+
+def _line_of(script: Path, text: str) -> int:
+    lines = [n for n, line in enumerate(script.read_text().splitlines(), 1) if text in line]
+    assert len(lines) == 1, f"{text!r} should be on exactly one line of {script.name}: {lines}"
+    return lines[0]
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_one_report_per_gradient_request(runs: Runs, case: Case) -> None:
+    reports = runs.reports(case.name)
+    for report in reports:
+        assert report["schema"] == "gradcheck/1"
+        assert report["source"]["kind"] == "run"
+        assert os.path.realpath(ROOT / report["source"]["path"]) == str(case.script)
+        assert report["source"]["request"]["api"]
+    expected = [_site(request["location"]) for request in runs.tensorflow(case.name)["requests"]]
+    assert [_site(r["source"]["request"]["location"]) for r in reports] == expected
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_dead_variables_are_tensorflows_none_gradients(runs: Runs, case: Case) -> None:
+    reports = _by_call_site(runs.reports(case.name))
+    for request in runs.tensorflow(case.name)["requests"]:
+        site = _site(request["location"])
+        assert site in reports, f"no report for the request at {site}"
+        report = reports[site]
+        judged = {v["name"] for v in report["variables"] if v["status"] != "frozen"}
+        assert judged == set(request["variables"]), f"variables of the request at {site}"
+        assert _dead(report) == set(request["none"]), f"dead variables of the request at {site}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_exit_code_says_whether_anything_is_dead(runs: Runs, case: Case) -> None:
+    anything_dead = any(request["none"] for request in runs.tensorflow(case.name)["requests"])
+    finished = runs.finished("run", case.name)
+    assert finished.returncode == (1 if anything_dead else 0), finished.stderr[-4000:]
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_script_is_stopped_before_its_first_weight_change(runs: Runs, case: Case) -> None:
+    runs.finished("run", case.name)
+    assert not runs.marker("run", case.name).exists()
+    if case.trains_plainly:  # the marker would have been written had the step run
+        runs.tensorflow(case.name)
+        assert runs.marker("oracle", case.name).exists()
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_blockers_point_at_the_users_script(runs: Runs, case: Case) -> None:
+    expected_line = _line_of(case.script, case.blocker_text) if case.blocker_text else None
+    for report in runs.reports(case.name):
+        for variable in report["variables"]:
+            sites = [_site(blocker["location"]) for blocker in variable["blockers"]]
+            located = [site for site in sites if site is not None]
+            assert all(file == str(case.script) for file, _ in located), variable
+            if expected_line is not None and variable["status"] == "blocked":
+                assert expected_line in {line for _, line in located}, variable
+
+
+def test_script_arguments_and_output(runs: Runs) -> None:
+    case = next(case for case in CASES if case.prints)
+    finished = runs.finished("run", case.name)
+    assert case.prints in finished.stderr
+    assert case.prints not in finished.stdout
+    runs.reports(case.name)  # stdout is the JSON report alone
+
+
+def test_seed_script_run_matches_the_static_check(runs: Runs) -> None:
+    (report,) = runs.reports("faulty_weights_tf1")
+    static = runs.finished("static", "faulty_weights_tf1")
+    assert static.returncode == 1, static.stderr[-4000:]
+    expected = json.loads(static.stdout)
+
+    def dead_with_blocker_lines(document: dict[str, Any]) -> dict[str, set[Any]]:
+        variables = document["variables"]
+        return {
+            v["name"]: {_site(b["location"]) for b in v["blockers"]}
+            for v in variables
+            if v["status"] not in NOT_DEAD
+        }
+
+    assert dead_with_blocker_lines(report) == dead_with_blocker_lines(expected)
+    finished = runs.finished("run", "faulty_weights_tf1")
+    assert "loss after 20 steps" not in finished.stdout + finished.stderr
+
+
+def test_script_that_never_asks_for_gradients_times_out(runs: Runs) -> None:
+    finished = runs.finished("run", "never_trains")
+    assert finished.returncode == 2
+    assert "timeout" in finished.stderr.lower() or "within 5" in finished.stderr
+    assert "Traceback" not in finished.stderr + finished.stdout
+
+
+def test_script_that_raises_shows_its_traceback(runs: Runs) -> None:
+    finished = runs.finished("run", "crashes_before_training")
+    script = SCRIPTS / "crashes_before_training.py"
+    raising_line = _line_of(script, "raise ValueError(")
+    assert finished.returncode == 2
+    assert "Traceback" in finished.stderr
+    assert f"line {raising_line}" in finished.stderr
+    assert "ValueError: no training data at 'data/train.npz'" in finished.stderr
+    assert "Traceback" not in finished.stdout
+    if finished.stdout.strip():
+        json.loads(finished.stdout)
