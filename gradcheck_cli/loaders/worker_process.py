@@ -118,9 +118,9 @@ def run_worker(
                 relay.join(max(0.0, deadline - time.monotonic()))
         if not finished and request.job is Job.RUN:
             raise GradcheckError(
-                f"{request.path} did not ask TensorFlow for gradients within {timeout:g} s; "
-                "set --timeout (or GRADCHECK_TIMEOUT) if it needs longer to reach its first "
-                "training step"
+                f"{request.path} did not ask TensorFlow for gradients within {timeout:g} s "
+                "(importing TensorFlow included); set --timeout (or GRADCHECK_TIMEOUT) if it "
+                "needs longer to reach its first training step"
             )
         if not finished:
             raise GradcheckError(
