@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, Status, VariableVerdict
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.fixes import blocker_fix, python_name, variable_fix
 from gradcheck_cli.findings.report import Verification
 from gradcheck_cli.findings.rules import (
     FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER,
     GRAPH_NOT_FULLY_MODELLED,
+    HARMLESS_LEAVE_SEVERITY,
     LOSS_INDEPENDENT_OF_VARIABLES,
     RULE_BY_CONCERN,
     RULE_BY_REASON,
@@ -50,14 +52,7 @@ def build_findings(
         findings.append(SAVED_MODEL_WITHOUT_SOURCE_LINES.finding())
     findings += _verification_findings(context.verification, analysis.verdicts)
     if context.left_tensorflow is not None:
-        location, reason = context.left_tensorflow
-        findings.append(
-            VALUE_LEAVES_TENSORFLOW.finding(
-                reason=reason,
-                hint=VALUE_LEAVES_TENSORFLOW.use_instead.splitlines()[0],
-                location=location,
-            )
-        )
+        findings.append(_left_tensorflow_finding(*context.left_tensorflow, analysis.verdicts))
     for verdict in analysis.verdicts:
         findings += _dead_variable_findings(verdict, source)
     trainable = [v for v in analysis.verdicts if v.status is not Status.FROZEN]
@@ -66,6 +61,21 @@ def build_findings(
     findings += [_concern_finding(concern, source) for concern in analysis.concerns]
     findings += _request_findings(analysis, context)
     return tuple(sorted(findings, key=finding_order))
+
+
+def _left_tensorflow_finding(
+    location: SourceLocation | None, reason: str, verdicts: tuple[VariableVerdict, ...]
+) -> Finding:
+    """GC109: an error if some variable is cut where the value leaves TensorFlow, else an info
+    (TensorFlow's tape says the value that left carried no gradient the loss needs)."""
+    kills = any(b.reason is Reason.LEFT_TENSORFLOW for v in verdicts for b in v.blockers)
+    found = VALUE_LEAVES_TENSORFLOW.finding(
+        reason=reason,
+        harmless=not kills,
+        hint=VALUE_LEAVES_TENSORFLOW.use_instead.splitlines()[0] if kills else None,
+        location=location,
+    )
+    return found if kills else replace(found, severity=HARMLESS_LEAVE_SEVERITY)
 
 
 def _request_findings(analysis: Analysis, context: Context) -> list[Finding]:

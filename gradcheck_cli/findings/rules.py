@@ -584,14 +584,30 @@ VARIABLE_NEVER_REACHES_LOSS = Rule(
     ),
 )
 
+
+def _leaves_tensorflow(reason: str, harmless: bool = False) -> str:
+    if harmless:
+        return (
+            f"the loss cannot be traced into a graph ({reason}), but no variable loses its "
+            "gradient there: TensorFlow's tape, run eagerly, finds that the value that leaves "
+            "TensorFlow (a sampled index, a statistic) carries no gradient the loss needs"
+        )
+    return (
+        f"the loss cannot be traced into a graph ({reason}): its value leaves TensorFlow here, "
+        "and the gradient cannot follow it"
+    )
+
+
+HARMLESS_LEAVE_SEVERITY = Severity.INFO
+"""GC109 where TensorFlow's tape says no variable dies of it: the verdicts are TensorFlow's own
+and nothing needs fixing, so it informs (shown with --verbose and in every machine format,
+failing no `--fail-on warning` run) instead of erring."""
+
 VALUE_LEAVES_TENSORFLOW = Rule(
     code="GC109",
     name="value-leaves-tensorflow",
     severity=Severity.ERROR,
-    message=(
-        "the loss cannot be traced into a graph ({reason}): its value leaves TensorFlow here, "
-        "and the gradient cannot follow it"
-    ).format,
+    message=_leaves_tensorflow,
     reason=Reason.LEFT_TENSORFLOW,
     whole_loss=True,
     summary="The loss leaves TensorFlow (.numpy(), float(), NumPy), so gradient cannot follow",
@@ -599,7 +615,10 @@ VALUE_LEAVES_TENSORFLOW = Rule(
         "Finds losses whose value leaves TensorFlow on the way: `.numpy()`, `float(t)` or "
         "`int(t)`, a NumPy function applied to a tensor. Such a function cannot be traced "
         "into a graph, so gradcheck runs it eagerly under `tf.GradientTape` and reports the "
-        "line where the value left TensorFlow."
+        "line where the value left TensorFlow. It is an error only when a variable gets no "
+        "gradient because of it; a value that leaves TensorFlow on a path that carries no "
+        "gradient anyway (an action index sampled with NumPy from a policy's probabilities) "
+        "is reported as an info."
     ),
     why_bad=(
         "A NumPy array or a Python float is a constant to the gradient tape. Every variable "

@@ -7,17 +7,8 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict
+from gradcheck_cli.loaders.leaving_tensorflow import Leave
 from gradcheck_cli.loaders.worker_protocol import EagerResult, TensorFlowGradients
-
-
-def left_tensorflow(error: Exception) -> bool:
-    """Whether tracing failed because the loss turns a tensor into a Python or NumPy value.
-
-    TensorFlow names the graph tensor "symbolic" in each of these errors: `.numpy()`
-    (AttributeError), NumPy on a tensor (NotImplementedError), `float()` (TypeError), `bool()`
-    (OperatorNotAllowedInGraphError).
-    """
-    return "symbolic" in str(error).lower()
 
 
 def eager_fallback(
@@ -30,27 +21,29 @@ def eager_fallback(
     trace_error: Exception,
     verify: bool,
 ) -> EagerResult:
-    """The loss cannot be traced: ask TensorFlow's tape which variables get no gradient."""
+    """The loss cannot be traced: run it eagerly and ask TensorFlow's tape which variables get
+    no gradient, and where the script's code took the value out of TensorFlow.
+
+    Whatever made tracing fail (`.numpy()` on a tensor or a variable, `float()`, NumPy, a
+    tensor as a Python truth value), the eager run decides: a loss that fails there too has a
+    bug of its own, reported as one GradcheckError.
+    """
     import tensorflow as tf
 
     from gradcheck_cli.loaders import traced
+    from gradcheck_cli.loaders.leaving_tensorflow import recording_leaves
     from gradcheck_cli.loaders.tf_verification import TAPE, gradient_verdicts
 
     eager_function = getattr(function, "python_function", function)
     variables = list(candidates)
     try:
-        with tf.GradientTape(watch_accessed_variables=False) as tape:
+        with recording_leaves() as leaves, tf.GradientTape(watch_accessed_variables=False) as tape:
             for variable in variables:
                 tape.watch(variable)
             with tf.GradientTape() as reads:
                 result = eager_function()
     except Exception as error:
-        where = traced.exception_location(error)
-        at = f" at {where}" if where else ""
-        raise GradcheckError(
-            f"{name} in {path} cannot be traced ({type(trace_error).__name__}: {trace_error}) "
-            f"and fails when run eagerly{at}: {type(error).__name__}: {error}"
-        ) from None
+        raise _fails_eagerly(name, path, trace_error, error) from None
     read_ids = {id(v) for v in reads.watched_variables()}
     gradients: dict[str, TensorFlowVerdict] = {}
     models = []
@@ -66,11 +59,51 @@ def eager_fallback(
         if keras_trainable:
             read = id(variable) in read_ids
             gradients[model.name] = gradient if read else TensorFlowVerdict.UNREAD
+    left_at, reason = _where_it_left(leaves.leaves, trace_error)
     return EagerResult(
         loss_name=name,
         variables=models,
         gradients=gradients,
-        left_at=traced.exception_location(trace_error),
-        reason=traced.error_summary(trace_error),
+        left_at=left_at,
+        reason=reason,
         tensorflow=TensorFlowGradients(TAPE, dict(gradients)) if verify else None,
+    )
+
+
+def _where_it_left(
+    leaves: list[Leave], trace_error: Exception
+) -> tuple[SourceLocation | None, str]:
+    """The line where the value first left TensorFlow, and how.
+
+    Tracing stops at the first way out, so its line comes first; the eager run names the way
+    (NumPy reads an eager tensor through the buffer protocol, which no hook sees: then the
+    trace error's first sentence says it).
+    """
+    from gradcheck_cli.loaders import traced
+
+    at = traced.exception_location(trace_error)
+    words = traced.error_summary(trace_error).split(". ")[0].rstrip(".")
+    if at is None:
+        return (leaves[0].location, leaves[0].reason) if leaves else (None, words)
+    for leave in leaves:
+        if (leave.location.file, leave.location.line) == (at.file, at.line):
+            return at, leave.reason
+    return at, words
+
+
+def _fails_eagerly(name: str, path: Path, trace_error: Exception, error: Exception) -> Exception:
+    """One error for a loss that fails traced and eagerly: the trace's words when both fail
+    on the same line (the graph's shape errors name the shapes), else both."""
+    from gradcheck_cli.loaders import traced
+
+    where = traced.exception_location(error)
+    at = f" at {where}" if where else ""
+    if where is not None and where == traced.exception_location(trace_error):
+        return GradcheckError(
+            f"{name} in {path} cannot be traced{at}: {traced.error_summary(trace_error)}"
+        )
+    return GradcheckError(
+        f"{name} in {path} cannot be traced ({type(trace_error).__name__}: "
+        f"{traced.error_summary(trace_error)}) and fails when run eagerly{at}: "
+        f"{type(error).__name__}: {traced.error_summary(error)}"
     )

@@ -11,7 +11,8 @@ from typing import Any
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders import run_requests
 from gradcheck_cli.loaders.eager_recording import OpRecorder
-from gradcheck_cli.loaders.run_requests import CreatedVariables, Leave
+from gradcheck_cli.loaders.leaving_tensorflow import LEAVING_METHODS, LeaveLog, leaving_owners
+from gradcheck_cli.loaders.run_requests import CreatedVariables
 from gradcheck_cli.loaders.worker_protocol import EagerResult, GradientRequest, RunResult
 
 
@@ -43,13 +44,13 @@ class Capture:
     delivered: bool = False
     _patches: list[_Patch] = field(default_factory=list)
     _busy: int = 0  # inside one of gradcheck's own calls: TensorFlow's nested calls are its own
-    _leaves: list[Leave] = field(default_factory=list)
-    _clock: int = 0
+    _leaves: LeaveLog = field(init=False)  # values that left TensorFlow in the script's code
     _requested: set[int] = field(default_factory=set)  # ids of the requested tf.Variables
     _recorder: OpRecorder = field(init=False)  # the ops each eager tape runs
 
     def __post_init__(self) -> None:
         self._recorder = OpRecorder(busy=lambda: bool(self._busy))
+        self._leaves = LeaveLog(busy=lambda: bool(self._busy))
 
     # -- installing ----------------------------------------------------------------------------
 
@@ -57,7 +58,6 @@ class Capture:
         import tensorflow as tf
         from tensorflow.python.client import session
         from tensorflow.python.eager.polymorphic_function import atomic_function
-        from tensorflow.python.framework import ops
         from tensorflow.python.ops import gradients_util, resource_variable_ops
         from tensorflow.python.training import optimizer as v1_optimizer
 
@@ -77,10 +77,10 @@ class Capture:
             for method in _WEIGHT_UPDATES:
                 if method in vars(owner):
                     self._wrap(owner, method, self._stop_before_assign)
-        for owner in (ops._EagerTensorBase, resource_variable_ops.BaseResourceVariable):
-            for method in ("numpy", "__array__", "__float__", "__int__", "__index__"):
+        for owner in leaving_owners():
+            for method in LEAVING_METHODS:
                 if hasattr(owner, method):
-                    self._wrap(owner, method, self._leaves_tensorflow(method))
+                    self._wrap(owner, method, self._leaves.hook(method))
 
     def uninstall(self) -> None:
         self._recorder.close()
@@ -102,7 +102,7 @@ class Capture:
     # -- gradient requests ---------------------------------------------------------------------
 
     def _tape_enter(self, original: Any, tape: Any) -> Any:
-        tape._gradcheck_started = self._clock  # noqa: SLF001 - our own mark on the tape
+        tape._gradcheck_started = self._leaves.clock  # noqa: SLF001 - our own mark on the tape
         entered = original(tape)
         recording = not self._busy and not self.delivered and _executing_eagerly()
         tape._gradcheck_ops = self._recorder.tape_entered() if recording else None  # noqa: SLF001
@@ -127,7 +127,7 @@ class Capture:
         try:
             if tf.executing_eagerly():
                 since = getattr(tape, "_gradcheck_started", 0)
-                left = next((leave for leave in self._leaves if leave.clock >= since), None)
+                left = next((leave for leave in self._leaves.leaves if leave.clock >= since), None)
                 watched = {id(v) for v in tape.watched_variables()}
                 ops = self._recorder.ops_since(getattr(tape, "_gradcheck_ops", None))
                 gradients = original(tape, target, sources, *args, **kwargs)
@@ -237,21 +237,7 @@ class Capture:
         if not self.run_on:
             raise ScriptStopped
 
-    # -- values leaving TensorFlow (eager loops) -----------------------------------------------
 
-    def _leaves_tensorflow(self, method: str) -> Callable[..., Any]:
-        def hook(original: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
-            if not self._busy:
-                self._clock += 1
-                location = _immediate_caller()
-                if location is not None and len(self._leaves) < _MAX_LEAVES:
-                    self._leaves.append(Leave(self._clock, location, method))
-            return original(value, *args, **kwargs)
-
-        return hook
-
-
-_MAX_LEAVES = 10_000
 # What an optimizer calls on a variable to change it (sparse gradients use the scatters).
 _WEIGHT_UPDATES = (
     "assign",
@@ -337,14 +323,3 @@ def _caller_location() -> SourceLocation | None:
     from gradcheck_cli.loaders.traced import user_location
 
     return user_location(tf_stack.extract_stack())
-
-
-def _immediate_caller() -> SourceLocation | None:
-    """The frame that called a hooked method (past the hook and its wrapper), if it is the
-    script's own: a value that leaves TensorFlow inside a library is the library's business."""
-    from gradcheck_cli.loaders.debug_info import is_user_file
-
-    frame = sys._getframe(3)
-    if not is_user_file(frame.f_code.co_filename):
-        return None
-    return SourceLocation(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)

@@ -9,6 +9,7 @@ from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, Variable, make_names_unique
 from gradcheck_cli.loaders import traced
+from gradcheck_cli.loaders.leaving_tensorflow import Leave
 from gradcheck_cli.loaders.worker_protocol import (
     EagerResult,
     TensorFlowGradients,
@@ -18,15 +19,6 @@ from gradcheck_cli.loaders.worker_protocol import (
 
 TRACED_TAPE = "the script's own gradient call, as traced"
 EAGER_TAPE = "the script's own GradientTape, run eagerly"
-
-
-@dataclass(frozen=True)
-class Leave:
-    """A value that left TensorFlow in the script's own code (`.numpy()`, `float()`, NumPy)."""
-
-    clock: int
-    location: SourceLocation
-    method: str
 
 
 @dataclass
@@ -236,15 +228,6 @@ def _symbolic_verdicts(
     return verdicts
 
 
-_LEAVES = {
-    "numpy": "`.numpy()` turns the tensor into a NumPy array",
-    "__array__": "NumPy turns the tensor into an array",
-    "__float__": "`float()` turns the tensor into a Python number",
-    "__int__": "`int()` turns the tensor into a Python number",
-    "__index__": "the tensor is used as a Python index",
-}
-
-
 def eager_request(
     variables: list[tuple[int, Any]],
     gradients: Any,
@@ -272,7 +255,7 @@ def eager_request(
             verdicts[model.name] = TensorFlowVerdict.UNREAD
     make_names_unique(models)
     if left is not None:
-        reason = _LEAVES.get(left.method, "the value leaves TensorFlow")
+        reason = left.reason
     else:
         reason = "the step runs eagerly, so gradcheck sees no graph to show the cut in"
     return EagerResult(

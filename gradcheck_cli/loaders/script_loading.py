@@ -10,7 +10,7 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.loaders.eager_fallback import eager_fallback, left_tensorflow
+from gradcheck_cli.loaders.eager_fallback import eager_fallback
 from gradcheck_cli.loaders.function_tracing import concrete_function, trace_loss
 from gradcheck_cli.loaders.keras_models import is_keras_model, trace_keras_model
 from gradcheck_cli.loaders.keras_weights import keras_weights, track_layer_construction
@@ -58,12 +58,8 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
         except GradcheckError:
             raise
         except Exception as error:
-            if not left_tensorflow(error):
-                where = traced.exception_location(error)
-                at = f" at {where}" if where else ""
-                raise GradcheckError(
-                    f"{name} in {path} cannot be traced{at}: {traced.error_summary(error)}"
-                ) from None
+            # Tracing failed: the eager run decides whether the value left TensorFlow (the
+            # loss runs) or the loss has a bug (it fails there too), whatever the error says.
             return eager_fallback(
                 value, name, path, candidates, keras.info, created_at, error, verify
             )

@@ -9,7 +9,7 @@ import pytest
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import TensorFlowVerdict
-from gradcheck_cli.loaders.eager_fallback import eager_fallback, left_tensorflow
+from gradcheck_cli.loaders.eager_fallback import eager_fallback
 from gradcheck_cli.loaders.function_tracing import concrete_function
 from tests.tf_oracle_inprocess import dead_names, tf_verdicts
 
@@ -36,7 +36,6 @@ def test_the_tape_judges_a_loss_that_calls_numpy() -> None:
         return tf.constant(mean) + tf.reduce_sum(kept) + tf.reduce_sum(frozen)
 
     error = _trace_error(loss)
-    assert left_tensorflow(error)
     candidates = [through_numpy, kept, never_read, frozen]
     result = eager_fallback(loss, "loss", HERE, candidates, {}, {}, error, verify=True)
     assert [v.name for v in result.variables] == ["through_numpy", "kept", "never_read", "frozen"]
@@ -83,6 +82,44 @@ def test_a_loss_that_also_fails_eagerly_is_an_error() -> None:
         eager_fallback(broken, "loss", HERE, [weight], {}, {}, error, verify=False)
 
 
-def test_only_a_value_leaving_tensorflow_falls_back() -> None:
-    assert left_tensorflow(AttributeError("'SymbolicTensor' object has no attribute 'numpy'"))
-    assert not left_tensorflow(ValueError("shapes (2,) and (3,) are incompatible"))
+def test_any_way_out_of_tensorflow_reaches_the_tape_with_its_line() -> None:
+    import numpy as np
+    import tensorflow as tf
+
+    weight = tf.Variable([1.0, 2.0], name="weight")
+    kept = tf.Variable(0.5, name="kept")
+
+    def variable_numpy() -> Any:
+        return tf.constant(weight.numpy().sum()) * kept  # LEAVES
+
+    def exp_through_numpy() -> Any:
+        return tf.reduce_sum(tf.constant(np.exp(weight * 2.0))) * kept  # LEAVES
+
+    def python_max() -> Any:
+        return max(weight[0] * 2.0, weight[1] * 1.0) + kept  # LEAVES
+
+    def as_int() -> Any:
+        return tf.cast(int(tf.reduce_sum(weight)), tf.float32) * kept  # LEAVES
+
+    for loss in (variable_numpy, exp_through_numpy, python_max, as_int):
+        error = _trace_error(loss)
+        result = eager_fallback(loss, "loss", HERE, [weight, kept], {}, {}, error, False)
+        oracle = tf_verdicts(loss, [weight, kept])
+        assert {n for n, v in result.gradients.items() if v.dead} == dead_names(oracle)
+        assert result.left_at is not None, loss.__name__
+        assert "# LEAVES" in HERE.read_text().splitlines()[result.left_at.line - 1]
+
+
+def test_a_shape_error_that_also_fails_eagerly_is_the_trace_error() -> None:
+    import tensorflow as tf
+
+    weight = tf.Variable([1.0, 2.0], name="weight")
+    other = tf.Variable([1.0, 2.0, 3.0], name="other")
+
+    def loss() -> Any:
+        return tf.reduce_sum(tf.matmul(weight, other))
+
+    error = _trace_error(loss)
+    with pytest.raises(GradcheckError, match=r"cannot be traced at .*: Shape must be rank 2") as e:
+        eager_fallback(loss, "loss", HERE, [weight, other], {}, {}, error, verify=False)
+    assert "\n" not in str(e.value) and "eagerly" not in str(e.value)
