@@ -53,7 +53,11 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
             status = Status.FROZEN
         elif source is None:
             status = Status.UNUSED
-            unreached = Unreached.NEVER_READ
+            unreached = (
+                Unreached.FROZEN_BEFORE_TRACING
+                if variable.read_before_tracing is not None
+                else Unreached.NEVER_READ
+            )
         elif gradient.get(source, 0):
             status = Status.OK
             if cuts_of_live:

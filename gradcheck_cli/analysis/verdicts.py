@@ -24,6 +24,8 @@ class Unreached(str, enum.Enum):
     RECEIVED_NOT_READ = "received_not_read"  # an argument of the loss function, never read
     ONLY_ASSIGNED = "only_assigned"  # only an assignment reads it
     READ_NOT_REACHING = "read_not_reaching"  # read, but nothing computed from it reaches the loss
+    # read outside the loss before tracing; the value computed from it is a constant in the graph
+    FROZEN_BEFORE_TRACING = "frozen_before_tracing"
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class VariableVerdict:
     dtype = _of_variable("dtype")
     shape = _of_variable("shape")
     location = _of_variable("location")
+    read_before_tracing = _of_variable("read_before_tracing")
 
     @property
     def dead(self) -> bool:

@@ -41,6 +41,12 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
     name = python_name(verdict, source)
     if not verdict.blockers:
         owner = verdict.name.split("/")[-2] if verdict.name.count("/") >= 1 else None
+        read = verdict.read_before_tracing
+        if verdict.unreached is Unreached.FROZEN_BEFORE_TRACING and read is not None:
+            return (
+                f"compute the value from {name} inside the loss function (move line "
+                f"{read.line} into it), so that every call reads {name} itself"
+            )
         if owner is not None and verdict.unreached is Unreached.READ_NOT_REACHING:
             return (
                 f"nothing the loss uses depends on layer {owner}'s output: give that output a "

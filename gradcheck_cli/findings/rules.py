@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from gradcheck_cli.analysis.verdicts import Concern, ConcernKind, Unreached, VariableVerdict
@@ -530,6 +531,10 @@ UNREACHED_WORDS = {
     Unreached.RECEIVED_NOT_READ: "the loss function receives it but never reads it",
     Unreached.ONLY_ASSIGNED: "it is only used by an assignment, which feeds nothing the loss reads",
     Unreached.READ_NOT_REACHING: "it is read, but nothing computed from it reaches the loss",
+    Unreached.FROZEN_BEFORE_TRACING: (
+        "the loss function never reads it: it was read outside the loss, before tracing, and "
+        "the value computed from it was frozen into the graph as a constant"
+    ),
 }
 
 
@@ -538,11 +543,27 @@ def why_unreached(unreached: Unreached | None) -> str | None:
     return None if unreached is None else UNREACHED_WORDS[unreached]
 
 
+def why_unused(verdict: VariableVerdict) -> str | None:
+    """Why this unused variable never reaches the loss, with the line of a read before tracing."""
+    read = verdict.read_before_tracing
+    if verdict.unreached is not Unreached.FROZEN_BEFORE_TRACING or read is None:
+        return why_unreached(verdict.unreached)
+    return (
+        f"the loss function never reads it: it was read at {_file_line(read)}, outside the "
+        "loss and before tracing, and the value computed there was frozen into the graph as a "
+        "constant"
+    )
+
+
+def _file_line(location: SourceLocation) -> str:
+    return f"{PurePath(location.file).name}:{location.line}"
+
+
 def _never_reaches(verdict: VariableVerdict) -> str:
     # The attribute that holds the variable (model.proj.kernel), when that says more than its name.
     name, path = verdict.name, verdict.path
     attribute = f" ({path})" if path and path != name else ""
-    return f"{name}{attribute} never reaches the loss: {why_unreached(verdict.unreached)}"
+    return f"{name}{attribute} never reaches the loss: {why_unused(verdict)}"
 
 
 VARIABLE_NEVER_REACHES_LOSS = Rule(

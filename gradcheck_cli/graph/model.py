@@ -102,6 +102,9 @@ class Variable:
     source: TensorRef | None
     path: str | None = None
     location: SourceLocation | None = None
+    # Where the variable was read eagerly outside the loss (at import, in `build()`), when the
+    # loss captured a value computed from that read: a constant to the loss, not the variable.
+    read_before_tracing: SourceLocation | None = None
 
 
 class CustomGradient(str, enum.Enum):

@@ -11,6 +11,7 @@ from typing import Any
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders.eager_fallback import eager_fallback
+from gradcheck_cli.loaders.eager_reads import mark_frozen_reads, recording_eager_reads
 from gradcheck_cli.loaders.function_tracing import concrete_function, trace_loss
 from gradcheck_cli.loaders.keras_models import is_keras_model, trace_keras_model
 from gradcheck_cli.loaders.keras_weights import keras_weights, track_layer_construction
@@ -35,7 +36,8 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
     sys.path.insert(0, str(path.parent.resolve()))
     layer_sites = track_layer_construction(path)
     with tf.variable_creator_scope(record):
-        namespace = _run(path)
+        with recording_eager_reads() as reads:
+            namespace = _run(path)
         name, value = find_loss(namespace, loss, path)
         if is_graph_tensor(value):
             graph = traced.traced_graph(value.graph, value, name)
@@ -63,9 +65,11 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
             return eager_fallback(
                 value, name, path, candidates, keras.info, created_at, error, verify
             )
-        return trace_loss(
+        result = trace_loss(
             concrete, name, candidates, verify=verify, created_at=created_at, keras=keras
         )
+        mark_frozen_reads(result, traced.candidate_variables(candidates, concrete), concrete, reads)
+        return result
 
 
 def _run(path: Path) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
 from gradcheck_cli.findings.finding import Severity
 from gradcheck_cli.findings.report import Report
-from gradcheck_cli.findings.rules import why_unreached
+from gradcheck_cli.findings.rules import why_unused
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import display_path
 from gradcheck_cli.reporters.verdict_text import route_items, verdict_parts
@@ -85,7 +85,7 @@ def _told_by_table(report: Report, variable: str | None) -> bool:
 
 def _cuts(verdict: VariableVerdict) -> str:
     if verdict.status is Status.UNUSED:
-        return _inline(why_unreached(verdict.unreached) or "never reaches the loss")
+        return _inline(why_unused(verdict) or "never reaches the loss")
     return "<br>".join(_cut(blocker) for blocker in verdict.blockers) or "?"
 
 
@@ -147,7 +147,7 @@ def mermaid(verdict: VariableVerdict, loss: str) -> list[str]:
             nodes.append((node, f"{blocker.op}\n{blocker.op_type}", True))
             edges += [("variable", node, f"✂ {blocker.reason.value}"), (node, "loss", None)]
     else:
-        unreached = why_unreached(verdict.unreached) or verdict.status.value
+        unreached = why_unused(verdict) or verdict.status.value
         edges.append(("variable", "loss", f"✂ {unreached}"))
     nodes.append(("loss", f"loss: {loss}", False))
     lines = ["```mermaid", "flowchart LR"]

@@ -15,7 +15,7 @@ from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, Unreached
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
-from gradcheck_cli.findings.rules import RULES, why_unreached
+from gradcheck_cli.findings.rules import RULES, why_unused
 from gradcheck_cli.findings.source import assigned_name
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import display_path
@@ -105,7 +105,7 @@ def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> 
         console.print("  trainable=False: the optimizer leaves it alone on purpose")
         return
     if verdict.status is Status.UNUSED:
-        console.print(f"  never reaches the loss: {escape(why_unreached(verdict.unreached) or '')}")
+        console.print(f"  never reaches the loss: {escape(why_unused(verdict) or '')}")
     else:
         if verdict.route:
             console.print("  path to the loss:")

@@ -1,0 +1,63 @@
+"""Values outside TensorFlow: a loss that leaves it, and one that captured a value read before
+tracing; `--verify` (TensorFlow's own tape) agrees with every verdict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from gradcheck_cli.cli import ExitCode, command
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def _check(script: Path) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(
+        command, [str(script), "--loss", "loss", "--verify", "--format", "json"]
+    )
+    assert result.stdout, result.stderr
+    report = json.loads(result.stdout)
+    codes = {f["code"] for f in report["findings"]}
+    assert "GC003" in codes and "GC002" not in codes, report["findings"]  # TensorFlow agrees
+    return result.exit_code, report
+
+
+def _statuses(report: dict[str, Any]) -> dict[str, str]:
+    return {v["name"]: v["status"] for v in report["variables"]}
+
+
+def _line(script: Path, finding: dict[str, Any]) -> str:
+    return script.read_text().splitlines()[finding["location"]["line"] - 1]
+
+
+def test_numpy_on_a_variable_is_judged_eagerly_at_its_line() -> None:
+    script = SCRIPTS / "eager_variable_numpy_loss.py"
+    code, report = _check(script)
+    assert code == ExitCode.DEAD_VARIABLES
+    assert _statuses(report) == {"scale": "blocked", "offset": "ok"}
+    (left,) = [f for f in report["findings"] if f["code"] == "GC109"]
+    assert left["severity"] == "error"
+    assert "scale.numpy()" in _line(script, left)
+
+
+def test_a_sampled_action_leaves_tensorflow_harmlessly() -> None:
+    code, report = _check(SCRIPTS / "eager_sampled_action_loss.py")
+    assert code == ExitCode.CLEAN
+    assert _statuses(report) == {"policy": "ok", "critic": "ok"}
+    assert not [f for f in report["findings"] if f["severity"] == "error"]
+    (left,) = [f for f in report["findings"] if f["code"] == "GC109"]
+    assert left["severity"] == "info" and "no variable loses its gradient" in left["message"]
+
+
+def test_a_value_read_before_tracing_is_frozen_into_the_graph() -> None:
+    script = SCRIPTS / "frozen_at_import.py"
+    code, report = _check(script)
+    assert code == ExitCode.DEAD_VARIABLES
+    assert _statuses(report) == {"weights": "unused", "bias": "ok"}
+    (unused,) = [f for f in report["findings"] if f["code"] == "GC108"]
+    read_line = 1 + script.read_text().splitlines().index("frozen = tf.identity(weights) * 2.0")
+    assert f"read at frozen_at_import.py:{read_line}" in unused["message"]
+    assert "frozen into the graph as a constant" in unused["message"]
