@@ -7,6 +7,7 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict
+from gradcheck_cli.loaders.function_tracing import required_parameters
 from gradcheck_cli.loaders.leaving_tensorflow import Leave
 from gradcheck_cli.loaders.worker_protocol import EagerResult, TensorFlowGradients
 
@@ -35,6 +36,8 @@ def eager_fallback(
     from gradcheck_cli.loaders.tf_verification import TAPE, gradient_verdicts
 
     eager_function = getattr(function, "python_function", function)
+    if required_parameters(eager_function):  # traced from an input_signature: no eager call
+        raise _cannot_be_traced(name, path, trace_error)
     variables = list(candidates)
     try:
         with recording_leaves() as leaves, tf.GradientTape(watch_accessed_variables=False) as tape:
@@ -99,11 +102,19 @@ def _fails_eagerly(name: str, path: Path, trace_error: Exception, error: Excepti
     where = traced.exception_location(error)
     at = f" at {where}" if where else ""
     if where is not None and where == traced.exception_location(trace_error):
-        return GradcheckError(
-            f"{name} in {path} cannot be traced{at}: {traced.error_summary(trace_error)}"
-        )
+        return _cannot_be_traced(name, path, trace_error)
     return GradcheckError(
         f"{name} in {path} cannot be traced ({type(trace_error).__name__}: "
         f"{traced.error_summary(trace_error)}) and fails when run eagerly{at}: "
         f"{type(error).__name__}: {traced.error_summary(error)}"
+    )
+
+
+def _cannot_be_traced(name: str, path: Path, trace_error: Exception) -> GradcheckError:
+    from gradcheck_cli.loaders import traced
+
+    where = traced.exception_location(trace_error)
+    at = f" at {where}" if where else ""
+    return GradcheckError(
+        f"{name} in {path} cannot be traced{at}: {traced.error_summary(trace_error)}"
     )

@@ -123,3 +123,18 @@ def test_a_shape_error_that_also_fails_eagerly_is_the_trace_error() -> None:
     with pytest.raises(GradcheckError, match=r"cannot be traced at .*: Shape must be rank 2") as e:
         eager_fallback(loss, "loss", HERE, [weight, other], {}, {}, error, verify=False)
     assert "\n" not in str(e.value) and "eagerly" not in str(e.value)
+
+
+def test_a_loss_that_takes_inputs_is_not_run_eagerly() -> None:
+    import tensorflow as tf
+
+    weight = tf.Variable(1.0, name="weight")
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
+    def loss(x: Any) -> Any:
+        return tf.constant(float(x)) * weight
+
+    error = _trace_error(loss)
+    with pytest.raises(GradcheckError, match="cannot be traced at .*: ") as raised:
+        eager_fallback(loss, "loss", HERE, [weight], {}, {}, error, verify=False)
+    assert "eagerly" not in str(raised.value)
