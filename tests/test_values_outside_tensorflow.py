@@ -56,8 +56,9 @@ def test_a_value_read_before_tracing_is_frozen_into_the_graph() -> None:
     script = SCRIPTS / "frozen_at_import.py"
     code, report = _check(script)
     assert code == ExitCode.DEAD_VARIABLES
-    assert _statuses(report) == {"weights": "unused", "bias": "ok"}
-    (unused,) = [f for f in report["findings"] if f["code"] == "GC108"]
+    assert _statuses(report) == {"weights": "unused", "bias": "ok", "spare": "unused"}
+    unused = {f["variable"]: f["message"] for f in report["findings"] if f["code"] == "GC108"}
     read_line = 1 + script.read_text().splitlines().index("frozen = tf.identity(weights) * 2.0")
-    assert f"read at frozen_at_import.py:{read_line}" in unused["message"]
-    assert "frozen into the graph as a constant" in unused["message"]
+    assert f"read at frozen_at_import.py:{read_line}" in unused["weights"]
+    assert "frozen into the graph as a constant" in unused["weights"]
+    assert unused["spare"].endswith("the loss function never reads it")  # read, but not captured

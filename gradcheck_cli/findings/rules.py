@@ -532,7 +532,7 @@ UNREACHED_WORDS = {
     Unreached.ONLY_ASSIGNED: "it is only used by an assignment, which feeds nothing the loss reads",
     Unreached.READ_NOT_REACHING: "it is read, but nothing computed from it reaches the loss",
     Unreached.FROZEN_BEFORE_TRACING: (
-        "the loss function never reads it: it was read outside the loss, before tracing, and "
+        "the loss function never reads it; it was read outside the loss, before tracing, and "
         "the value computed from it was frozen into the graph as a constant"
     ),
 }
@@ -549,7 +549,7 @@ def why_unused(verdict: VariableVerdict) -> str | None:
     if verdict.unreached is not Unreached.FROZEN_BEFORE_TRACING or read is None:
         return why_unreached(verdict.unreached)
     return (
-        f"the loss function never reads it: it was read at {_file_line(read)}, outside the "
+        f"the loss function never reads it; it was read at {_file_line(read)}, outside the "
         "loss and before tracing, and the value computed there was frozen into the graph as a "
         "constant"
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import traceback
+import sys
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -12,15 +12,16 @@ from typing import Any
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders.worker_protocol import TracedFunction
 
+Read = tuple[int, SourceLocation | None]  # (id of the variable's handle, the line that read it)
+
 
 @dataclass
 class EagerReads:
-    """Where each variable (by id of its handle) was first read eagerly, and which live tensors
-    were computed from which reads. A tensor's id stands for it only while it lives: a weak
-    reference drops the entry when TensorFlow frees the tensor and Python reuses the id."""
+    """Which live tensors were computed from which eager reads of variables. A tensor's id
+    stands for it only while it lives: a weak reference drops the entry when TensorFlow frees
+    the tensor and Python may reuse the id."""
 
-    read_at: dict[int, SourceLocation | None] = field(default_factory=dict)
-    _derived: dict[int, tuple[weakref.ref[Any], frozenset[int]]] = field(default_factory=dict)
+    _derived: dict[int, tuple[weakref.ref[Any], frozenset[Read]]] = field(default_factory=dict)
 
     def on_op(
         self,
@@ -33,31 +34,29 @@ class EagerReads:
     ) -> None:
         if graph is not None or not outputs:
             return None
-        handles: set[int] = set()
+        reads: set[Read] = set()
         for tensor in inputs or ():
             entry = self._derived.get(id(tensor))
             if entry is not None:
-                handles |= entry[1]
+                reads |= entry[1]
             elif getattr(tensor, "dtype", None) is not None and tensor.dtype.name == "resource":
-                handles.add(id(tensor))
-                if id(tensor) not in self.read_at:
-                    self.read_at[id(tensor)] = _user_line()
-        if handles:
+                reads.add((id(tensor), _user_line()))
+        if reads:
             for tensor in outputs:
-                self._remember(tensor, frozenset(handles))
+                self._remember(tensor, frozenset(reads))
         return None
 
-    def _remember(self, tensor: Any, handles: frozenset[int]) -> None:
+    def _remember(self, tensor: Any, reads: frozenset[Read]) -> None:
         key = id(tensor)
         derived = self._derived
         try:
             reference = weakref.ref(tensor, lambda _, key=key: derived.pop(key, None))
         except TypeError:  # not a tensor we can follow
             return
-        derived[key] = (reference, handles)
+        derived[key] = (reference, reads)
 
-    def handles_behind(self, tensor: Any) -> frozenset[int]:
-        """The variables (ids of their handles) the live `tensor` was computed from."""
+    def reads_behind(self, tensor: Any) -> frozenset[Read]:
+        """The eager reads the live `tensor` was computed from."""
         entry = self._derived.get(id(tensor))
         return entry[1] if entry is not None and entry[0]() is tensor else frozenset()
 
@@ -81,17 +80,25 @@ def mark_frozen_reads(
     """Give each variable the loss never reads, but whose eagerly computed value the function
     captured (as a constant), the line where it was read (`result.variables` pairs with
     `variables`, in order)."""
-    frozen: set[int] = set()
+    read_at: dict[int, SourceLocation] = {}
     for external, _ in concrete.graph.captures:
-        if getattr(external, "dtype", None) is not None and external.dtype.name != "resource":
-            frozen |= reads.handles_behind(external)
+        if getattr(external, "dtype", None) is None or external.dtype.name == "resource":
+            continue
+        for handle, location in reads.reads_behind(external):
+            if location is not None and (handle not in read_at or location < read_at[handle]):
+                read_at[handle] = location
     for record, variable in zip(result.variables, variables):
-        handle = id(variable.handle)
-        if record.arg_index is None and handle in frozen:
-            record.variable.read_before_tracing = reads.read_at.get(handle)
+        if record.arg_index is None:
+            record.variable.read_before_tracing = read_at.get(id(variable.handle))
 
 
 def _user_line() -> SourceLocation | None:
-    from gradcheck_cli.loaders.traced import user_location
+    """The innermost frame of the script's own code (a frame walk: this runs on every read)."""
+    from gradcheck_cli.loaders.debug_info import is_user_file
 
-    return user_location(traceback.extract_stack())
+    frame = sys._getframe(1)
+    while frame is not None:
+        if is_user_file(frame.f_code.co_filename):
+            return SourceLocation(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back
+    return None
