@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.registry import GradientRegistry, load_registry
@@ -92,6 +92,13 @@ def input_cut(
         return Cut(Reason.INDEX_OR_SHAPE_INPUT, f"{op} uses only the shape of its input")
 
     if node.gradient_op_type is not None:
+        if node.gradient_op_type not in custom_gradients and registry.has_entry(
+            node.gradient_op_type
+        ):
+            # A gradient_override_map entry read from protos: TensorFlow looks the gradient up
+            # under that name exactly as it would for an op of that type.
+            overridden = replace(node, op_type=node.gradient_op_type, gradient_op_type=None)
+            return input_cut(overridden, input_index, input_dtype, custom_gradients)
         verdicts = custom_gradients.get(node.gradient_op_type, ())
         # A missing entry is assumed to flow; the loader records a note for it.
         verdict = verdicts[input_index] if input_index < len(verdicts) else CustomGradient.FLOWS

@@ -7,6 +7,7 @@ import traceback as traceback_module
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from gradcheck_cli.differentiability.registry import load_registry
 from gradcheck_cli.graph.model import CustomGradient, SourceLocation, Variable, make_names_unique
 from gradcheck_cli.loaders.debug_info import is_user_file
 from gradcheck_cli.loaders.worker_protocol import TracedFunction, TracedGraph, TracedVariable
@@ -120,6 +121,7 @@ def traced_function(
         )
     make_names_unique(r.variable for r in records)
     graphs = function_graphs(graph, fdef.signature.name)
+    custom_gradients, notes = _custom_gradients(graphs)
     return TracedFunction(
         loss_name=loss_name,
         variables=records,
@@ -127,7 +129,8 @@ def traced_function(
         op_defs=_op_defs(library.function, ()),
         loss_shape=_static_shape(graph.outputs[loss_output]),
         locations=_locations(graphs),
-        custom_gradients=_custom_gradients(graphs),
+        custom_gradients=custom_gradients,
+        notes=notes,
         top_function=fdef.signature.name,
         loss_output=loss_output,
     )
@@ -172,37 +175,79 @@ def _locations(graphs: Iterable[tuple[str, Any]]) -> dict[str, SourceLocation]:
 
 def _custom_gradients(
     graphs: Iterable[tuple[str, Any]],
-) -> dict[str, tuple[CustomGradient, ...]]:
-    """Ask the live gradient registry what each custom gradient returns for each input."""
+) -> tuple[dict[str, tuple[CustomGradient, ...]], list[str]]:
+    """Ask the live gradient registry what each custom gradient (a `tf.custom_gradient`, a
+    `gradient_override_map` name registered by the user) returns for each input, with a note for
+    each one that cannot be run here.
+
+    Override names TensorFlow itself registers (`{"Round": "Identity"}`) are left to the
+    differentiability rules, which read them from the registry snapshot as in a SavedModel. A
+    gradient the probe cannot run is assumed to flow, and said so: the probe never fails the
+    analysis.
+    """
+    registry = load_registry()
+    verdicts: dict[str, tuple[CustomGradient, ...]] = {}
+    refused: dict[str, tuple[Any, str]] = {}
+    for _, graph in graphs:
+        for op in graph.get_operations():
+            grad_type = _gradient_op_type(op)
+            if grad_type is None or grad_type in verdicts or registry.has_entry(grad_type):
+                continue
+            try:
+                verdicts[grad_type] = _probe_gradient(op)
+            except Exception as error:  # a gradient function may refuse to run out of context
+                refused.setdefault(grad_type, (op, error_summary(error)))
+    notes = [
+        f"the gradient {grad_type} of {op.name} ({op.type}) could not be run outside "
+        f"tf.gradients ({why}); its inputs are assumed to receive gradient"
+        for grad_type, (op, why) in refused.items()
+        if grad_type not in verdicts
+    ]
+    return verdicts, notes
+
+
+def _gradient_op_type(op: Any) -> str | None:
+    """The gradient type `tf.custom_gradient` or `gradient_override_map` set on `op`, if any."""
+    try:
+        raw = op.get_attr("_gradient_op_type")
+    except (ValueError, AttributeError):
+        return None
+    try:
+        return raw.decode() or None
+    except (AttributeError, UnicodeDecodeError):
+        return None
+
+
+def _probe_gradient(op: Any) -> tuple[CustomGradient, ...]:
+    """Run the gradient function TensorFlow would pick for `op` on all-ones upstream gradients,
+    in `op`'s own graph (the user's, default or not), and classify what it returns per input."""
     import tensorflow as tf
     from tensorflow.python.framework import ops
 
-    verdicts: dict[str, tuple[CustomGradient, ...]] = {}
-    for _, graph in graphs:
-        for op in graph.get_operations():
-            try:
-                grad_type = op.get_attr("_gradient_op_type").decode()
-            except (ValueError, AttributeError):
-                continue
-            if grad_type in verdicts:
-                continue
-            try:
-                with graph.as_default(), tf.name_scope("gradcheck_probe"):
-                    grad_fn = ops.get_gradient_function(op)
-                    upstream = [tf.ones_like(out) for out in op.outputs]
-                    results = grad_fn(op, *upstream)
-            except Exception:  # a gradient function may refuse to run out of its context
-                continue
-            positions = []
-            for result in results:
-                if result is None:
-                    positions.append(CustomGradient.NONE)
-                elif _is_zero_tensor(result):
-                    positions.append(CustomGradient.ZERO)
-                else:
-                    positions.append(CustomGradient.FLOWS)
-            verdicts[grad_type] = tuple(positions)
-    return verdicts
+    graph = op.graph
+    # Everything the probe builds or inspects stays inside `graph.as_default()`: outside it, in
+    # an eager program, touching a graph tensor (even iterating over it) means capturing it.
+    with graph.as_default(), tf.name_scope("gradcheck_probe"):
+        grad_fn = ops.get_gradient_function(op)
+        if grad_fn is None:  # registered with tf.no_gradient: tf.gradients gives None to all
+            return (CustomGradient.NONE,) * len(op.inputs)
+        upstream = [tf.ones_like(out) for out in op.outputs]
+        results = grad_fn(op, *upstream)
+        # TensorFlow accepts one tensor for a one-input op (`_IdGrad` returns `grad` itself).
+        results = list(results) if isinstance(results, (list, tuple)) else [results]
+        if len(results) != len(op.inputs):
+            raise ValueError(
+                f"the gradient returns {len(results)} values for {len(op.inputs)} inputs"
+            )
+        return tuple(_gradient_verdict(result) for result in results)
+
+
+def _gradient_verdict(result: Any) -> CustomGradient:
+    if result is None:
+        return CustomGradient.NONE
+    if _is_zero_tensor(result):
+        return CustomGradient.ZERO
+    return CustomGradient.FLOWS
 
 
 def _is_zero_tensor(tensor: Any) -> bool:
@@ -292,6 +337,7 @@ def graph_def_protos(
 ) -> TracedGraph:
     """Protos of a GraphDef whose lines and custom gradients come from the live `graphs`
     ((function name, graph), "" for the top graph) and from `locations` ("node@function")."""
+    custom_gradients, notes = _custom_gradients(graphs)
     return TracedGraph(
         loss_name=loss_name,
         variables=records,
@@ -299,7 +345,8 @@ def graph_def_protos(
         op_defs=_op_defs(graph_def.library.function, graph_def.node),
         loss_shape=loss_shape,
         locations={**_locations(graphs), **(locations or {})},
-        custom_gradients=_custom_gradients(graphs),
+        custom_gradients=custom_gradients,
+        notes=notes,
         graph_def=graph_def.SerializeToString(),
         loss_tensor=loss_tensor,
     )

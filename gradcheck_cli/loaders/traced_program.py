@@ -51,7 +51,7 @@ def program_from_traced(traced: Traced, *, sum_loss: bool = False) -> Program:
         loss=loss,
         variables=variables,
         custom_gradients=dict(traced.custom_gradients),
-        notes=list(builder.notes),
+        notes=[*traced.notes, *builder.notes],
         loss_shape=traced.loss_shape,
         kind=kind,
     )

@@ -66,6 +66,7 @@ class _Traced:
     loss_shape: tuple[int | None, ...] | None  # static shape of the loss, when known
     locations: dict[str, SourceLocation] = field(default_factory=dict)  # "node@function"
     custom_gradients: dict[str, tuple[CustomGradient, ...]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what the worker could not model exactly
     tensorflow: TensorFlowGradients | None = None  # when --verify asked for it
 
 
