@@ -118,7 +118,7 @@ class Reachability:
     def passes(self, body: Body, node: Node, input_index: int) -> bool:
         """True if gradient from an ordinary op's outputs reaches its input `input_index`."""
         dtype = body.input_dtype(node.inputs[input_index])
-        cut = input_cut(node, input_index, dtype, self.program.custom_gradients)
+        cut = input_cut(node, input_index, dtype, self.program.custom_gradients, body.nodes)
         return cut is None or cut.reason in self.ignore
 
     def step_summaries(self, step: Step, node: Node) -> list[Summary]:
