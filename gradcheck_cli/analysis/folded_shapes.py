@@ -33,13 +33,14 @@ def _unfold(body: Body) -> Body:
     consumed.update(ref.node for ref in body.rets)
     unfolded: dict[str, Node] = {}
     for node in body.nodes.values():
-        scope, _, _ = node.name.rpartition("/")
-        if not scope or node.name in consumed or not node.output_dtypes:
+        if node.name in consumed or not node.output_dtypes:
             continue
-        folded = body.nodes.get(scope)
+        scope = _folding_scope(body, node.name)
+        if scope is None:
+            continue
+        folded = body.nodes[scope]
         match = _SCOPE.fullmatch(scope)
-        if folded is None or match is None or folded.op_type != "Const" or folded.inputs:
-            continue
+        assert match is not None
         if scope in unfolded:
             continue  # one read per folded op: a second dangling node is something else
         attrs = {k: v for k, v in folded.attrs.items() if k != CONSTANT_ATTR}
@@ -52,3 +53,16 @@ def _unfold(body: Body) -> Body:
     if not unfolded:
         return body
     return replace(body, nodes={**body.nodes, **unfolded})
+
+
+def _folding_scope(body: Body, name: str) -> str | None:
+    """The nearest enclosing name scope of `name` that is a folded shape Const, if any."""
+    scope, _, _ = name.rpartition("/")
+    while scope:
+        folded = body.nodes.get(scope)
+        if folded is not None:
+            if _SCOPE.fullmatch(scope) and folded.op_type == "Const" and not folded.inputs:
+                return scope
+            return None
+        scope, _, _ = scope.rpartition("/")
+    return None
