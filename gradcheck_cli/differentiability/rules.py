@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.registry import GradientRegistry, load_registry
-from gradcheck_cli.differentiability.structural_zeros import zero_cut
+from gradcheck_cli.differentiability.structural_zeros import Surroundings, zero_cut
 from gradcheck_cli.graph.model import ARG_OP, CustomGradient, Node, is_trainable_dtype
 
 
@@ -73,11 +73,11 @@ def input_cut(
     input_index: int,
     input_dtype: str | None,
     custom_gradients: Mapping[str, tuple[CustomGradient, ...]],
-    producers: Mapping[str, Node] | None = None,
+    around: Surroundings | None = None,
 ) -> Cut | None:
     """Why gradient from `node`'s outputs does not reach input `input_index`; None if it does.
 
-    `producers`: the nodes of `node`'s body, to read the constants among its inputs.
+    `around`: `node`'s body around it, to read the constants among its inputs and readers.
     """
     registry = load_registry()
     op = node.op_type
@@ -118,7 +118,7 @@ def input_cut(
         cut = _registry_cut(node, input_index, input_dtype, registry)
         if cut is not None:
             return cut
-        zero = zero_cut(node, input_index, producers or {})
+        zero = zero_cut(node, input_index, around or Surroundings({}))
         if zero is not None and is_trainable_dtype(input_dtype):
             return Cut(*zero)
     return _dtype_cut(node, input_dtype)

@@ -28,6 +28,16 @@ Layout = list[tuple[str, list[str | None]]]
 """[(output argument name, dtypes of its flat outputs)] of one node."""
 
 _KEPT_ATTRS = ("DstT", "SrcT", "is_training", "T")
+# Attributes that fix which elements a stack or slice moves (read with the constants).
+_INDEX_ATTRS = (
+    "axis",
+    "batch_dims",
+    "begin_mask",
+    "end_mask",
+    "ellipsis_mask",
+    "new_axis_mask",
+    "shrink_axis_mask",
+)
 
 # Const values the analysis reads (zeros, where-conditions, slice bounds) are small; a larger
 # constant is kept as an unknown value rather than copied into the model.
@@ -183,6 +193,9 @@ class GraphBuilder:
             if key in node_def.attr:
                 value = node_def.attr[key]
                 attrs[key] = dtype_name(value.type) if value.HasField("type") else value.b
+        for key in _INDEX_ATTRS:
+            if key in node_def.attr and node_def.attr[key].WhichOneof("value") == "i":
+                attrs[key] = int(node_def.attr[key].i)
         if node_def.op == "Const" and "value" in node_def.attr:
             constant = _constant(node_def.attr["value"].tensor)
             if constant is not None:
@@ -274,16 +287,15 @@ def _constant(tensor: Any) -> Constant | None:
     size = 1
     for dim in shape:
         size *= dim
-    if size > _MAX_CONSTANT_ELEMENTS:
-        return None
     if tensor.tensor_content:
         width = struct.calcsize(element)
-        if len(tensor.tensor_content) != size * width:
+        if size > _MAX_CONSTANT_ELEMENTS or len(tensor.tensor_content) != size * width:
             return None
         elements = struct.unpack(f"<{size}{element}", tensor.tensor_content)
     else:
+        # A large constant of one repeated value (tf.zeros) is stored as that value alone.
         elements = tuple(getattr(tensor, field_name))
-        if len(elements) > size:
+        if len(elements) > min(size, _MAX_CONSTANT_ELEMENTS):
             return None
     return Constant(shape, tuple(elements))
 
