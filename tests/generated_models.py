@@ -57,6 +57,7 @@ CUT_KINDS = (
     "shape_only",
     "zero_product",
     "constant_where",
+    "sliced_away",
 )
 DEAD_ROLE_WEIGHTS = {
     "stop_gradient": 6,
@@ -69,6 +70,7 @@ DEAD_ROLE_WEIGHTS = {
     "shape_only": 2,
     "zero_product": 2,
     "constant_where": 2,
+    "sliced_away": 2,
     "cond_branch_cut": 4,
     "cond_predicate": 2,
     "while_body_cut": 4,
@@ -540,6 +542,14 @@ class _Generator:
         if kind == "zero_product":
             zero = rng.choice(("0.0", f"tf.zeros_like({scope.input.code})", "tf.zeros([4])"))
             return _Expr(f"({zero} * {op} + 0.37)", 0.37), []
+        if kind == "sliced_away":
+            ones = f"tf.ones_like({op})"
+            if rng.random() < 0.5:
+                return _Expr(f"(tf.stack([{op}, {ones}])[1] * 0.5 + 0.37)", 0.87), []
+            stacked = f"tf.stack([{ones}, {op}, {ones}])"
+            return _Expr(
+                f"(tf.reduce_mean(tf.gather({stacked}, [0, 2]), 0) * 0.5 + 0.37)", 0.87
+            ), []
         if kind == "constant_where":
             if rng.random() < 0.5:
                 return _Expr(f"tf.where(tf.constant(True), 0.37, {op})", 0.37), []
