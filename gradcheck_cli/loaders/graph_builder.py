@@ -29,6 +29,7 @@ Layout = list[tuple[str, list[str | None]]]
 
 _KEPT_ATTRS = ("DstT", "SrcT", "is_training", "T")
 # Attributes that fix which elements a stack or slice moves (read with the constants).
+_INDEX_OPS = frozenset({"Pack", "StridedSlice", "GatherV2"})
 _INDEX_ATTRS = (
     "axis",
     "batch_dims",
@@ -193,9 +194,8 @@ class GraphBuilder:
             if key in node_def.attr:
                 value = node_def.attr[key]
                 attrs[key] = dtype_name(value.type) if value.HasField("type") else value.b
-        for key in _INDEX_ATTRS:
-            if key in node_def.attr and node_def.attr[key].WhichOneof("value") == "i":
-                attrs[key] = int(node_def.attr[key].i)
+        if node_def.op in _INDEX_OPS:
+            attrs.update(self._index_attrs(node_def))
         if node_def.op == "Const" and "value" in node_def.attr:
             constant = _constant(node_def.attr["value"].tensor)
             if constant is not None:
@@ -222,6 +222,18 @@ class GraphBuilder:
             attrs=attrs,
             location=self._locations(node_def.name, fn_name),
         )
+
+    def _index_attrs(self, node_def: Any) -> dict[str, int]:
+        """The integer attributes of a stack or slice, defaults included: a SavedModel strips
+        the attributes that hold their default value."""
+        found: dict[str, int] = {}
+        op_def = self._op_defs.get(node_def.op)
+        defaults = {a.name: a.default_value for a in op_def.attr} if op_def is not None else {}
+        for key in _INDEX_ATTRS:
+            value = node_def.attr[key] if key in node_def.attr else defaults.get(key)
+            if value is not None and value.WhichOneof("value") == "i":
+                found[key] = int(value.i)
+        return found
 
     def _output_layout(self, node_def: Any) -> Layout:
         """[(output arg name, dtypes of its flat outputs)] from the OpDef or the callee."""
