@@ -46,7 +46,19 @@ from typing import Any
 
 LIVE = "live"
 FROZEN = "frozen"
-CUT_KINDS = ("stop_gradient", "int_cast", "argmax", "round", "floor", "gather_indices", "sign")
+CUT_KINDS = (
+    "stop_gradient",
+    "int_cast",
+    "argmax",
+    "round",
+    "floor",
+    "gather_indices",
+    "sign",
+    "shape_only",
+    "zero_product",
+    "constant_where",
+    "sliced_away",
+)
 DEAD_ROLE_WEIGHTS = {
     "stop_gradient": 6,
     "int_cast": 4,
@@ -55,6 +67,10 @@ DEAD_ROLE_WEIGHTS = {
     "floor": 2,
     "gather_indices": 3,
     "sign": 3,
+    "shape_only": 2,
+    "zero_product": 2,
+    "constant_where": 2,
+    "sliced_away": 2,
     "cond_branch_cut": 4,
     "cond_predicate": 2,
     "while_body_cut": 4,
@@ -511,6 +527,33 @@ class _Generator:
             return _Expr(f"(tf.floor({op} * 2.0) + 0.37)", 2 * operand.bound + 1.37), []
         if kind == "sign":
             return _Expr(f"(tf.sign({op}) + 0.37)", 1.37), []
+        if kind == "shape_only":
+            # TensorFlow folds a static shape into a constant while tracing.
+            shape_of = rng.choice(
+                (
+                    f"tf.cast(tf.reduce_sum(tf.shape({op})), tf.float32)",
+                    f"tf.cast(tf.size({op}), tf.float32)",
+                    f"tf.cast(tf.rank({op}), tf.float32)",
+                    f"tf.reduce_sum(tf.ones_like({op}))",
+                    f"tf.reduce_sum(tf.zeros_like({op}))",
+                )
+            )
+            return _Expr(f"({shape_of} * 0.05 + 0.37)", 1.17), []
+        if kind == "zero_product":
+            zero = rng.choice(("0.0", f"tf.zeros_like({scope.input.code})", "tf.zeros([4])"))
+            return _Expr(f"({zero} * {op} + 0.37)", 0.37), []
+        if kind == "sliced_away":
+            ones = f"tf.ones_like({op})"
+            if rng.random() < 0.5:
+                return _Expr(f"(tf.stack([{op}, {ones}])[1] * 0.5 + 0.37)", 0.87), []
+            stacked = f"tf.stack([{ones}, {op}, {ones}])"
+            return _Expr(
+                f"(tf.reduce_mean(tf.gather({stacked}, [0, 2]), 0) * 0.5 + 0.37)", 0.87
+            ), []
+        if kind == "constant_where":
+            if rng.random() < 0.5:
+                return _Expr(f"tf.where(tf.constant(True), 0.37, {op})", 0.37), []
+            return _Expr(f"tf.where(tf.constant(False), {op}, 0.37)", 0.37), []
         if kind == "argmax":
             index = f"tf.argmax({op})"
             if params and rng.random() < 0.6:

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from gradcheck_cli.graph.model import ARG_OP, Body, Node, Program, TensorRef, Variable
+from gradcheck_cli.graph.model import (
+    ARG_OP,
+    CONSTANT_ATTR,
+    Body,
+    Constant,
+    Node,
+    Program,
+    TensorRef,
+    Variable,
+)
 
 
 class BodyFactory:
@@ -22,10 +31,24 @@ class BodyFactory:
         op_type: str,
         *inputs: TensorRef,
         dtypes: tuple[str, ...] = ("float32",),
+        attrs: dict[str, object] | None = None,
         **calls: tuple[str, ...],
     ) -> TensorRef:
-        self.nodes[name] = Node(name, op_type, tuple(inputs), dtypes, calls=dict(calls))
+        self.nodes[name] = Node(
+            name, op_type, tuple(inputs), dtypes, calls=dict(calls), attrs=dict(attrs or {})
+        )
         return TensorRef(name)
+
+    def const(
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        *elements: float | int | bool,
+        dtype: str = "float32",
+    ) -> TensorRef:
+        """A Const node whose value the graph model keeps (as a loader keeps small ones)."""
+        value = Constant(shape, tuple(elements))
+        return self.op(name, "Const", dtypes=(dtype,), attrs={CONSTANT_ATTR: value})
 
     def body(self, *rets: TensorRef) -> Body:
         return Body(self.name, self.nodes, tuple(self.args), tuple(rets))

@@ -7,6 +7,7 @@ import sys
 from gradcheck_cli.analysis.concerns import find_concerns
 from gradcheck_cli.analysis.control_flow import ProgramIndex
 from gradcheck_cli.analysis.cuts import CutFinder
+from gradcheck_cli.analysis.folded_shapes import unfold_shape_reads
 from gradcheck_cli.analysis.reachability import Reachability
 from gradcheck_cli.analysis.verdicts import (
     Analysis,
@@ -33,6 +34,7 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
     # Function summaries recurse once per level of nesting (calls, conds, loops): deep models
     # need more than Python's default limit.
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 50 * len(program.bodies) + 1000))
+    program = unfold_shape_reads(program)
     index = ProgramIndex(program)
     gradient_pass = Reachability(program, gradient=True, index=index)
     gradient = gradient_pass.top_masks()

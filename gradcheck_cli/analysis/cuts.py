@@ -87,7 +87,13 @@ class CutFinder:
                 step = step_of(node)
                 if step.kind is StepKind.PLAIN:
                     dtype = body.input_dtype(node.inputs[i])
-                    cut = input_cut(node, i, dtype, self.program.custom_gradients)
+                    cut = input_cut(
+                        node,
+                        i,
+                        dtype,
+                        self.program.custom_gradients,
+                        self.structural.surroundings(body),
+                    )
                     if cut is not None and not cut.inherited:
                         found.append(_blocker(body, node, cut.reason, cut.message))
                     if trace is not None:

@@ -25,6 +25,7 @@ from gradcheck_cli.analysis.control_flow import (
 )
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import input_cut
+from gradcheck_cli.differentiability.structural_zeros import Surroundings
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef, is_trainable_dtype
 
 
@@ -49,6 +50,7 @@ class Reachability:
         self._masks: dict[str, dict[TensorRef, int]] = {}
         self._in_progress: set[str] = set()
         self._steps: dict[tuple[Step, int], list[Summary]] = {}
+        self._surroundings: dict[str, Surroundings] = {}
 
     # -- public -------------------------------------------------------------------------------
 
@@ -118,8 +120,26 @@ class Reachability:
     def passes(self, body: Body, node: Node, input_index: int) -> bool:
         """True if gradient from an ordinary op's outputs reaches its input `input_index`."""
         dtype = body.input_dtype(node.inputs[input_index])
-        cut = input_cut(node, input_index, dtype, self.program.custom_gradients)
+        cut = input_cut(
+            node, input_index, dtype, self.program.custom_gradients, self.surroundings(body)
+        )
         return cut is None or cut.reason in self.ignore
+
+    def surroundings(self, body: Body) -> Surroundings:
+        """What the cut rules may read around a node of `body`: constants, readers, shapes."""
+        if body.name not in self._surroundings:
+            shapes = {}
+            if body is self.program.top_body:
+                for variable in self.program.variables:
+                    if variable.source is not None and variable.shape is not None:
+                        shapes[variable.source] = variable.shape
+            self._surroundings[body.name] = Surroundings(
+                producers=body.nodes,
+                consumers=self.index.of(body).consumers,
+                rets=frozenset(body.rets),
+                shapes=shapes,
+            )
+        return self._surroundings[body.name]
 
     def step_summaries(self, step: Step, node: Node) -> list[Summary]:
         """The summaries of what a control-flow node runs, over its own inputs and outputs."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.registry import GradientRegistry, load_registry
+from gradcheck_cli.differentiability.structural_zeros import Surroundings, zero_cut
 from gradcheck_cli.graph.model import ARG_OP, CustomGradient, Node, is_trainable_dtype
 
 
@@ -72,8 +73,12 @@ def input_cut(
     input_index: int,
     input_dtype: str | None,
     custom_gradients: Mapping[str, tuple[CustomGradient, ...]],
+    around: Surroundings | None = None,
 ) -> Cut | None:
-    """Why gradient from `node`'s outputs does not reach input `input_index`; None if it does."""
+    """Why gradient from `node`'s outputs does not reach input `input_index`; None if it does.
+
+    `around`: `node`'s body around it, to read the constants among its inputs and readers.
+    """
     registry = load_registry()
     op = node.op_type
 
@@ -120,6 +125,9 @@ def input_cut(
         cut = _registry_cut(node, input_index, input_dtype, registry)
         if cut is not None:
             return cut
+        zero = zero_cut(node, input_index, around or Surroundings({}))
+        if zero is not None and is_trainable_dtype(input_dtype):
+            return Cut(*zero)
     return _dtype_cut(node, input_dtype)
 
 

@@ -469,9 +469,12 @@ ZERO_GRADIENT_CUTS_VARIABLE = _cut_rule(
     summary="A trainable variable's gradient exists but is always zero",
     what_it_does=(
         "Finds trainable variables whose gradient exists but is structurally zero on every "
-        "path: through `tf.sign`, `tf.zeros_like`, a multiplication by a constant 0, or a "
-        "`tf.while_loop` whose body stops the gradient (a v2 `While` op returns zeros rather "
-        "than `None` for a variable captured by such a body)."
+        "path: through `tf.sign`, a multiplication by a constant 0 (`0.0 * v`, "
+        "`tf.zeros_like(x) * v`), a `tf.where` whose constant condition never selects the "
+        "variable, a `tf.stack` or `tf.concat` read only through constant slices or gathers "
+        "that leave the variable's elements out, or a `tf.while_loop` whose body stops the "
+        "gradient (a v2 `While` op returns zeros rather than `None` for a variable captured "
+        "by such a body). Only constants written in the graph count."
     ),
     why_bad=(
         "This is the silent variant of a cut: TensorFlow returns a tensor of zeros, so no "

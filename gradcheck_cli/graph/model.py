@@ -57,6 +57,40 @@ class TensorRef:
     index: int = 0
 
 
+CONSTANT_ATTR = "value"
+"""The attribute under which a Const node keeps its value, when it is small (a `Constant`)."""
+
+
+@dataclass(frozen=True)
+class Constant:
+    """The value of a small Const node: its shape, and its elements flattened in row-major
+    order, as TensorFlow stores them (fewer elements than the shape holds repeat the last one;
+    none at all means zeros)."""
+
+    shape: tuple[int, ...]
+    elements: tuple[float | int | bool, ...]
+
+    @property
+    def size(self) -> int:
+        size = 1
+        for dim in self.shape:
+            size *= dim
+        return size
+
+    def all_equal(self, value: float | int | bool) -> bool:
+        """True if every element of the tensor equals `value`."""
+        if not self.elements:
+            return value == 0
+        return all(element == value for element in self.elements)
+
+    def flat(self) -> tuple[float | int | bool, ...]:
+        """Every element, the repeated last one spelled out."""
+        if not self.elements:
+            return (0,) * self.size
+        missing = self.size - len(self.elements)
+        return self.elements[: self.size] + (self.elements[-1],) * max(missing, 0)
+
+
 @dataclass
 class Node:
     """One op of a body. Function arguments are nodes of type `_Arg` with no inputs."""

@@ -11,6 +11,7 @@ from typing import Any
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders.keras_weights import KerasWeights
+from gradcheck_cli.loaders.shape_reads import keeping_shape_reads
 from gradcheck_cli.loaders.worker_protocol import TensorFlowGradients, TracedFunction
 
 
@@ -46,11 +47,12 @@ def trace_function(value: Any) -> Any:
     """The concrete function of a tf.function or of a zero-argument plain function."""
     import tensorflow as tf
 
-    if hasattr(value, "get_concrete_function"):
-        return value.get_concrete_function()
-    # A plain function runs eagerly in the user's code: trace it without autograph, so that
-    # float(), bool() and `if tensor:` fail here as they would cut the gradient there.
-    return tf.function(value, autograph=False).get_concrete_function()
+    with keeping_shape_reads():
+        if hasattr(value, "get_concrete_function"):
+            return value.get_concrete_function()
+        # A plain function runs eagerly in the user's code: trace it without autograph, so that
+        # float(), bool() and `if tensor:` fail here as they would cut the gradient there.
+        return tf.function(value, autograph=False).get_concrete_function()
 
 
 @contextmanager

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import functools
+import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.graph.model import ARG_OP, Body, Node, SourceLocation, TensorRef
+from gradcheck_cli.graph.model import (
+    ARG_OP,
+    CONSTANT_ATTR,
+    Body,
+    Constant,
+    Node,
+    SourceLocation,
+    TensorRef,
+)
 from gradcheck_cli.loaders.proto_limits import ExpansionBudget, Refused, malformed
-from gradcheck_cli.loaders.tf_protos import dtype_name
+from gradcheck_cli.loaders.tf_protos import dtype_name, protos
 
 LocationLookup = Callable[[str, str], "SourceLocation | None"]
 """(node name, function name or "" for a top-level graph) -> where the user's code made it."""
@@ -18,6 +28,29 @@ Layout = list[tuple[str, list[str | None]]]
 """[(output argument name, dtypes of its flat outputs)] of one node."""
 
 _KEPT_ATTRS = ("DstT", "SrcT", "is_training", "T")
+# Attributes that fix which elements a stack or slice moves (read with the constants).
+_INDEX_OPS = frozenset({"Pack", "StridedSlice", "GatherV2"})
+_INDEX_ATTRS = (
+    "axis",
+    "batch_dims",
+    "begin_mask",
+    "end_mask",
+    "ellipsis_mask",
+    "new_axis_mask",
+    "shrink_axis_mask",
+)
+
+# Const values the analysis reads (zeros, where-conditions, slice bounds) are small; a larger
+# constant is kept as an unknown value rather than copied into the model.
+_MAX_CONSTANT_ELEMENTS = 64
+# dtype -> (struct format of one element in tensor_content, the TensorProto field of values).
+_CONSTANT_FORMATS = {
+    "float32": ("f", "float_val"),
+    "float64": ("d", "double_val"),
+    "int32": ("i", "int_val"),
+    "int64": ("q", "int64_val"),
+    "bool": ("?", "bool_val"),
+}
 
 
 def _no_location(node: str, function: str) -> SourceLocation | None:
@@ -161,6 +194,12 @@ class GraphBuilder:
             if key in node_def.attr:
                 value = node_def.attr[key]
                 attrs[key] = dtype_name(value.type) if value.HasField("type") else value.b
+        if node_def.op in _INDEX_OPS:
+            attrs.update(self._index_attrs(node_def))
+        if node_def.op == "Const" and "value" in node_def.attr:
+            constant = _constant(node_def.attr["value"].tensor)
+            if constant is not None:
+                attrs[CONSTANT_ATTR] = constant
         grad_type = None
         if "_gradient_op_type" in node_def.attr:
             raw = node_def.attr["_gradient_op_type"].s
@@ -183,6 +222,18 @@ class GraphBuilder:
             attrs=attrs,
             location=self._locations(node_def.name, fn_name),
         )
+
+    def _index_attrs(self, node_def: Any) -> dict[str, int]:
+        """The integer attributes of a stack or slice, defaults included: a SavedModel strips
+        the attributes that hold their default value."""
+        found: dict[str, int] = {}
+        op_def = self._op_defs.get(node_def.op)
+        defaults = {a.name: a.default_value for a in op_def.attr} if op_def is not None else {}
+        for key in _INDEX_ATTRS:
+            value = node_def.attr[key] if key in node_def.attr else defaults.get(key)
+            if value is not None and value.WhichOneof("value") == "i":
+                found[key] = int(value.i)
+        return found
 
     def _output_layout(self, node_def: Any) -> Layout:
         """[(output arg name, dtypes of its flat outputs)] from the OpDef or the callee."""
@@ -235,6 +286,38 @@ class GraphBuilder:
         for node in body.nodes.values():
             for names in node.calls.values():
                 yield from (n for n in names if n in self._functions)
+
+
+def _constant(tensor: Any) -> Constant | None:
+    """A small numeric or boolean TensorProto as a `Constant`; None for anything else."""
+    if tensor.dtype not in _known_dtypes_of_constants():
+        return None
+    element, field_name = _CONSTANT_FORMATS[dtype_name(tensor.dtype)]
+    shape = tuple(int(dim.size) for dim in tensor.tensor_shape.dim)
+    if tensor.tensor_shape.unknown_rank or any(dim < 0 for dim in shape):
+        return None
+    size = 1
+    for dim in shape:
+        size *= dim
+    if tensor.tensor_content:
+        width = struct.calcsize(element)
+        if size > _MAX_CONSTANT_ELEMENTS or len(tensor.tensor_content) != size * width:
+            return None
+        elements = struct.unpack(f"<{size}{element}", tensor.tensor_content)
+    else:
+        # A large constant of one repeated value (tf.zeros) is stored as that value alone.
+        elements = tuple(getattr(tensor, field_name))
+        if len(elements) > min(size, _MAX_CONSTANT_ELEMENTS):
+            return None
+    return Constant(shape, tuple(elements))
+
+
+@functools.cache
+def _known_dtypes_of_constants() -> frozenset[int]:
+    types = protos().types_pb2
+    return frozenset(
+        {types.DT_FLOAT, types.DT_DOUBLE, types.DT_INT32, types.DT_INT64, types.DT_BOOL}
+    )
 
 
 def _where(kind: str, name: str, fn_name: str) -> str:

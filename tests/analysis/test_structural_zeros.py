@@ -1,0 +1,146 @@
+"""Zero gradients fixed by constants in the graph, and shape reads folded into constants, on
+hand-made graphs."""
+
+from __future__ import annotations
+
+from gradcheck_cli.analysis.analyse import analyse
+from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
+from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.graph.model import Program, TensorRef
+from tests.graph_factory import BodyFactory, program
+
+
+def _verdicts(prog: Program) -> dict[str, VariableVerdict]:
+    return {v.name: v for v in analyse(prog).verdicts}
+
+
+def _reasons(verdict: VariableVerdict) -> list[tuple[str, Reason]]:
+    return [(b.op, b.reason) for b in verdict.blockers]
+
+
+def _reads(top: BodyFactory, *names: str) -> list[TensorRef]:
+    return [top.op(f"read_{n}", "ReadVariableOp", top.arg(n, "resource")) for n in names]
+
+
+def test_a_product_with_a_constant_zero_gives_a_zero_gradient() -> None:
+    top = BodyFactory("top")
+    live, scaled, zero_filled, nonzero = _reads(top, "live", "scaled", "filled", "nonzero")
+    zero = top.const("zero", (), 0.0)
+    fill = top.op("fill", "Fill", top.const("dims", (1,), 4, dtype="int32"), zero)
+    parts = [
+        live,
+        top.op("times_zero", "Mul", zero, scaled),
+        top.op("times_fill", "Mul", zero_filled, fill),
+        top.op("times_half", "Mul", top.const("half", (2,), 0.0, 0.5), nonzero),
+    ]
+    loss = top.op("loss", "AddN", *parts)
+    verdicts = _verdicts(program(top.body(loss), loss))
+    assert verdicts["live"].status is Status.OK
+    assert verdicts["nonzero"].status is Status.OK
+    assert _reasons(verdicts["scaled"]) == [("times_zero", Reason.ZERO_GRADIENT)]
+    assert _reasons(verdicts["filled"]) == [("times_fill", Reason.ZERO_GRADIENT)]
+
+
+def test_a_where_on_a_constant_condition_gives_the_branch_never_taken_a_zero_gradient() -> None:
+    top = BodyFactory("top")
+    taken, never, unknown_x, unknown_y = _reads(top, "taken", "never", "unknown_x", "unknown_y")
+    always = top.const("always", (2,), True, dtype="bool")
+    some = top.const("some", (2,), True, False, dtype="bool")
+    chosen = top.op("chosen", "SelectV2", always, taken, never)
+    mixed = top.op("mixed", "SelectV2", some, unknown_x, unknown_y)
+    loss = top.op("loss", "AddV2", chosen, mixed)
+    verdicts = _verdicts(program(top.body(loss), loss))
+    assert _reasons(verdicts["never"]) == [("chosen", Reason.ZERO_GRADIENT)]
+    alive = {"taken", "unknown_x", "unknown_y"}
+    assert {n for n, v in verdicts.items() if v.status is Status.OK} == alive
+
+
+def test_stack_and_concat_pieces_that_constant_slices_leave_out_get_zero_gradients() -> None:
+    top = BodyFactory("top")
+    first, second, third, gathered, concat_kept, concat_dropped = _reads(
+        top, "first", "second", "third", "gathered", "concat_kept", "concat_dropped"
+    )
+    stacked = top.op("stacked", "Pack", first, second, third, attrs={"axis": 0})
+    sliced = top.op(
+        "sliced",
+        "StridedSlice",
+        stacked,
+        top.const("begin", (1,), 1, dtype="int32"),
+        top.const("end", (1,), 2, dtype="int32"),
+        top.const("stride", (1,), 1, dtype="int32"),
+        attrs={"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0},
+    )
+    picked = top.op(
+        "picked",
+        "GatherV2",
+        stacked,
+        top.const("rows", (1,), 2, dtype="int32"),
+        top.const("axis0", (), 0, dtype="int32"),
+        attrs={"batch_dims": 0},
+    )
+    lone = top.op("lone", "Pack", gathered, attrs={"axis": 0})
+    joined = top.op(
+        "joined", "ConcatV2", concat_kept, concat_dropped, top.const("axis", (), 0, dtype="int32")
+    )
+    head = top.op(
+        "head",
+        "Slice",
+        joined,
+        top.const("at", (1,), 0, dtype="int32"),
+        top.const("size", (1,), 3, dtype="int32"),
+    )
+    loss = top.op("loss", "AddN", sliced, picked, lone, head)
+    prog = program(top.body(loss), loss)
+    shapes = {"concat_kept": (3, 2), "concat_dropped": (2, 2)}
+    for variable in prog.variables:
+        variable.shape = shapes.get(variable.name, (2,))
+    verdicts = _verdicts(prog)
+    assert _reasons(verdicts["first"]) == [("stacked", Reason.ZERO_GRADIENT)]
+    assert _reasons(verdicts["concat_dropped"]) == [("joined", Reason.ZERO_GRADIENT)]
+    alive = {"second", "third", "gathered", "concat_kept"}
+    assert {n for n, v in verdicts.items() if v.status is Status.OK} == alive
+
+
+def test_unknown_sizes_and_unknown_readers_keep_a_piece_alive() -> None:
+    top = BodyFactory("top")
+    kept, unsized, returned = _reads(top, "kept", "unsized", "returned")
+    # A concat whose pieces' sizes are unknown, and a stack that is also returned as it is.
+    joined = top.op("joined", "ConcatV2", kept, unsized, top.const("axis", (), 0, dtype="int32"))
+    head = top.op(
+        "head",
+        "Slice",
+        joined,
+        top.const("at", (1,), 0, dtype="int32"),
+        top.const("size", (1,), 1, dtype="int32"),
+    )
+    stacked = top.op("stacked", "Pack", returned, returned, attrs={"axis": 0})
+    first = top.op(
+        "first",
+        "GatherV2",
+        stacked,
+        top.const("row", (1,), 0, dtype="int32"),
+        top.const("axis0", (), 0, dtype="int32"),
+    )
+    loss = top.op("loss", "AddV2", head, first)
+    prog = program(top.body(loss, stacked), loss)
+    statuses = {n: v.status for n, v in _verdicts(prog).items()}
+    assert statuses == {"kept": Status.OK, "unsized": Status.OK, "returned": Status.OK}
+
+
+def test_a_shape_tensorflow_folded_into_a_constant_still_reads_the_variable() -> None:
+    # tf.shape(v) of a static shape: the read sits in the op's scope, unused; a Const named
+    # after the scope stands for the shape.
+    top = BodyFactory("top")
+    live = top.op("read_live", "ReadVariableOp", top.arg("live", "resource"))
+    top.op("Shape_1/ReadVariableOp", "ReadVariableOp", top.arg("shaped", "resource"))
+    top.op("zeros_like/ReadVariableOp", "ReadVariableOp", top.arg("zeroed", "resource"))
+    top.op("other", "ReadVariableOp", top.arg("other", "resource"))
+    shape = top.const("Shape_1", (1,), 2, dtype="int32")
+    as_float = top.op("as_float", "Cast", shape)
+    zeros = top.const("zeros_like", (2,), 0.0)
+    loss = top.op("loss", "AddN", live, as_float, zeros)
+    verdicts = _verdicts(program(top.body(loss), loss))
+    assert verdicts["live"].status is Status.OK
+    assert _reasons(verdicts["shaped"]) == [("Shape_1", Reason.INDEX_OR_SHAPE_INPUT)]
+    assert _reasons(verdicts["zeroed"]) == [("zeros_like", Reason.INDEX_OR_SHAPE_INPUT)]
+    assert verdicts["other"].status is Status.UNUSED
