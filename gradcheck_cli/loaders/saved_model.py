@@ -29,12 +29,12 @@ from gradcheck_cli.loaders.loss_names import (
 from gradcheck_cli.loaders.op_defs import merged_op_defs
 from gradcheck_cli.loaders.proto_limits import ExpansionBudget, Refused, malformed, shape_dims
 from gradcheck_cli.loaders.saved_custom_gradients import saved_custom_gradients
-from gradcheck_cli.loaders.saved_variable_names import (
+from gradcheck_cli.loaders.saved_variable_lists import (
     ListedCopies,
     in_variable_list,
     listed_trainable,
-    name_saved_variables,
 )
+from gradcheck_cli.loaders.saved_variable_names import name_saved_variables
 from gradcheck_cli.loaders.structured_values import flat_outputs, output_shape
 from gradcheck_cli.loaders.tf_protos import dtype_name, protos
 
@@ -251,7 +251,7 @@ def _tf2_program(
                 path=path,
             )
         )
-    name_saved_variables(variables, object_graph, node_of)
+    name_saved_variables(variables, meta_graph, node_of)
     make_names_unique(variables)
     custom = saved_custom_gradients(meta_graph, builder)
     if chosen.ret_index >= len(top.rets):

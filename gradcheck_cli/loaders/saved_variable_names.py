@@ -1,123 +1,134 @@
-"""Name a SavedModel's variables as the code that built them does, and tell which are listed."""
+"""Name a SavedModel's variables as the code that built them does (Keras's `variable.path`)."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter, deque
+from dataclasses import dataclass
 from typing import Any
 
 from gradcheck_cli.graph.model import Variable
-from gradcheck_cli.loaders.proto_limits import shape_dims
 
 # Every Keras 3 layer tracks these lists; the object graph keeps no class names for layers.
 _KERAS_LAYER_CHILDREN = frozenset({"_inbound_nodes", "_outbound_nodes"})
+_UNIQUE_SUFFIX = re.compile(r"_\d+$")
+
+
+@dataclass(frozen=True)
+class _Owners:
+    """Where a variable hangs under Keras layers in the object graph."""
+
+    outermost: int  # attributes from the root to the outermost Keras layer above the variable
+    layers: int  # Keras layers from that one down to the variable's owner, both included
 
 
 def name_saved_variables(
-    variables: list[Variable], object_graph: Any, node_of: dict[int, int]
+    variables: list[Variable], meta_graph: Any, node_of: dict[int, int]
 ) -> None:
-    """Rename the variables whose saved names collide, from their attribute paths.
+    """Give Keras layers' variables their Keras paths, and colliding names attribute paths.
 
-    A functional Keras model saves each variable under its Keras path ("mha/key/kernel"),
-    unique and kept. A subclassed one builds its layers inside the model's call, where
-    TensorFlow's scope holds only the model's name: "moe_model/kernel" for every kernel. Those
-    are named by where they hang in the object graph, scoped like Keras ("moe_model/" + the
-    attribute path from the outermost Keras layer + the variable's own name). `node_of` maps
-    the index of each variable whose `path` follows attributes (not a flat variable list) to
-    its object graph node.
+    A functional Keras model saves each variable under its Keras path ("mha/key/kernel"). A
+    subclassed one builds its layers inside the model's call, where TensorFlow's scope holds
+    only the model's name: "moe_model/kernel" for every kernel. The layers' names survive in
+    the scopes of the ops that read the variable ("moe_model_1/b0_1/dense_1_1/Cast/..."),
+    one scope per Keras layer on the variable's attribute path. Where they do not, colliding
+    names become attribute paths scoped like Keras ("moe_model/blocks/0/dense/kernel").
+    `node_of` maps the index of each variable whose `path` follows attributes (not a flat
+    variable list) to its object graph node.
     """
-    counts = Counter(variable.name for variable in variables)
-    colliding = [i for i, v in enumerate(variables) if counts[v.name] > 1 and i in node_of]
-    if not colliding:
+    if not node_of:
         return
-    outermost = _outermost_keras_layers(object_graph)
-    for index in colliding:
+    object_graph = meta_graph.object_graph_def
+    owners = _keras_owners(object_graph)
+    readers = _readers(meta_graph, {node_of[i] for i in node_of if node_of[i] in owners})
+    counts = Counter(variable.name for variable in variables)
+    for index, node_id in node_of.items():
         variable = variables[index]
-        assert variable.path is not None
-        segments = variable.path.split(".")
+        owner = owners.get(node_id)
         scope, _, leaf = variable.name.rpartition("/")
-        start = outermost.get(node_of[index])
-        parts = segments[:-1] if start is None else segments[start:-1]
-        prefix = [scope] if start is not None and scope else []
-        variable.name = "/".join([*prefix, *parts, leaf or segments[-1].lstrip("_")])
+        from_ops = _scoped_name(scope, leaf, readers.get(node_id), owner)
+        if from_ops is not None:
+            variable.name = from_ops
+        elif counts[variable.name] > 1 and variable.path:
+            segments = variable.path.split(".")
+            parts = segments[:-1] if owner is None else segments[owner.outermost : -1]
+            prefix = [scope] if owner is not None and scope else []
+            variable.name = "/".join([*prefix, *parts, leaf or segments[-1].lstrip("_")])
 
 
-def _outermost_keras_layers(object_graph: Any) -> dict[int, int]:
-    """Node id -> how many attributes lead from the root to the outermost Keras layer above it
-    (or at it), along the breadth-first paths that name the nodes."""
+def _scoped_name(scope: str, leaf: str, reader: str | None, owner: _Owners | None) -> str | None:
+    """The Keras path read off the scopes of an op that reads the variable, or None.
+
+    The variable's saved scope ends with the outermost layer's name; the op's scopes repeat
+    it, then name one layer per level. TensorFlow makes each layer's scope unique within the
+    function: when the outermost one carries a suffix ("moe_model_1"), every level does.
+    """
+    if reader is None or owner is None or not scope or not leaf:
+        return None
+    outer = scope.split("/")
+    scopes = reader.split("/")
+    last = len(outer) - 1 + owner.layers
+    if len(scopes) <= last or any(
+        seen != name and _UNIQUE_SUFFIX.sub("", seen) != name for seen, name in zip(scopes, outer)
+    ):
+        return None
+    layers = scopes[len(outer) - 1 : last]
+    if layers[0] != outer[-1]:
+        if not all(_UNIQUE_SUFFIX.search(layer) for layer in layers):
+            return None
+        layers = [_UNIQUE_SUFFIX.sub("", layer) for layer in layers]
+    return "/".join([*outer[:-1], *layers, leaf])
+
+
+def _keras_owners(object_graph: Any) -> dict[int, _Owners]:
+    """Node id -> its Keras owners, along the breadth-first paths that name the nodes."""
     depth = {0: 0}
-    outermost: dict[int, int] = {}
+    owners: dict[int, _Owners] = {}
     queue = deque([0])
     while queue:
         node_id = queue.popleft()
         node = object_graph.nodes[node_id]
-        if node_id not in outermost and _KERAS_LAYER_CHILDREN <= {
-            child.local_name for child in node.children
-        }:
-            outermost[node_id] = depth[node_id]
+        if _KERAS_LAYER_CHILDREN <= {child.local_name for child in node.children}:
+            above = owners.get(node_id)
+            owners[node_id] = (
+                _Owners(above.outermost, above.layers + 1)
+                if above is not None
+                else _Owners(depth[node_id], 1)
+            )
         for child in node.children:
             if child.node_id not in depth:
                 depth[child.node_id] = depth[node_id] + 1
-                if node_id in outermost:
-                    outermost[child.node_id] = outermost[node_id]
+                if node_id in owners:
+                    owners[child.node_id] = owners[node_id]
                 queue.append(child.node_id)
-    return outermost
+    return owners
 
 
-_VARIABLE_LISTS = (
-    "variables.",
-    "_all_variables.",
-    "trainable_variables.",
-    "non_trainable_variables.",
-)
-
-
-def listed_trainable(object_graph: Any) -> set[tuple[str, int, str]] | None:
-    """Keys of the variables in the root's `trainable_variables` list (Keras export archives).
-
-    Keras keeps a frozen layer's backing tf.Variable trainable, so `SavedVariable.trainable`
-    is wrong for it; the archive's own list is right.
-    """
-    root = object_graph.nodes[0]
-    listing = next(
-        (c.node_id for c in root.children if c.local_name == "trainable_variables"), None
-    )
-    if listing is None:
-        return None
-    keys = set()
-    for child in object_graph.nodes[listing].children:
-        node = object_graph.nodes[child.node_id]
-        if node.WhichOneof("kind") == "variable":
-            variable = node.variable
-            keys.add((variable.name, variable.dtype, str(shape_dims(variable.shape))))
-    return keys
-
-
-class ListedCopies:
-    """Pairs the copies of a variable that Keras export archives list under several lists.
-
-    An archive lists each variable twice (under `variables` and `_all_variables`), as two
-    nodes; the function binds only one of them. Variables are told apart by (saved name,
-    dtype, shape), which a subclassed model's variables share ("moe_model/kernel" twice with
-    one shape): the n-th copy of such a key in one list pairs with the n-th one kept from the
-    other lists, so no variable is merged into a different one.
-    """
-
-    def __init__(self) -> None:
-        self._kept: dict[tuple[str, int, str], list[tuple[str, int]]] = {}
-        self._cursor: dict[tuple[tuple[str, int, str], str], int] = {}
-
-    def twin(self, key: tuple[str, int, str], listing: str) -> int | None:
-        """The index of the variable, kept from another list, that this copy repeats."""
-        kept = self._kept.get(key, [])
-        position = self._cursor.get((key, listing), 0)
-        while position < len(kept) and kept[position][0] == listing:
-            position += 1
-        self._cursor[(key, listing)] = position + 1 if position < len(kept) else position
-        return kept[position][1] if position < len(kept) else None
-
-    def keep(self, key: tuple[str, int, str], listing: str, index: int) -> None:
-        self._kept.setdefault(key, []).append((listing, index))
-
-
-def in_variable_list(path: str | None) -> bool:
-    return path is not None and path.startswith(_VARIABLE_LISTS)
+def _readers(meta_graph: Any, wanted: set[int]) -> dict[int, str]:
+    """Object node id -> the name of the first op of a saved function that reads it."""
+    if not wanted:
+        return {}
+    functions = {f.signature.name: f for f in meta_graph.graph_def.library.function}
+    readers: dict[int, str] = {}
+    saved_functions = meta_graph.object_graph_def.concrete_functions
+    for name in sorted(saved_functions):
+        bound = list(saved_functions[name].bound_inputs)
+        fdef = functions.get(name)
+        if fdef is None or not bound or len(bound) > len(fdef.signature.input_arg):
+            continue
+        captured = fdef.signature.input_arg[len(fdef.signature.input_arg) - len(bound) :]
+        node_of_arg = {
+            arg.name: node_id
+            for arg, node_id in zip(captured, bound)
+            if node_id in wanted and node_id not in readers
+        }
+        if not node_of_arg:
+            continue
+        for node_def in fdef.node_def:
+            if node_def.op in functions:
+                continue
+            for text in node_def.input:
+                node_id = node_of_arg.get(text)
+                if node_id is not None:
+                    readers.setdefault(node_id, node_def.name)
+    return readers
