@@ -59,25 +59,29 @@ def name_saved_variables(
 def _scoped_name(scope: str, leaf: str, reader: str | None, owner: _Owners | None) -> str | None:
     """The Keras path read off the scopes of an op that reads the variable, or None.
 
-    The variable's saved scope ends with the outermost layer's name; the op's scopes repeat
-    it, then name one layer per level. TensorFlow makes each layer's scope unique within the
-    function: when the outermost one carries a suffix ("moe_model_1"), every level does.
+    The op's first scopes name the Keras layers called from the outermost one down to the
+    variable's owner. The variable's saved scope is where the chain was when Keras created it
+    (a functional model's layers are created outside the model: "block", not
+    "functional/block"), so the path starts where the saved scope does. TensorFlow makes each
+    layer's scope unique within the function: when the first one carries a suffix
+    ("block_1"), every level does.
     """
     if reader is None or owner is None or not scope or not leaf:
         return None
-    outer = scope.split("/")
+    saved = scope.split("/")
     scopes = reader.split("/")
-    last = len(outer) - 1 + owner.layers
-    if len(scopes) <= last or any(
-        seen != name and _UNIQUE_SUFFIX.sub("", seen) != name for seen, name in zip(scopes, outer)
-    ):
+    if len(scopes) <= owner.layers:
         return None
-    layers = scopes[len(outer) - 1 : last]
-    if layers[0] != outer[-1]:
-        if not all(_UNIQUE_SUFFIX.search(layer) for layer in layers):
-            return None
-        layers = [_UNIQUE_SUFFIX.sub("", layer) for layer in layers]
-    return "/".join([*outer[:-1], *layers, leaf])
+    chain = scopes[: owner.layers]
+    for start in range(len(chain) - len(saved) + 1):
+        layers = chain[start:]
+        if layers[0] != saved[0]:
+            if not all(_UNIQUE_SUFFIX.search(layer) for layer in layers):
+                continue
+            layers = [_UNIQUE_SUFFIX.sub("", layer) for layer in layers]
+        if layers[: len(saved)] == saved:
+            return "/".join([*layers, leaf])
+    return None
 
 
 def _keras_owners(object_graph: Any) -> dict[int, _Owners]:
