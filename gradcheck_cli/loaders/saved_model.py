@@ -320,9 +320,9 @@ def _tf1_tensor_named(
     """The tensor a TF1 graph answers to under `loss`: a node's name ("loss", "loss:0",
     "scope/loss"), or the last part of exactly one node's scoped name ("loss" for
     "train/loss"), unless a signature output key already names it."""
-    node, colon, index = loss.partition(":")
+    node_name, colon, _ = loss.partition(":")
     node_names = {node.name for node in meta_graph.graph_def.node}
-    if node in node_names:
+    if node_name in node_names:
         return loss if colon else f"{loss}:0"
     if colon or keyed_matches(loss, candidates):
         return None

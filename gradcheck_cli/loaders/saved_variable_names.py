@@ -20,6 +20,7 @@ class _Owners:
 
     outermost: int  # attributes from the root to the outermost Keras layer above the variable
     layers: int  # Keras layers from that one down to the variable's owner, both included
+    layer: int  # the node of the owner, the nearest Keras layer above
 
 
 def name_saved_variables(
@@ -39,16 +40,33 @@ def name_saved_variables(
     if not node_of:
         return
     object_graph = meta_graph.object_graph_def
-    owners = _keras_owners(object_graph)
+    owners, layer_above = _keras_owners(object_graph)
     readers = _readers(meta_graph, {node_of[i] for i in node_of if node_of[i] in owners})
     counts = Counter(variable.name for variable in variables)
+    prefixes: dict[int, str] = {}  # owner layer node -> its Keras path, from a read variable
+    unread: list[int] = []
     for index, node_id in node_of.items():
         variable = variables[index]
         owner = owners.get(node_id)
         scope, _, leaf = variable.name.rpartition("/")
         from_ops = _scoped_name(scope, leaf, readers.get(node_id), owner)
-        if from_ops is not None:
+        if from_ops is not None and owner is not None:
             variable.name = from_ops
+            parts = from_ops.split("/")[:-1]
+            layer: int | None = owner.layer
+            while layer is not None and parts:
+                prefixes.setdefault(layer, "/".join(parts))
+                parts.pop()
+                layer = layer_above.get(layer)
+        else:
+            unread.append(index)
+    # A weight no saved function reads (the dead one, often) shares its layer's path.
+    for index in unread:
+        variable = variables[index]
+        owner = owners.get(node_of[index])
+        scope, _, leaf = variable.name.rpartition("/")
+        if owner is not None and owner.layer in prefixes and leaf:
+            variable.name = f"{prefixes[owner.layer]}/{leaf}"
         elif counts[variable.name] > 1 and variable.path:
             segments = variable.path.split(".")
             parts = segments[:-1] if owner is None else segments[owner.outermost : -1]
@@ -84,20 +102,24 @@ def _scoped_name(scope: str, leaf: str, reader: str | None, owner: _Owners | Non
     return None
 
 
-def _keras_owners(object_graph: Any) -> dict[int, _Owners]:
-    """Node id -> its Keras owners, along the breadth-first paths that name the nodes."""
+def _keras_owners(object_graph: Any) -> tuple[dict[int, _Owners], dict[int, int]]:
+    """Node id -> its Keras owners, along the breadth-first paths that name the nodes; and
+    each Keras layer's node -> the node of the Keras layer above it."""
     depth = {0: 0}
     owners: dict[int, _Owners] = {}
+    layer_above: dict[int, int] = {}
     queue = deque([0])
     while queue:
         node_id = queue.popleft()
         node = object_graph.nodes[node_id]
         if _KERAS_LAYER_CHILDREN <= {child.local_name for child in node.children}:
             above = owners.get(node_id)
+            if above is not None:
+                layer_above[node_id] = above.layer
             owners[node_id] = (
-                _Owners(above.outermost, above.layers + 1)
+                _Owners(above.outermost, above.layers + 1, node_id)
                 if above is not None
-                else _Owners(depth[node_id], 1)
+                else _Owners(depth[node_id], 1, node_id)
             )
         for child in node.children:
             if child.node_id not in depth:
@@ -105,7 +127,7 @@ def _keras_owners(object_graph: Any) -> dict[int, _Owners]:
                 if node_id in owners:
                     owners[child.node_id] = owners[node_id]
                 queue.append(child.node_id)
-    return owners
+    return owners, layer_above
 
 
 def _readers(meta_graph: Any, wanted: set[int]) -> dict[int, str]:

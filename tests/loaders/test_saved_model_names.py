@@ -42,6 +42,10 @@ def _models() -> dict[str, Any]:
             self.dense = layers.Dense(WIDTH)
             self.norm = layers.LayerNormalization()
 
+        def build(self, input_shape: Any) -> None:
+            # No saved function reads it: its name comes from its layer's other weights.
+            self.spare = self.add_weight(shape=(WIDTH,), name="spare")
+
         def call(self, x: Any) -> Any:
             return self.norm(self.dense(x))
 
@@ -125,6 +129,9 @@ def test_each_name_is_the_keras_path_of_its_variable(subjects: dict[str, Subject
             assert variable.name == variable_name(_attribute(subject.module, variable.path))
     names = {v.name for v in check(subjects["transformer"].saved, "loss").variables}
     assert "transformer/mha/key/kernel" in names
+    experts = check(subjects["experts"].saved, "loss").variables
+    spare = {v.name: v.dead for v in experts if v.name.endswith("/spare")}
+    assert "moe_model/expert/spare" in spare and len(spare) == 2 and all(spare.values())
 
 
 def _attribute(root: Any, path: str) -> Any:
