@@ -54,8 +54,8 @@ def name_saved_variables(
             variable.name = from_ops
             parts = from_ops.split("/")[:-1]
             layer: int | None = owner.layer
-            while layer is not None and parts:
-                prefixes.setdefault(layer, "/".join(parts))
+            while layer is not None and parts and layer not in prefixes:
+                prefixes[layer] = "/".join(parts)
                 parts.pop()
                 layer = layer_above.get(layer)
         else:
@@ -91,12 +91,18 @@ def _scoped_name(scope: str, leaf: str, reader: str | None, owner: _Owners | Non
     if len(scopes) <= owner.layers:
         return None
     chain = scopes[: owner.layers]
+    stripped = [_UNIQUE_SUFFIX.sub("", layer) for layer in chain]
+    # suffixed[i]: every layer from i down carries a suffix
+    suffixed = [True] * (len(chain) + 1)
+    for i in range(len(chain) - 1, -1, -1):
+        suffixed[i] = suffixed[i + 1] and stripped[i] != chain[i]
     for start in range(len(chain) - len(saved) + 1):
-        layers = chain[start:]
-        if layers[0] != saved[0]:
-            if not all(_UNIQUE_SUFFIX.search(layer) for layer in layers):
-                continue
-            layers = [_UNIQUE_SUFFIX.sub("", layer) for layer in layers]
+        if chain[start] == saved[0]:
+            layers = chain[start:]
+        elif suffixed[start] and stripped[start] == saved[0]:
+            layers = stripped[start:]
+        else:
+            continue
         if layers[: len(saved)] == saved:
             return "/".join([*layers, leaf])
     return None
