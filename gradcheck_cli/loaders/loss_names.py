@@ -49,6 +49,11 @@ def resolve_loss_name(loss: str | None, candidates: Mapping[str, object], *, wha
     if loss is not None:
         if loss in candidates:
             return loss
+        keyed = keyed_matches(loss, candidates)
+        if len(keyed) == 1:
+            return keyed[0]
+        if keyed:
+            raise ambiguous_name(loss, keyed, "outputs", what=what)
         close = difflib.get_close_matches(loss, names, n=3, cutoff=0.5)
         if close:
             raise GradcheckError(
@@ -67,6 +72,31 @@ def resolve_loss_name(loss: str | None, candidates: Mapping[str, object], *, wha
     choices = loss_like or names
     raise GradcheckError(
         f"{what} has {len(choices)} candidate losses; choose one with --loss: {_listing(choices)}"
+    )
+
+
+def keyed_matches(loss: str, candidates: Mapping[str, object]) -> list[str]:
+    """Candidates `SIGNATURE:KEY` whose KEY is the plain name `loss`, one per distinct target.
+
+    Two signatures often return the same tensor under the same key: that is one loss, not a
+    choice to make.
+    """
+    if ":" in loss:
+        return []
+    matches: list[str] = []
+    for name in sorted(candidates):
+        prefix, colon, key = name.rpartition(":")
+        if colon and prefix and key == loss:
+            if all(candidates[name] != candidates[kept] for kept in matches):
+                matches.append(name)
+    return matches
+
+
+def ambiguous_name(loss: str, matches: list[str], kind: str, *, what: str) -> GradcheckError:
+    """The error for a plain `--loss` name that several `kind` ("outputs", "tensors") match."""
+    return GradcheckError(
+        f"{loss!r} names {len(matches)} {kind} in {what}; choose one with --loss: "
+        f"{_listing(matches)}"
     )
 
 

@@ -21,10 +21,20 @@ from gradcheck_cli.graph.model import (
 from gradcheck_cli.loaders.debug_info import DebugInfoLocations
 from gradcheck_cli.loaders.graph_builder import GraphBuilder
 from gradcheck_cli.loaders.loss_checks import validate_loss
-from gradcheck_cli.loaders.loss_names import resolve_loss_name
+from gradcheck_cli.loaders.loss_names import (
+    ambiguous_name,
+    keyed_matches,
+    resolve_loss_name,
+)
 from gradcheck_cli.loaders.op_defs import merged_op_defs
 from gradcheck_cli.loaders.proto_limits import ExpansionBudget, Refused, malformed, shape_dims
 from gradcheck_cli.loaders.saved_custom_gradients import saved_custom_gradients
+from gradcheck_cli.loaders.saved_variable_lists import (
+    ListedCopies,
+    in_variable_list,
+    listed_trainable,
+)
+from gradcheck_cli.loaders.saved_variable_names import name_saved_variables
 from gradcheck_cli.loaders.structured_values import flat_outputs, output_shape
 from gradcheck_cli.loaders.tf_protos import dtype_name, protos
 
@@ -206,8 +216,10 @@ def _tf2_program(
     captured_args = top.args[len(top.args) - len(bound) :] if bound else ()
     source_of = {node_id: TensorRef(arg, 0) for node_id, arg in zip(bound, captured_args)}
     variables: list[Variable] = []
-    seen: dict[tuple[str, int, str], int] = {}
-    listed = _listed_trainable(object_graph)
+    copies = ListedCopies()
+    with _refusing("the list of trainable variables"):
+        listed = listed_trainable(object_graph)
+    node_of: dict[int, int] = {}
     for node_id, node in enumerate(object_graph.nodes):
         if node.WhichOneof("kind") != "variable":
             continue
@@ -215,18 +227,20 @@ def _tf2_program(
         with _refusing(f"variable {saved_variable.name or node_id!r}"):
             shape = shape_dims(saved_variable.shape)
             dtype = dtype_name(saved_variable.dtype)
-        # Keras export archives list each variable twice (under `variables` and
-        # `_all_variables`), as two nodes; the function binds only one of the copies.
         key = (saved_variable.name, saved_variable.dtype, str(shape))
         source = source_of.get(node_id)
         path = paths.get(node_id) or None
-        if _in_variable_list(path) and key in seen:
-            kept = variables[seen[key]]
+        listing = path.partition(".")[0] if in_variable_list(path) else None
+        twin = copies.twin(key, listing) if listing is not None else None
+        if twin is not None:
+            kept = variables[twin]
             if kept.source is None and source is not None:
                 kept.source = source
             continue
-        if _in_variable_list(path):
-            seen[key] = len(variables)
+        if listing is not None:
+            copies.keep(key, listing, len(variables))
+        elif path is not None:
+            node_of[len(variables)] = node_id
         variables.append(
             Variable(
                 name=saved_variable.name or path or f"variable_{node_id}",
@@ -237,6 +251,7 @@ def _tf2_program(
                 path=path,
             )
         )
+    name_saved_variables(variables, meta_graph, node_of)
     make_names_unique(variables)
     custom = saved_custom_gradients(meta_graph, builder)
     if chosen.ret_index >= len(top.rets):
@@ -255,40 +270,6 @@ def _tf2_program(
         variables=variables,
         custom_gradients=custom,
     )
-
-
-_VARIABLE_LISTS = (
-    "variables.",
-    "_all_variables.",
-    "trainable_variables.",
-    "non_trainable_variables.",
-)
-
-
-def _listed_trainable(object_graph: Any) -> set[tuple[str, int, str]] | None:
-    """Keys of the variables in the root's `trainable_variables` list (Keras export archives).
-
-    Keras keeps a frozen layer's backing tf.Variable trainable, so `SavedVariable.trainable`
-    is wrong for it; the archive's own list is right.
-    """
-    root = object_graph.nodes[0]
-    listing = next(
-        (c.node_id for c in root.children if c.local_name == "trainable_variables"), None
-    )
-    if listing is None:
-        return None
-    keys = set()
-    for child in object_graph.nodes[listing].children:
-        node = object_graph.nodes[child.node_id]
-        if node.WhichOneof("kind") == "variable":
-            variable = node.variable
-            with _refusing(f"variable {variable.name!r}"):
-                keys.add((variable.name, variable.dtype, str(shape_dims(variable.shape))))
-    return keys
-
-
-def _in_variable_list(path: str | None) -> bool:
-    return path is not None and path.startswith(_VARIABLE_LISTS)
 
 
 @contextmanager
@@ -327,11 +308,28 @@ def _tf1_loss_name(
     loss: str | None, candidates: dict[str, _Candidate], meta_graph: Any, path: Path
 ) -> str:
     if loss is not None and loss not in candidates:
-        # A TF1 graph also answers to any tensor name in it ("loss", "loss:0", "scope/loss").
-        node_names = {node.name for node in meta_graph.graph_def.node}
-        if loss.split(":")[0] in node_names:
-            candidates[loss] = _Candidate(None, 0, loss if ":" in loss else f"{loss}:0")
+        tensor = _tf1_tensor_named(loss, candidates, meta_graph, f"SavedModel {path}")
+        if tensor is not None:
+            candidates[loss] = _Candidate(None, 0, tensor)
     return resolve_loss_name(loss, candidates, what=f"SavedModel {path}")
+
+
+def _tf1_tensor_named(
+    loss: str, candidates: dict[str, _Candidate], meta_graph: Any, what: str
+) -> str | None:
+    """The tensor a TF1 graph answers to under `loss`: a node's name ("loss", "loss:0",
+    "scope/loss"), or the last part of exactly one node's scoped name ("loss" for
+    "train/loss"), unless a signature output key already names it."""
+    node_name, colon, _ = loss.partition(":")
+    node_names = {node.name for node in meta_graph.graph_def.node}
+    if node_name in node_names:
+        return loss if colon else f"{loss}:0"
+    if colon or keyed_matches(loss, candidates):
+        return None
+    scoped = sorted(name for name in node_names if name.endswith(f"/{loss}"))
+    if len(scoped) > 1:
+        raise ambiguous_name(loss, scoped, "tensors", what=what)
+    return f"{scoped[0]}:0" if scoped else None
 
 
 def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> Program:

@@ -171,3 +171,62 @@ def test_verify_asks_tensorflow_in_its_own_process(
     report = check(stripped, "loss", verify=True)
     assert report.verification is not None and report.verification.error
     assert "GC004" in {f.code for f in report.findings}
+
+
+def test_tf1_plain_loss_name_resolves_to_one_output(tmp_path: Path) -> None:
+    """`--loss loss` names the signature output `loss` when no node is called "loss", and a
+    scoped tensor by its last part; a name that several outputs or tensors carry is refused
+    with all of them on one line."""
+    import numpy as np
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, [3], name="x")
+        used = v1.get_variable("used", [3])
+        cut = v1.get_variable("cut", [3])
+        loss = tf.reduce_mean(x * used + tf.stop_gradient(cut))  # the node is "Mean"
+        other = tf.reduce_sum(x * cut)
+        with tf.name_scope("train"):
+            tf.add(loss, 0.0, name="total")
+        with tf.name_scope("eval"):
+            tf.identity(other, name="twice")
+        with tf.name_scope("test"):
+            tf.identity(other, name="twice")
+        gradients = v1.gradients(loss, [used, cut])
+        with v1.Session(graph=graph) as session:
+            session.run(v1.global_variables_initializer())
+            values = session.run(
+                [g for g in gradients if g is not None], feed_dict={x: np.ones(3, np.float32)}
+            )
+            signatures = {
+                "one": {"train": {"loss": loss}, "eval": {"loss": loss, "other": other}},
+                "two": {"train": {"loss": loss}, "aux": {"loss": other}},
+            }
+            for name, outputs in signatures.items():
+                builder = v1.saved_model.Builder(str(tmp_path / name))
+                builder.add_meta_graph_and_variables(
+                    session,
+                    ["serve"],
+                    {
+                        key: v1.saved_model.predict_signature_def({"x": x}, heads)
+                        for key, heads in outputs.items()
+                    },
+                )
+                builder.save()
+    values_iter = iter(values)
+    tf_dead = {
+        v.op.name
+        for v, g in zip([used, cut], gradients)
+        if g is None or not np.any(next(values_iter))
+    }
+    assert tf_dead == {"cut"}
+    report = check(tmp_path / "one", "loss")
+    assert report.source.loss == "eval:loss"
+    assert _dead(report) == tf_dead
+    assert _dead(check(tmp_path / "one", "total")) == tf_dead
+    with pytest.raises(GradcheckError, match=r"'loss' names 2 outputs.*'aux:loss', 'train:loss'"):
+        check(tmp_path / "two", "loss")
+    with pytest.raises(GradcheckError, match=r"'twice' names 2 tensors.*'eval/twice', 'test/tw"):
+        check(tmp_path / "one", "twice")
