@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -118,21 +119,35 @@ def load_keras_file(
     except Exception as error:
         from gradcheck_cli.loaders import traced
 
-        hint = ""
-        if "safe_mode" in str(error) or "unsafe" in str(error).lower():
-            hint = (
-                "; it holds Python code (a Lambda layer?): if you trust it, pass "
-                "--unsafe-deserialization"
-            )
-        elif "Could not locate" in str(error):
-            hint = (
-                "; pass --import MODULE_OR_FILE (or `import = [...]` in [tool.gradcheck]) naming "
-                "the code that defines it with @keras.saving.register_keras_serializable()"
-            )
+        unlocated = _unregistered_class(str(error))
+        if unlocated is not None:
+            raise GradcheckError(f"{path} cannot be loaded by Keras: {unlocated}") from None
+        hint = (
+            "; it holds Python code (a Lambda layer?): if you trust it, pass "
+            "--unsafe-deserialization"
+            if "safe_mode" in str(error) or "unsafe" in str(error).lower()
+            else ""
+        )
         raise GradcheckError(
             f"{path} cannot be loaded by Keras: {traced.error_summary(error)}{hint}"
         ) from None
     return trace_live_keras_model(model, loss, path.name, verify)
+
+
+def _unregistered_class(error: str) -> str | None:
+    """What to say when Keras's error is that a custom class is not registered here."""
+    found = re.search(r"Could not locate (\w+) '([^']+)'", error)
+    if found is None:
+        return None
+    kind, name = found.groups()
+    module = re.compile(r"'module': '([\w.]+)'").search(error, found.end())
+    where = module.group(1) if module else ""
+    target = where if where and where.split(".")[0] not in ("keras", "__main__") else "MODULE"
+    return (
+        f"it uses the custom {kind} {name!r}, which no imported code registers; pass "
+        f"--import {target} (a module or a .py file; or `import = [...]` in [tool.gradcheck]) "
+        "naming the code that defines it with @keras.saving.register_keras_serializable()"
+    )
 
 
 def import_user_code(imports: tuple[str, ...]) -> None:
