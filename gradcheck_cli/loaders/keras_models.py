@@ -90,6 +90,10 @@ def _trace_tapes(
         results.append(result)
     first, *others = results
     first.other_tapes = others
+    # Frozen weights are told once, as frozen, by the first tape.
+    first.tape_variables = (first.tape_variables or ()) + tuple(
+        w.path for w in model.non_trainable_weights
+    )
     first.untrained = tuple(
         w.path for w in model.trainable_weights if id(backing_variable(w)) not in listed
     )
