@@ -49,10 +49,17 @@ class GAN(keras.Model):
 
 
 discriminator = keras.Sequential(
-    [keras.Input((4,)), layers.Dense(5, activation="relu"), layers.Dense(1)],
+    # Named layers: the test's own process has made other layers, and Keras numbers unnamed ones.
+    [
+        keras.Input((4,)),
+        layers.Dense(5, activation="relu", name="hidden"),
+        layers.Dense(1, name="score"),
+    ],
     name="discriminator",
 )
-generator = keras.Sequential([keras.Input((LATENT,)), layers.Dense(4)], name="generator")
+generator = keras.Sequential(
+    [keras.Input((LATENT,)), layers.Dense(4, name="image")], name="generator"
+)
 gan = GAN(discriminator, generator)
 gan.compile(
     d_optimizer=keras.optimizers.Adam(1e-3),
