@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from gradcheck_cli.cli_options import shared_options
+from gradcheck_cli.cli_options import IMPORT_OPTION, shared_options
 from gradcheck_cli.config import Overrides, Settings, load_settings, resolve_timeout
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.report import Report
@@ -108,6 +108,7 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
     is_flag=True,
     help="Let Keras run Python code stored in a .keras file (Lambda layers); trusted files only.",
 )
+@IMPORT_OPTION
 @click.option(
     "--sum-loss",
     is_flag=True,

@@ -47,6 +47,17 @@ class Seconds(click.ParamType):
             self.fail(str(error), param, ctx)
 
 
+IMPORT_OPTION = click.option(
+    "--import",
+    "imports",
+    metavar="MODULE_OR_FILE",
+    multiple=True,
+    help="Import this module (importable from the working directory) or .py file before "
+    "loading a Keras file: the code that registers its custom layers (repeatable).",
+)
+"""Only `gradcheck MODEL` takes it: a script run by `gradcheck run` imports its own code."""
+
+
 _SHARED: list[Callable[[Any], Any]] = [
     click.option(
         "--format",

@@ -22,7 +22,17 @@ from gradcheck_cli.options import (
 )
 from gradcheck_cli.reporters import Format
 
-KEYS = ("loss", "select", "ignore", "allow-dead", "format", "fail-on", "baseline", "timeout")
+KEYS = (
+    "loss",
+    "select",
+    "ignore",
+    "allow-dead",
+    "format",
+    "fail-on",
+    "baseline",
+    "timeout",
+    "import",
+)
 CONFIG_LIMIT = 1 << 20  # bytes: a settings table is a few hundred; more is the wrong file
 
 
@@ -41,6 +51,8 @@ class Settings:
     fail_on: FailOn = FailOn.ERROR
     baseline: Path | None = None
     timeout: float | None = None  # the file's `timeout`; see `resolve_timeout`
+    # Modules or .py files (absolute) to import before loading a Keras file; the flags add theirs.
+    imports: tuple[str, ...] = ()
     source: Path | None = None  # the file the settings were read from, if any
 
     def loss_for(self, model: str | os.PathLike[str]) -> str | None:
@@ -54,8 +66,14 @@ class Settings:
         return None
 
     def options_for(self, model: str | os.PathLike[str], flags: CheckOptions) -> CheckOptions:
-        """How to check `model`: the flags' options with this loss and these allowed dead."""
-        return replace(flags, loss=self.loss_for(model), allow_dead=self.allow_dead)
+        """How to check `model`: the flags' options with this loss and these allowed dead, and
+        the file's imports before the flags' own."""
+        return replace(
+            flags,
+            loss=self.loss_for(model),
+            allow_dead=self.allow_dead,
+            imports=self.imports + tuple(i for i in flags.imports if i not in self.imports),
+        )
 
 
 @dataclass(frozen=True)
@@ -161,7 +179,18 @@ def parse_table(table: Mapping[str, Any], path: Path) -> Settings:
             values["timeout"] = timeout_seconds(timeout)
         except ValueError as error:
             raise GradcheckError(f"{where}: timeout: {error}") from None
+    if "import" in table:
+        if not _is_strings(table["import"]):
+            raise _wrong_type(where, "import", 'a list of modules or .py files (["my_layers"])')
+        values["imports"] = tuple(_import_entry(entry, folder) for entry in table["import"])
     return Settings(**values)
+
+
+def _import_entry(entry: str, folder: Path) -> str:
+    """A .py file resolved against the config's folder; a dotted module name as it is."""
+    if entry.endswith(".py") or "/" in entry or os.sep in entry:
+        return os.path.normpath(folder / entry)
+    return entry
 
 
 def merge(base: Settings, overrides: Overrides, cwd: Path) -> Settings:
@@ -176,6 +205,7 @@ def merge(base: Settings, overrides: Overrides, cwd: Path) -> Settings:
         fail_on=overrides.fail_on or base.fail_on,
         baseline=cwd / overrides.baseline if overrides.baseline is not None else base.baseline,
         timeout=base.timeout,
+        imports=base.imports,
         source=base.source,
     )
 

@@ -51,6 +51,12 @@ class CheckOptions:
     unsafe_deserialization: bool = _option(
         False, "let Keras run Python code stored in a .keras file (Lambda layers)"
     )
+    imports: tuple[str, ...] = _option(
+        (),
+        "modules (dotted names importable from the working directory) or .py files to import "
+        "before loading a .keras / .h5 file: the code that registers its custom classes",
+        argument="Iterable[str]",
+    )
     sum_loss: bool = _option(
         False, "check the sum of a loss that is not a scalar, as tf.gradients would"
     )
@@ -114,6 +120,8 @@ def check_options(
     values = dict(given)
     if "allow_dead" in values:
         values["allow_dead"] = allow_dead_pairs(values["allow_dead"])
+    if "imports" in values:
+        values["imports"] = import_names(values["imports"])
     return CheckOptions(**values)
 
 
@@ -127,6 +135,11 @@ def allow_dead_pairs(allow_dead: AllowDead) -> tuple[tuple[str, str], ...]:
     if isinstance(allow_dead, Mapping):
         return tuple((str(pattern), str(reason)) for pattern, reason in allow_dead.items())
     return tuple((str(pattern), "") for pattern in allow_dead)
+
+
+def import_names(imports: Iterable[str]) -> tuple[str, ...]:
+    """The modules or .py files to import, from a list of them (a lone string is one of them)."""
+    return (imports,) if isinstance(imports, str) else tuple(str(name) for name in imports)
 
 
 Function = TypeVar("Function", bound=Callable[..., Any])

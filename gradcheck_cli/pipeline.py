@@ -166,23 +166,18 @@ def report_from_result(
         notes: list[str] = []
         left = (result.left_at, result.reason)
     else:
-        from gradcheck_cli.loaders.traced_program import program_from_traced
-
-        program = program_from_traced(result, sum_loss=options.sum_loss)
-        analysis = _judged(
-            analyse(program, cuts_of_live=options.all_cuts),
-            set(getattr(result, "context_variables", ())),
-        )
-        notes = program.notes
-        data_only = result.data_only if isinstance(result, TracedFunction) else None
-        if data_only is not None:
-            alone = analyse(program_from_traced(data_only, sum_loss=options.sum_loss))
-            analysis = replace(
-                analysis, concerns=analysis.concerns + regularizer_only(analysis, alone)
-            )
+        analysis, notes = _traced_analysis(result, options)
+        if isinstance(result, TracedFunction):
+            for tape in result.other_tapes:
+                more, more_notes = _traced_analysis(tape, options)
+                analysis = _by_tape(analysis, more)
+                notes += [note for note in more_notes if note not in notes]
+            if result.untrained:
+                never = (run.never_requested if run else ()) + result.untrained
+                run = replace(run or Context(), never_requested=never)
     verification = None
     if options.verify:
-        tensorflow = result.tensorflow or TensorFlowGradients(TAPE)
+        tensorflow = _tape_gradients(result) or TensorFlowGradients(TAPE)
         verification = compare(
             analysis.verdicts, tensorflow.verdicts, tensorflow.error, tensorflow.method
         )
@@ -190,6 +185,49 @@ def report_from_result(
         run or Context(), notes=tuple(notes), verification=verification, left_tensorflow=left
     )
     return _report(source, analysis, context)
+
+
+def _traced_analysis(result: Traced, options: CheckOptions) -> tuple[Analysis, list[str]]:
+    from gradcheck_cli.loaders.traced_program import program_from_traced
+
+    program = program_from_traced(result, sum_loss=options.sum_loss)
+    context = set(getattr(result, "context_variables", ()))
+    if isinstance(result, TracedFunction) and result.tape_variables is not None:
+        context |= {v.name for v in program.variables} - set(result.tape_variables)
+    analysis = _judged(analyse(program, cuts_of_live=options.all_cuts), context)
+    data_only = result.data_only if isinstance(result, TracedFunction) else None
+    if data_only is not None:
+        alone = analyse(program_from_traced(data_only, sum_loss=options.sum_loss))
+        analysis = replace(analysis, concerns=analysis.concerns + regularizer_only(analysis, alone))
+    return analysis, list(program.notes)
+
+
+def _by_tape(first: Analysis, other: Analysis) -> Analysis:
+    """Two tapes of one train_step: each variable judged by the tape that differentiates it,
+    as `gradcheck run` judges each request; one that both differentiate is live if either
+    trains it."""
+    verdicts = {v.name: v for v in first.verdicts}
+    for verdict in other.verdicts:
+        known = verdicts.get(verdict.name)
+        if known is None or (known.dead and not verdict.dead):
+            verdicts[verdict.name] = verdict
+    concerns = first.concerns + tuple(c for c in other.concerns if c not in first.concerns)
+    return replace(first, verdicts=tuple(verdicts.values()), concerns=concerns)
+
+
+def _tape_gradients(result: Traced | EagerResult) -> TensorFlowGradients | None:
+    """TensorFlow's verdicts, per variable from the tape that differentiates it."""
+    if not isinstance(result, TracedFunction) or result.tape_variables is None:
+        return result.tensorflow
+    verdicts: dict[str, TensorFlowVerdict] = {}
+    for tape in [result, *result.other_tapes]:
+        if tape.tensorflow is None or tape.tensorflow.verdicts is None:
+            return tape.tensorflow
+        for name in tape.tape_variables or ():
+            answer = tape.tensorflow.verdicts.get(name)
+            if answer is not None and verdicts.get(name) is not TensorFlowVerdict.GRADIENT:
+                verdicts[name] = answer
+    return replace(result.tensorflow, verdicts=verdicts)
 
 
 EAGER_RECONSTRUCTED = "eager step: reconstructed from the ops TensorFlow ran"

@@ -34,3 +34,40 @@ def test_custom_train_step_agrees_with_tensorflow() -> None:
     dead = {v["name"] for v in report["variables"] if v["status"] in ("blocked", "unused")}
     assert dead == dead_names(verdicts)
     assert result.returncode == (1 if dead_names(verdicts) else 0)
+
+
+GAN = Path(__file__).parent / "scripts" / "gan_train_step.py"
+
+
+def test_gan_train_step_judges_each_network_by_its_own_tape() -> None:
+    """No compiled loss: each tape's loss against the variables that tape differentiates."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gradcheck_cli", str(GAN), "--loss", "gan", "--format", "json"]
+        + ["--verify"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    namespace = runpy.run_path(str(GAN), run_name="oracle")
+    gan = namespace["gan"]
+    import tensorflow as tf
+
+    real = tf.random.normal((4, 4), seed=0)
+    noise = tf.random.normal((4, namespace["LATENT"]), seed=1)
+    verdicts = {}
+    for loss, network in (
+        (namespace["discriminator_loss"], gan.discriminator),
+        (namespace["generator_loss"], gan.generator),
+    ):
+        verdicts.update(
+            tf_verdicts(lambda loss=loss: loss(gan, real, noise), network.trainable_weights)
+        )
+    out, err = process.communicate(timeout=300)
+    report = json.loads(out)
+    statuses = {v["name"]: v["status"] for v in report["variables"]}
+    assert set(statuses) == set(verdicts), err
+    dead = {name for name, status in statuses.items() if status in ("blocked", "unused")}
+    assert dead == dead_names(verdicts) == {w.path for w in gan.generator.trainable_weights}
+    assert process.returncode == 1
+    codes = {finding["code"] for finding in report["findings"]}
+    assert "GC003" in codes and "GC002" not in codes  # TensorFlow agrees, tape by tape

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders.function_tracing import trace_loss
+from gradcheck_cli.loaders.keras_objective import Tape
 from gradcheck_cli.loaders.keras_weights import KerasWeights
 from gradcheck_cli.loaders.worker_protocol import TracedFunction
 
@@ -40,7 +43,8 @@ def trace_keras_model(
     known = {id(v) for v in candidates}
     candidates = candidates + [v for v in weights if id(v) not in known]
     objective = keras_objective(model, loss, name)
-
+    if objective.tapes:
+        return _trace_tapes(objective.tapes, model, name, keras, created_at, verify)
     result = trace_loss(
         objective.full, name, candidates, verify=verify, created_at=created_at, keras=keras
     )
@@ -51,6 +55,53 @@ def trace_keras_model(
     return result
 
 
+def _trace_tapes(
+    tapes: list[Tape],
+    model: Any,
+    name: str,
+    keras: KerasWeights,
+    created_at: dict[int, SourceLocation | None],
+    verify: bool,
+) -> TracedFunction:
+    """Each tape's target over the variables that tape differentiates; the first tape's result
+    carries the others, and the trainable weights that no tape differentiates."""
+    import tensorflow as tf
+
+    from gradcheck_cli.loaders.keras_objective import backing_variable
+
+    results = []
+    listed: set[int] = set()
+    for tape in tapes:
+        variables = []
+        for source in tf.nest.flatten(tape.sources):
+            backing = backing_variable(source)
+            if backing is None:
+                continue
+            if backing is not source:
+                keras.info.setdefault(id(backing), (source.path, bool(source.trainable)))
+            variables.append(backing)
+        variables = list({id(v): v for v in variables}.values())
+        listed |= {id(v) for v in variables}
+        result = trace_loss(
+            tape.target, name, variables, verify=verify, created_at=created_at, keras=keras
+        )
+        # The candidates come first; the other variables the step reads are not this tape's.
+        result.tape_variables = tuple(r.variable.name for r in result.variables[: len(variables)])
+        results.append(result)
+    first, *others = results
+    first.other_tapes = others
+    # Frozen weights are told once, as frozen, by the first tape.
+    first.tape_variables = (first.tape_variables or ()) + tuple(
+        w.path for w in model.non_trainable_weights
+    )
+    first.untrained = tuple(
+        w.path for w in model.trainable_weights if id(backing_variable(w)) not in listed
+    )
+    if others:
+        first.loss_name = f"{name}.train_step ({len(results)} GradientTape targets)"
+    return first
+
+
 def _bookkeeping_variables(model: Any) -> list[Any]:
     variables = list(getattr(model, "metrics_variables", []) or [])
     optimizer = getattr(model, "optimizer", None)
@@ -59,15 +110,22 @@ def _bookkeeping_variables(model: Any) -> list[Any]:
     return variables
 
 
-def load_keras_file(path: Path, loss: str | None, verify: bool, unsafe: bool) -> TracedFunction:
-    """A `.keras` / `.h5` model, deserialized with Keras's safe mode unless told otherwise."""
+def load_keras_file(
+    path: Path, loss: str | None, verify: bool, unsafe: bool, imports: tuple[str, ...] = ()
+) -> TracedFunction:
+    """A `.keras` / `.h5` model, deserialized with Keras's safe mode unless told otherwise,
+    after importing the user's `imports` (the code that registers its custom classes)."""
     import keras
 
+    import_user_code(imports)
     try:
         model = keras.saving.load_model(str(path), safe_mode=not unsafe, compile=True)
     except Exception as error:
         from gradcheck_cli.loaders import traced
 
+        unlocated = _unregistered_class(str(error))
+        if unlocated is not None:
+            raise GradcheckError(f"{path} cannot be loaded by Keras: {unlocated}") from None
         hint = (
             "; it holds Python code (a Lambda layer?): if you trust it, pass "
             "--unsafe-deserialization"
@@ -80,8 +138,52 @@ def load_keras_file(path: Path, loss: str | None, verify: bool, unsafe: bool) ->
     return trace_live_keras_model(model, loss, path.name, verify)
 
 
+def _unregistered_class(error: str) -> str | None:
+    """What to say when Keras's error is that a custom class is not registered here."""
+    found = re.search(r"Could not locate (\w+) '([^']+)'", error)
+    if found is None:
+        return None
+    kind, name = found.groups()
+    module = re.compile(r"'module': '([\w.]+)'").search(error, found.end())
+    where = module.group(1) if module else ""
+    target = where if where and where.split(".")[0] not in ("keras", "__main__") else "MODULE"
+    return (
+        f"it uses the custom {kind} {name!r}, which no imported code registers; pass "
+        f"--import {target} (a module or a .py file; or `import = [...]` in [tool.gradcheck]) "
+        "naming the code that defines it with @keras.saving.register_keras_serializable()"
+    )
+
+
+def import_user_code(imports: tuple[str, ...]) -> None:
+    """Import each module (from the working directory) or .py file, in order."""
+    import importlib
+    import importlib.util
+
+    if imports and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for entry in imports:
+        try:
+            if entry.endswith(".py") or "/" in entry or os.sep in entry:
+                path = Path(entry).resolve()
+                if not path.is_file():
+                    raise FileNotFoundError(f"no such file: {path}")
+                sys.path.insert(0, str(path.parent))
+                spec = importlib.util.spec_from_file_location(path.stem, path)
+                assert spec is not None and spec.loader is not None
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[path.stem] = module
+                spec.loader.exec_module(module)
+            else:
+                importlib.import_module(entry)
+        except BaseException as error:  # also SystemExit: the user's code is not gradcheck's
+            raise GradcheckError(
+                f"--import {entry}: cannot import it: {type(error).__name__}: {error}"
+            ) from None
+
+
 def trace_live_keras_model(model: Any, loss: str | None, name: str, verify: bool) -> TracedFunction:
     """A live Keras model's own objective (a loaded file's, or one handed to the library)."""
     result = trace_keras_model(model, loss, name, [], KerasWeights(), {}, verify)
-    result.loss_name = loss or "compiled loss + model.losses"
+    if not result.other_tapes:
+        result.loss_name = loss or "compiled loss + model.losses"
     return result

@@ -4,16 +4,27 @@ weights plus `model.losses` (regularizers, add_loss), on inputs and targets shap
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 
 
 @dataclass
+class Tape:
+    """One GradientTape.gradient call of a model's own train_step."""
+
+    target: Any  # concrete function: the train_step, returning what this tape differentiates
+    sources: list[Any]  # the variables this tape differentiates it against
+
+
+@dataclass
 class KerasObjective:
-    full: Any  # concrete function: what Keras's fit() minimises
+    full: Any  # concrete function: what Keras's fit() minimises (a train_step's last tape)
     data_only: Any | None  # the same without model.losses, when there are any
+    tapes: list[Tape] = field(default_factory=list)  # a train_step's tapes, in call order
 
 
 def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
@@ -22,6 +33,11 @@ def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
     import tensorflow as tf
 
     compiled = getattr(model, "_compile_loss", None) is not None
+    if loss is None and _overrides_train_step(model):
+        # A train_step trains on what it asks its tapes for, compiled loss or not (a GAN
+        # compiles optimizers and a loss function of its own).
+        tapes = train_step_tapes(model, name)
+        return KerasObjective(tapes[-1].target, None, tapes)
     if loss is not None:
         try:
             loss_function = keras.losses.get(loss)
@@ -38,14 +54,7 @@ def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
     else:
         loss_function = None
     x_specs = _input_specs(model, name)
-    sample = tf.nest.map_structure(_sample, x_specs)
-    y_sample = model(sample, training=False)
-    sparse = _sparse_outputs(model, loss, y_sample)
-    from tensorflow.python.util import nest
-
-    y_specs = nest.map_structure_with_paths(
-        lambda path, t: _target_spec(t, path in sparse), y_sample
-    )
+    y_specs = _target_specs(model, loss, x_specs)
 
     def predict_and_targets(x: Any, y: Any) -> tuple[Any, Any]:
         return model(x, training=True), y
@@ -66,17 +75,22 @@ def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
             return tf.reduce_mean(loss_function(y, y_pred))
         return model._compile_loss(y, y_pred, None)
 
-    if loss is None and _overrides_train_step(model):
-        return KerasObjective(
-            _train_step_loss(model, x_specs, y_specs),
-            None,
-        )
     has_extra_losses = bool(model.losses)
     overrides = type(model).compute_loss is not keras.Model.compute_loss
     data_only = None
     if has_extra_losses and not overrides:
         data_only = data_loss.get_concrete_function()
     return KerasObjective(objective.get_concrete_function(), data_only)
+
+
+def _target_specs(model: Any, loss: str | None, x_specs: Any) -> Any:
+    """Specs of targets shaped like the model's outputs on inputs of `x_specs`."""
+    import tensorflow as tf
+    from tensorflow.python.util import nest
+
+    y_sample = model(tf.nest.map_structure(_sample, x_specs), training=False)
+    sparse = _sparse_outputs(model, loss, y_sample)
+    return nest.map_structure_with_paths(lambda path, t: _target_spec(t, path in sparse), y_sample)
 
 
 def _input_specs(model: Any, name: str) -> Any:
@@ -148,44 +162,117 @@ def _overrides_train_step(model: Any) -> bool:
     return not getattr(step, "__qualname__", "").startswith("TensorFlowTrainer.")
 
 
-def _train_step_loss(model: Any, x_specs: Any, y_specs: Any) -> Any:
-    """Trace the model's own train_step and return what it asks its GradientTape to
-    differentiate; the gradient and the optimizer step themselves are left out."""
+def train_step_tapes(model: Any, name: str) -> list[Tape]:
+    """Trace the model's own train_step once per tape that differentiates variables, each
+    returning what that tape differentiates; gradients and optimizer steps are left out."""
+    from gradcheck_cli.loaders.traced import error_summary
+
+    failures: list[Exception] = []
+    for data in _step_data_specs(model, name):
+        try:
+            last, captured = _trace_step(model, data, -1)
+        except GradcheckError:
+            raise
+        except Exception as error:  # not the data this train_step takes: try the next shape
+            failures.append(error)
+            continue
+        targets = [_trace_step(model, data, index)[0] for index in range(len(captured) - 1)]
+        return [Tape(target, sources) for target, (_, sources) in zip([*targets, last], captured)]
+    raise GradcheckError(
+        f"{name}'s train_step cannot be traced on a batch shaped like its inputs: "
+        f"{error_summary(failures[0])}"
+    )
+
+
+def _step_data_specs(model: Any, name: str) -> list[Any]:
+    """What train_step may be given, likeliest first: (inputs, targets) for a compiled model,
+    else the inputs alone; a model without inputs of its own (a GAN): each sub-model's inputs."""
+    import keras
+
+    specs: list[Any] = []
+    try:
+        inputs = _input_specs(model, name)
+    except GradcheckError as error:
+        inputs, missing = None, error
+    if inputs is not None:
+        try:
+            pair = [(inputs, _target_specs(model, None, inputs))]
+        except Exception:  # a model whose call() is not its training path
+            pair = []
+        compiled = getattr(model, "_compile_loss", None) is not None
+        specs += [*pair, inputs] if compiled else [inputs, *pair]
+    for value in vars(model).values():
+        if isinstance(value, keras.Model) and value is not model:
+            with suppress(GradcheckError):
+                specs.append(_input_specs(value, name))
+    if not specs:
+        raise missing
+    # fit() hands train_step a batch as it is: a one-input model's batch is one tensor.
+    return [s[0] if isinstance(s, (list, tuple)) and len(s) == 1 else s for s in specs]
+
+
+def _trace_step(model: Any, data_spec: Any, index: int) -> tuple[Any, list[tuple[Any, Any]]]:
+    """The train_step on `data_spec`, returning the target of its `index`-th tape that
+    differentiates variables; with every such (target, sources) in call order."""
     import tensorflow as tf
 
-    targets: list[Any] = []
-    original_gradient = tf.GradientTape.gradient
+    captured: list[tuple[Any, Any]] = []
+    original = tf.GradientTape.gradient
 
     def capture(tape: Any, target: Any, sources: Any, *args: Any, **kwargs: Any) -> Any:
-        targets.append(target)
-        return tf.nest.map_structure(lambda s: tf.zeros_like(s), sources)
+        if all(backing_variable(s) is None for s in tf.nest.flatten(sources)):
+            # A gradient the loss itself uses (a gradient penalty): TensorFlow computes it.
+            return original(tape, target, sources, *args, **kwargs)
+        captured.append((target, sources))
+        return tf.nest.map_structure(tf.zeros_like, sources)
+
+    @tf.function(input_signature=[data_spec], autograph=False)
+    def step(data: Any) -> Any:
+        model.train_step(data)
+        if not captured:
+            raise GradcheckError(
+                "the model's train_step never calls GradientTape.gradient on variables, so "
+                "gradcheck cannot tell what it trains on"
+            )
+        targets = tf.nest.flatten(captured[index][0])
+        # TensorFlow differentiates several targets as their sum.
+        return targets[0] if len(targets) == 1 else tf.add_n([tf.reduce_sum(t) for t in targets])
+
+    with _steps_skipped(model, capture):
+        return step.get_concrete_function(), captured
+
+
+@contextmanager
+def _steps_skipped(model: Any, capture: Any) -> Iterator[None]:
+    """GradientTape.gradient replaced by `capture`, and every optimizer of the model idle."""
+    import keras
+    import tensorflow as tf
 
     def no_step(*args: Any, **kwargs: Any) -> None:
         return None
 
-    @tf.function(input_signature=[x_specs, y_specs], autograph=False)
-    def step(x: Any, y: Any) -> Any:
-        model.train_step((x, y))
-        if not targets:
-            raise GradcheckError(
-                "the model's train_step never calls GradientTape.gradient, so gradcheck cannot "
-                "tell what it trains on"
-            )
-        return targets[-1]
-
-    optimizer = getattr(model, "optimizer", None)
-    patched = [(tf.GradientTape, "gradient", original_gradient)]
+    optimizers = [getattr(model, "optimizer", None), *vars(model).values()]
+    idle = [o for o in optimizers if isinstance(o, keras.optimizers.Optimizer)]
+    original = tf.GradientTape.gradient
     tf.GradientTape.gradient = capture  # type: ignore[method-assign]
-    if optimizer is not None:
+    for optimizer in idle:
         for method in ("apply_gradients", "apply"):
-            if hasattr(optimizer, method):
-                patched.append((optimizer, method, getattr(optimizer, method)))
-                setattr(optimizer, method, no_step)
+            setattr(optimizer, method, no_step)
     try:
-        return step.get_concrete_function()
+        yield
     finally:
-        for owner, attribute, value in patched:
-            if owner is tf.GradientTape:
-                setattr(owner, attribute, value)
-            else:
-                delattr(owner, attribute)
+        tf.GradientTape.gradient = original  # type: ignore[method-assign]
+        for optimizer in idle:
+            for method in ("apply_gradients", "apply"):
+                with suppress(AttributeError):
+                    delattr(optimizer, method)
+
+
+def backing_variable(value: Any) -> Any | None:
+    """The tf.Variable a tape source stands for (a Keras variable's backing one), or None."""
+    import tensorflow as tf
+
+    if isinstance(value, tf.Variable):
+        return value
+    backing = getattr(value, "value", None)
+    return backing if isinstance(backing, tf.Variable) else None

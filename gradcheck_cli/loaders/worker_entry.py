@@ -67,7 +67,11 @@ def run_job(request: WorkerRequest, deliver: Callable[[WorkerResult], None]) -> 
         from gradcheck_cli.loaders.keras_models import load_keras_file
 
         return load_keras_file(
-            request.path, options.loss, options.verify, options.unsafe_deserialization
+            request.path,
+            options.loss,
+            options.verify,
+            options.unsafe_deserialization,
+            options.imports,
         )
     from gradcheck_cli.loaders.tf_verification import saved_model_gradients
 

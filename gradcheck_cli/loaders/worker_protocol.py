@@ -78,6 +78,13 @@ class TracedFunction(_Traced):
     loss_output: int = 0
     # The same objective without model.losses (regularizers, add_loss), for Keras models.
     data_only: TracedFunction | None = None
+    # A Keras train_step with several GradientTapes: the other tapes' targets, each traced over
+    # the variables its tape differentiates; each variable is judged by the tape that lists it.
+    other_tapes: list[TracedFunction] = field(default_factory=list)
+    # Trainable variables of that model that no tape of its train_step differentiates.
+    untrained: tuple[str, ...] = ()
+    # A train_step tape: the variables it differentiates; the others it reads are not judged.
+    tape_variables: tuple[str, ...] | None = None
 
 
 @dataclass

@@ -1,0 +1,84 @@
+"""`--import` makes a `.keras` file with registered custom layers loadable, in safe mode; the
+verdicts then agree with TensorFlow's tape on the loaded model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gradcheck_cli.config import parse_table
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.loaders.keras_models import import_user_code
+from gradcheck_cli.options import CheckOptions
+from tests.keras_models.keras_oracle import ROOT
+
+MODULE = "tests.keras_models.custom_layers"
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
+
+
+def _gradcheck(*arguments: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "gradcheck_cli", *arguments, "--format", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=ENV,
+    )
+
+
+def test_custom_layer_file_loads_with_import_and_agrees_with_tensorflow(tmp_path: Path) -> None:
+    import keras
+
+    from tests.keras_models.custom_layers import gated_model
+    from tests.keras_models.keras_oracle import keras_verdicts
+
+    path = tmp_path / "gated.keras"
+    gated_model().save(path)
+    with_import = _gradcheck(str(path), "--import", MODULE)
+    without = _gradcheck(str(path))
+    # TensorFlow's verdicts on the model as Keras loads it back, in safe mode.
+    expected = keras_verdicts(keras.saving.load_model(path, safe_mode=True))
+    out, err = with_import.communicate(timeout=300)
+    report = json.loads(out)
+    dead = {v["name"] for v in report["variables"] if v["status"] in ("blocked", "unused")}
+    assert dead == expected.dead == {"gated/gate", "gated/spare"}, err
+    assert with_import.returncode == 1
+    out, err = without.communicate(timeout=300)
+    assert without.returncode == 2
+    assert "'GatedDense'" in err and f"--import {MODULE}" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_failing_import_names_the_module_and_its_error(tmp_path: Path) -> None:
+    broken = tmp_path / "broken_layers.py"
+    broken.write_text("raise RuntimeError('no GPU here')\n")
+    for entry, words in (
+        ("gradcheck_no_such_module", "ModuleNotFoundError"),
+        (str(broken), "RuntimeError: no GPU here"),
+        (str(tmp_path / "absent.py"), "no such file"),
+    ):
+        with pytest.raises(GradcheckError) as caught:
+            import_user_code((entry,))
+        message = str(caught.value)
+        assert message.startswith(f"--import {entry}: ") and words in message
+        assert "\n" not in message
+
+
+def test_imports_come_from_the_config_file_then_the_flags(tmp_path: Path) -> None:
+    config = tmp_path / "pyproject.toml"
+    settings = parse_table({"import": ["my_layers", "src/layers.py"]}, config)
+    assert settings.imports == ("my_layers", str(tmp_path / "src" / "layers.py"))
+    flags = CheckOptions(imports=("more_layers", "my_layers"))
+    assert settings.options_for("m.keras", flags).imports == (
+        "my_layers",
+        str(tmp_path / "src" / "layers.py"),
+        "more_layers",
+    )
+    with pytest.raises(GradcheckError, match="import must be"):
+        parse_table({"import": "my_layers"}, config)
