@@ -31,7 +31,8 @@ def test_the_plugin_is_registered_with_its_option_and_marker(pytester: pytest.Py
     result.stdout.fnmatch_lines(
         [
             "@pytest.mark.gradcheck(loss=None, allow_dead=(), verify=False, all_cuts=False, "
-            "unsafe_deserialization=False, sum_loss=False, timeout=None, debug=False):*"
+            "unsafe_deserialization=False, imports=(), sum_loss=False, timeout=None, "
+            "debug=False):*"
         ]
     )
 
