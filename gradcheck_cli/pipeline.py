@@ -100,19 +100,18 @@ def check_run(
     request = WorkerRequest(Job.RUN, path.resolve(), options, arguments, run_on)
     run_options = replace(options, sum_loss=True)  # TensorFlow sums a non-scalar target
 
-    def reports(result: RunResult) -> list[Report]:
-        return _run_reports(path, result, run_options)
-
+    early: list[list[Report]] = []  # analysed once, when the running script delivered them
     callback = None
     if on_reports is not None:
 
         def callback(result: WorkerResult) -> None:
             assert isinstance(result, RunResult)
-            on_reports(reports(result))
+            early.append(_run_reports(path, result, run_options))
+            on_reports(early[0])
 
     result = run_worker(request, callback)
     assert isinstance(result, RunResult)
-    return reports(result)
+    return early[0] if early else _run_reports(path, result, run_options)
 
 
 def _run_reports(path: Path, result: RunResult, options: CheckOptions) -> list[Report]:

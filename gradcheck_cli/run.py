@@ -125,16 +125,22 @@ def check_model(item: ModelCheck) -> Outcome:
 
     try:
         report = api.check_with(item.model, item.options)
-    except GradcheckError as error:
-        return Outcome(item.model, error=str(error))
-    except Exception as error:  # a gradcheck bug: report it, keep exit code 2
-        return Outcome(
-            item.model,
-            error=f"{type(error).__name__}: {error}",
-            internal=True,
-            trace=traceback.format_exc(),
-        )
+    except Exception as error:
+        return _failed(item.model, error)
     return Outcome(item.model, report=report)
+
+
+def _failed(model: str, error: Exception) -> Outcome:
+    """The Outcome of a model that could not be analysed: bad input, or a gradcheck bug (reported
+    with its traceback, exit code 2 all the same). Called inside the `except` that caught it."""
+    if isinstance(error, GradcheckError):
+        return Outcome(model, error=str(error))
+    return Outcome(
+        model,
+        error=f"{type(error).__name__}: {error}",
+        internal=True,
+        trace=traceback.format_exc(),
+    )
 
 
 def check_script(
@@ -166,17 +172,8 @@ def check_script(
 
     try:
         reports = api.check_run(Path(script), arguments, options, run_on=run_on, on_reports=early)
-    except GradcheckError as error:
-        return [Outcome(script, error=str(error))]
-    except Exception as error:  # a gradcheck bug: report it, keep exit code 2
-        return [
-            Outcome(
-                script,
-                error=f"{type(error).__name__}: {error}",
-                internal=True,
-                trace=traceback.format_exc(),
-            )
-        ]
+    except Exception as error:
+        return [_failed(script, error)]
     return outcomes(reports)
 
 

@@ -77,9 +77,11 @@ def test_continue_reports_then_lets_the_script_train(tmp_path: Path) -> None:
 def test_the_python_api_runs_a_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     marker = tmp_path / "trained.marker"
     monkeypatch.setenv("GRADCHECK_TEST_MARKER", str(marker))
-    (report,) = check_script_run(SCRIPTS / "manual_update.py", ["5"], timeout=300)
+    (report,) = check_script_run(SCRIPTS / "manual_update.py", ["5"], timeout=300, verify=True)
     statuses = {v.name: v.status.value for v in report.variables}
     assert statuses == {"w1": "ok", "w2": "blocked"}
+    # TensorFlow's own tape, asked by the script itself, gives w2 no gradient too.
+    assert report.verification is not None and report.verification.agrees
     (blocker,) = report.variables[1].blockers
     assert blocker.location is not None and blocker.location.line == 16  # the .numpy() line
     assert not marker.exists()
