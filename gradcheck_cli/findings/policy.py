@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import enum
-import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from gradcheck_cli.findings.build import finding_order
 from gradcheck_cli.findings.finding import Finding, Severity
+from gradcheck_cli.findings.names import matches_pattern
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import (
     ALLOWED_BY_BASELINE,
@@ -52,9 +52,7 @@ def apply_policy(
         if not verdict.dead or verdict.name in allowed:
             continue
         for pattern, reason in patterns.items():
-            if fnmatch.fnmatchcase(verdict.name, pattern) or (
-                verdict.path and fnmatch.fnmatchcase(verdict.path, pattern)
-            ):
+            if matches_pattern(verdict, pattern):
                 allowed[verdict.name] = allowed_by_pattern(pattern, reason)
                 break
         else:

@@ -14,6 +14,7 @@ from rich.text import Text
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, Unreached, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
+from gradcheck_cli.findings.names import variables_named
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import RULES, why_unused
 from gradcheck_cli.findings.source import assigned_name
@@ -64,7 +65,7 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
         f"loss [bold]{escape(source.loss)}[/]"
     )
     if options.focus is not None:
-        chosen = [v for v in report.variables if options.focus in (v.name, v.path)]
+        chosen = variables_named(report.variables, options.focus)
         for verdict in chosen:
             _write_story(console, report, verdict)
         return
