@@ -57,6 +57,9 @@ class Report:
     fixes: Mapping[str, str] = field(default_factory=dict)
     # Dead variables accepted on purpose, with the reason (allow-dead pattern or baseline).
     allowed: Mapping[str, str] = field(default_factory=dict)
+    # Dead variables whose cut looks intended (a teacher under tf.stop_gradient, a network
+    # trained by another loss), with the one-line reason; told as warnings, not errors.
+    intended: Mapping[str, str] = field(default_factory=dict)
 
     def code_at(self, location: SourceLocation | None) -> str | None:
         return None if location is None else self.code.get((location.file, location.line))
