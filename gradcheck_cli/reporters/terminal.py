@@ -20,6 +20,16 @@ from gradcheck_cli.findings.rules import RULES, why_unused
 from gradcheck_cli.findings.source import assigned_name
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters.grouping import (
+    TABLE_ROWS,
+    Group,
+    capped,
+    collapsed_rows,
+    group_dead,
+    layer_of,
+    plural,
+    scope_lines,
+)
 from gradcheck_cli.reporters.verdict_text import route_items, verdict_parts
 
 _STATUS_STYLE = {
@@ -28,6 +38,7 @@ _STATUS_STYLE = {
     Status.UNUSED: "bold yellow",
     Status.FROZEN: "dim",
 }
+INTENDED_HEADER = "[bold yellow]not trained by this loss (looks intended)[/]"
 _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
@@ -69,21 +80,69 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
         for verdict in chosen:
             _write_story(console, report, verdict)
         return
-    layers = _unused_layers(report)
-    told: set[str] = set()
-    for verdict in report.dead:
-        layer = _layer_of(verdict.name)
-        if layer in layers:
-            if layer not in told:
-                told.add(layer)
-                _write_layer_story(console, report, layer, layers[layer])
-            continue
-        _write_story(console, report, verdict)
+    for group in group_dead(report):
+        if group.whole_layer:
+            _write_layer_story(console, report, group)
+        elif len(group.members) == 1 or options.verbose:
+            for verdict in group.members:
+                _write_story(console, report, verdict)
+        else:
+            write_group_story(console, report, group, options.width)
     _write_findings(console, report, options)
     console.print()
-    _write_summary(console, report)
+    _write_summary(console, report, options)
     console.print()
     console.print(_verdict_line(report))
+
+
+# -- a group of variables with one root cause ----------------------------------------------------
+
+
+def write_group_story(console: Console, report: Report, group: Group, width: int) -> None:
+    """The cut(s) once, the variables by name scope with counts, the fix once."""
+    console.print()
+    first, count = group.first, len(group.members)
+    if group.intended is not None:
+        console.print(f"{INTENDED_HEADER} [bold]{plural(count, 'variable')}[/]")
+        console.print(f"  {escape(group.intended)}")
+    else:
+        style = _STATUS_STYLE[first.status]
+        cuts = (
+            "the same cut" if len(first.blockers) == 1 else f"the same {len(first.blockers)} cuts"
+        )
+        by = f" by {cuts}" if first.blockers else ", for the same reason"
+        console.print(f"[{style}]{first.status.value}[/] [bold]{plural(count, 'variable')}[/]{by}")
+    scopes = scope_lines(group.members)
+    for heading, items in scopes:
+        plain = len(scopes) == 1 and "/" not in first.name  # the header already counts them
+        if not plain:
+            console.print(f"  [bold]{escape(heading)}[/]")
+        indent = "  " if plain else "    "
+        for line in capped(
+            items, width - len(indent), "layer" if "/" in first.name else "variable"
+        ):
+            console.print(f"{indent}{escape(line)}")
+    if first.status is Status.UNUSED:
+        in_layers = all("/" in v.name for v in group.members)
+        reason = (
+            unused_layer_reason(first)
+            if in_layers
+            else f"never reaches the loss: {why_unused(first) or ''}"
+        )
+        console.print(f"  {escape(reason)}")
+    else:
+        console.print(f"  path to the loss, from {escape(first.name)}:")
+        console.print(Text("    ") + route_text(first.name.split("/")[-1], first.route))
+        for number, blocker in enumerate(first.blockers, start=1):
+            write_cut(console, report, number, blocker)
+        hidden = hidden_cuts_sentence(first)
+        if hidden:
+            console.print(f"  {escape(hidden)}")
+    write_fix(console, group.fix)
+    if group.fix is not None and group.fix_names_member:
+        console.print(f"  (written for {escape(first.name)}: the same for each, with its own name)")
+    why = f"--why {escape(group.scope)}, or -v" if group.scope else "-v, or --why NAME"
+    console.print(f"  [dim]each variable's own story: {why}[/]")
 
 
 # -- one variable ---------------------------------------------------------------------------------
@@ -91,14 +150,17 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
 
 def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> None:
     console.print()
+    intended = report.intended.get(verdict.name)
     style = _STATUS_STYLE[verdict.status]
+    status = f"[{style}]{verdict.status.value}[/]" if intended is None else INTENDED_HEADER
     console.print(
-        f"[{style}]{verdict.status.value}[/] [bold]{escape(verdict.name)}[/] "
-        f"[dim]shape {escape(_shape(verdict))}[/]"
+        f"{status} [bold]{escape(verdict.name)}[/] [dim]shape {escape(shape_text(verdict))}[/]"
     )
+    if intended is not None:
+        console.print(f"  {escape(intended)}")
     if verdict.location is not None:
-        console.print(f"  created at {escape(_where(verdict.location))}")
-        _write_code(console, report, verdict.location)
+        console.print(f"  created at {escape(file_line(verdict.location))}")
+        write_code(console, report, verdict.location)
     if verdict.status is Status.OK:
         console.print("  gets gradient from the loss")
         return
@@ -111,13 +173,17 @@ def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> 
         if verdict.route:
             console.print("  path to the loss:")
             name = assigned_name(report.code_at(verdict.location)) or verdict.name.split("/")[-1]
-            console.print(Text("    ") + _route_text(name, verdict.route))
+            console.print(Text("    ") + route_text(name, verdict.route))
         for number, blocker in enumerate(verdict.blockers, start=1):
-            _write_cut(console, report, number, blocker)
-        hidden = _hidden_cuts_sentence(verdict)
+            write_cut(console, report, number, blocker)
+        hidden = hidden_cuts_sentence(verdict)
         if hidden:
             console.print(f"  {escape(hidden)}")
-    fix = report.fixes.get(verdict.name)
+    write_fix(console, report.fixes.get(verdict.name))
+
+
+def write_fix(console: Console, fix: str | None) -> None:
+    """`fix:` and its first line, then the code to paste, never folded."""
     if fix:
         head, *code = fix.splitlines()
         console.print(f"  [bold]fix:[/] {escape(head)}")
@@ -125,29 +191,11 @@ def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> 
             console.print(f"  [green]{escape(line)}[/]", soft_wrap=True)
 
 
-def _layer_of(name: str) -> str | None:
-    return name.rpartition("/")[0] or None
-
-
-def _unused_layers(report: Report) -> dict[str, list[VariableVerdict]]:
-    """Keras layers (by path) whose every trainable variable is unused: told as one story."""
-    by_layer: dict[str, list[VariableVerdict]] = {}
-    for verdict in report.variables:
-        layer = _layer_of(verdict.name)
-        if layer is not None and verdict.status is not Status.FROZEN:
-            by_layer.setdefault(layer, []).append(verdict)
-    return {
-        layer: members
-        for layer, members in by_layer.items()
-        if len(members) > 1 and all(v.status is Status.UNUSED for v in members)
-    }
-
-
-def _write_layer_story(
-    console: Console, report: Report, layer: str, members: list[VariableVerdict]
-) -> None:
+def _write_layer_story(console: Console, report: Report, group: Group) -> None:
+    """Every trainable weight of one Keras layer unused, with or without a bias: one story."""
     console.print()
-    first = members[0]
+    members, first = group.members, group.first
+    layer = layer_of(first.name)
     weights = ", ".join(v.name.rpartition("/")[2] for v in members)
     attribute = first.path.rpartition(".")[0] if first.path and first.path != first.name else None
     holder = f" ({attribute})" if attribute else ""
@@ -155,24 +203,22 @@ def _write_layer_story(
         f"[bold yellow]unused[/] layer [bold]{escape(layer)}[/]{escape(holder)}: {escape(weights)}"
     )
     if first.location is not None:
-        console.print(f"  created at {escape(_where(first.location))}")
-        _write_code(console, report, first.location)
+        console.print(f"  created at {escape(file_line(first.location))}")
+        write_code(console, report, first.location)
+    console.print(f"  {unused_layer_reason(first)}")
+    write_fix(console, group.fix)
+
+
+def unused_layer_reason(first: VariableVerdict) -> str:
+    """Why a layer's weights never reach the loss, in the words of a layer."""
     if first.unreached is Unreached.READ_NOT_REACHING:
-        console.print(
-            "  its output is not used by any loss: nothing the loss computes depends on it"
-        )
-    else:
-        console.print(
-            "  built but never called in the forward pass: the loss never reads its weights"
-        )
-    fix = report.fixes.get(first.name)
-    if fix:
-        console.print(f"  [bold]fix:[/] {escape(fix)}")
+        return "its output is not used by any loss: nothing the loss computes depends on it"
+    return "built but never called in the forward pass: the loss never reads its weights"
 
 
-def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) -> None:
+def write_cut(console: Console, report: Report, number: int, blocker: Blocker) -> None:
     if blocker.location is not None:
-        where = _where(blocker.location)
+        where = file_line(blocker.location)
     else:
         scope = blocker.op.rpartition("/")[0]
         where = f"op {blocker.op}" + (f" in name scope {scope}" if scope else "")
@@ -182,11 +228,11 @@ def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) 
         f"  [red]cut {number}[/] [bold]{escape(blocker.op_type)}[/] "
         f"[dim]({blocker.reason.value})[/] at {escape(where)}"
     )
-    _write_code(console, report, blocker.location)
+    write_code(console, report, blocker.location)
     console.print(f"      {escape(blocker.message)}")
 
 
-def _write_code(console: Console, report: Report, location: SourceLocation | None) -> None:
+def write_code(console: Console, report: Report, location: SourceLocation | None) -> None:
     code = report.code_at(location)
     if location is None or code is None:
         return
@@ -196,7 +242,7 @@ def _write_code(console: Console, report: Report, location: SourceLocation | Non
     )
 
 
-def _route_text(name: str, route: tuple[PathStep, ...]) -> Text:
+def route_text(name: str, route: tuple[PathStep, ...]) -> Text:
     """`w → Mul → ✂ Cast → … 4 ops … → loss`: cuts highlighted, pass-through ops left out,
     long runs without a cut collapsed, the name scope (Keras layer) shown where it changes."""
     text = Text(name, style="bold")
@@ -219,7 +265,7 @@ def _route_text(name: str, route: tuple[PathStep, ...]) -> Text:
     return text
 
 
-def _hidden_cuts_sentence(verdict: VariableVerdict) -> str | None:
+def hidden_cuts_sentence(verdict: VariableVerdict) -> str | None:
     stops = [b for b in verdict.blockers if b.reason is Reason.STOP_GRADIENT]
     remaining = verdict.cuts_without_stop_gradient
     if not stops or not remaining:
@@ -248,9 +294,9 @@ def _write_findings(console: Console, report: Report, options: TerminalOptions) 
     console.print("[bold]warnings and notes[/]")
     for item in shown:
         style = _SEVERITY_STYLE[item.severity]
-        where = f" at {escape(_where(item.location))}" if item.location else ""
+        where = f" at {escape(file_line(item.location))}" if item.location else ""
         console.print(f"  [{style}]{item.code}[/]{where}: {escape(item.message)}")
-        _write_code(console, report, item.location)
+        write_code(console, report, item.location)
 
 
 def _shown(item: Finding, options: TerminalOptions) -> bool:
@@ -262,7 +308,10 @@ def _shown(item: Finding, options: TerminalOptions) -> bool:
     return True
 
 
-def _write_summary(console: Console, report: Report) -> None:
+def _write_summary(console: Console, report: Report, options: TerminalOptions) -> None:
+    if len(report.variables) > TABLE_ROWS and not options.verbose:
+        _write_collapsed_summary(console, report)
+        return
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("variable", overflow="fold")
     table.add_column("status")
@@ -271,14 +320,37 @@ def _write_summary(console: Console, report: Report) -> None:
     for verdict in report.variables:
         table.add_row(
             escape(verdict.name),
-            Text(
-                verdict.status.value + (" (allowed)" if verdict.name in report.allowed else ""),
-                style="dim" if verdict.name in report.allowed else _STATUS_STYLE[verdict.status],
+            _status_text(
+                verdict.status, verdict.name in report.allowed, verdict.name in report.intended
             ),
-            escape(_shape(verdict)),
+            escape(shape_text(verdict)),
             str(len(verdict.blockers)) if verdict.blockers else "",
         )
     console.print(table)
+
+
+def _write_collapsed_summary(console: Console, report: Report) -> None:
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    table.add_column("variables", overflow="fold")
+    table.add_column("status")
+    table.add_column("count", justify="right")
+    table.add_column("cuts", justify="right")
+    for row in collapsed_rows(report, group_dead(report)):
+        table.add_row(
+            escape(row.label),
+            _status_text(row.status, row.allowed, row.intended),
+            str(row.count),
+            str(row.cuts) if row.cuts else "",
+        )
+    console.print(table)
+
+
+def _status_text(status: Status, allowed: bool, intended: bool) -> Text:
+    if allowed:
+        return Text(f"{status.value} (allowed)", style="dim")
+    if intended:
+        return Text(f"{status.value} (looks intended)", style="yellow")
+    return Text(status.value, style=_STATUS_STYLE[status])
 
 
 def function_name(name: str) -> str:
@@ -286,11 +358,11 @@ def function_name(name: str) -> str:
     return re.sub(r"_\d+$", "", name.removeprefix("__inference_"))
 
 
-def _where(location: SourceLocation) -> str:
+def file_line(location: SourceLocation) -> str:
     return f"{display_path(location.file)}:{location.line}"
 
 
-def _shape(verdict: VariableVerdict) -> str:
+def shape_text(verdict: VariableVerdict) -> str:
     if verdict.shape is None:
         return "?"
     return "[" + ", ".join("?" if d is None else str(d) for d in verdict.shape) + "]"
