@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
@@ -11,6 +12,14 @@ from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import why_unused
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters.grouping import (
+    Group,
+    capped,
+    group_dead,
+    group_label,
+    plural,
+    scope_lines,
+)
 from gradcheck_cli.reporters.verdict_text import route_items, verdict_parts
 
 _SEVERITY_MARK = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -18,8 +27,9 @@ _CUT_CLASS = "classDef cut stroke:#d00,stroke-width:2px,color:#d00"
 
 
 def render_markdown(reports: Sequence[Report]) -> str:
-    """`## gradcheck`, the verdict, then per model: the dead variables' table, the warnings and
-    a Mermaid flowchart of each dead variable's path to the loss, its cuts marked."""
+    """`## gradcheck`, the verdict, then per model: the dead variables' table (a row per root
+    cause), the warnings, and per root cause a Mermaid flowchart of the path to the loss, its
+    cuts marked, the variables it cuts and the fix."""
     lines = ["## gradcheck", ""]
     if len(reports) == 1:
         lines += [_verdict(reports[0]), ""]
@@ -56,13 +66,14 @@ def _overall_verdict(reports: Sequence[Report]) -> str:
 
 def _section_body(report: Report) -> list[str]:
     lines: list[str] = []
+    groups = group_dead(report)
     if not report.dead:
         lines += ["No dead trainable variables.", ""]
     if report.dead:
         lines += ["| variable | status | cuts |", "| --- | --- | --- |"]
         lines += [
-            f"| {_cell(_code(v.name))} | {v.status.value} | {_cell(_cuts(v))} |"
-            for v in report.dead
+            f"| {_cell(_members(group))} | {_status(group)} | {_cell(_cuts(group.first))} |"
+            for group in groups
         ]
         lines.append("")
     notes = [item for item in report.findings if not _told_by_table(report, item.variable)]
@@ -73,9 +84,43 @@ def _section_body(report: Report) -> list[str]:
             mark = _SEVERITY_MARK[item.severity]
             lines.append(f"- **{item.code}** {mark}{where}: {_inline(item.message)}")
         lines.append("")
-    for verdict in report.dead:
-        lines += [f"{_code(verdict.name)}, path to the loss:", ""]
-        lines += [*mermaid(verdict, report.source.loss), ""]
+    for group in groups:
+        lines += _group_story(group, report.source.loss)
+    return lines
+
+
+def _members(group: Group) -> str:
+    if len(group.members) == 1:
+        return _code(group.first.name)
+    return f"{_code(group_label(group))} ({plural(len(group.members), 'variable')})"
+
+
+def _status(group: Group) -> str:
+    if group.intended is not None:
+        return "not trained by this loss (looks intended)"
+    return group.first.status.value
+
+
+def _group_story(group: Group, loss: str) -> list[str]:
+    """The first member's path to the loss, the other members by name scope, the fix once."""
+    first, others = group.first, len(group.members) - 1
+    also = f" (and {plural(others, 'more variable')} with the same cuts)" if others else ""
+    lines = [f"{_code(first.name)}{also}, path to the loss:", ""]
+    lines += [*mermaid(first, loss), ""]
+    if others:
+        for heading, items in scope_lines(group.members):
+            listed = " ".join(capped(items, 100, "layer" if "/" in first.name else "variable"))
+            lines.append(f"- {_inline(heading)}: {_inline(listed)}")
+        lines.append("")
+    if group.intended is not None:
+        lines += [f"**Looks intended:** {_inline(group.intended)}", ""]
+    if group.fix:
+        head, *code = group.fix.splitlines()
+        lines += [f"**Fix:** {_inline(head)}", ""]
+        if code:
+            lines += ["```python", *textwrap.dedent("\n".join(code)).splitlines(), "```", ""]
+        if group.fix_names_member:
+            lines += [f"Written for {_code(first.name)}: the same for each, with its own name.", ""]
     return lines
 
 
