@@ -7,6 +7,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
+from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import why_unused
 from gradcheck_cli.findings.source import assigned_name
@@ -173,6 +174,19 @@ def group_label(group: Group) -> str:
         return group.first.name
     scope = group.scope
     return f"{scope}/…" if scope else f"{group.first.name} and {len(group.members) - 1} more"
+
+
+def same_but_for_the_variable(findings: Iterable[Finding]) -> list[tuple[Finding, int]]:
+    """Findings that say the same thing at the same place but for the variable's name, once:
+    each first one with the number of others."""
+    firsts: dict[Hashable, list[Finding]] = {}
+    for item in findings:
+        message = item.message
+        if item.variable:
+            message = re.sub(rf"(?<![\w.]){re.escape(item.variable)}(?![\w])", _NAME, message)
+        key = (item.code, item.severity, item.location, item.op, message)
+        firsts.setdefault(key, []).append(item)
+    return [(items[0], len(items) - 1) for items in firsts.values()]
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,8 @@ def _status(group: Group) -> str:
 def _group_story(group: Group, loss: str) -> list[str]:
     """The first member's path to the loss, the other members by name scope, the fix once."""
     first, others = group.first, len(group.members) - 1
-    also = f" (and {plural(others, 'more variable')} with the same cuts)" if others else ""
+    same = "cuts" if first.blockers else "reason"
+    also = f" (and {plural(others, 'more variable')} with the same {same})" if others else ""
     lines = [f"{_code(first.name)}{also}, path to the loss:", ""]
     lines += [*mermaid(first, loss), ""]
     if others:

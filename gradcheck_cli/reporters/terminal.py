@@ -28,6 +28,7 @@ from gradcheck_cli.reporters.grouping import (
     group_dead,
     layer_of,
     plural,
+    same_but_for_the_variable,
     scope_lines,
 )
 from gradcheck_cli.reporters.verdict_text import route_items, verdict_parts
@@ -292,10 +293,13 @@ def _write_findings(console: Console, report: Report, options: TerminalOptions) 
         return
     console.print()
     console.print("[bold]warnings and notes[/]")
-    for item in shown:
+    for item, others in (
+        same_but_for_the_variable(shown) if not options.verbose else ((item, 0) for item in shown)
+    ):
         style = _SEVERITY_STYLE[item.severity]
         where = f" at {escape(file_line(item.location))}" if item.location else ""
-        console.print(f"  [{style}]{item.code}[/]{where}: {escape(item.message)}")
+        more = f" (the same for {plural(others, 'more variable')})" if others else ""
+        console.print(f"  [{style}]{item.code}[/]{where}: {escape(item.message)}{more}")
         write_code(console, report, item.location)
 
 

@@ -17,6 +17,7 @@ import pytest
 from gradcheck_cli import check
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+from tests import oracle
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).parent / "golden"
@@ -26,6 +27,8 @@ SCRIPTS = {
     "keras_unused_layer": ("sample_models/keras_unused_layer.py", "loss"),
     "argmax_loss": ("tests/scripts/argmax_loss.py", "loss"),
     "cond_branch_cut": ("tests/scripts/cond_branch_cut.py", "loss"),
+    # 52 Dense layers under one tf.stop_gradient: one story, a collapsed table.
+    "deep_stop_gradient": ("tests/scripts/deep_stop_gradient.py", "loss"),
 }
 
 
@@ -83,3 +86,14 @@ def test_colour_is_off_without_a_terminal(reports: dict[str, tuple[Report, Path]
     report, _ = reports["seed_script"]
     assert "\x1b[" not in render_terminal(report, TerminalOptions(color=False, width=80))
     assert "\x1b[" in render_terminal(report, TerminalOptions(color=True, width=80))
+
+
+def test_the_grouped_model_is_judged_by_tensorflow(
+    reports: dict[str, tuple[Report, Path]],
+) -> None:
+    """The 52-layer model's one story stands for 104 verdicts; TensorFlow agrees with each."""
+    path, loss = SCRIPTS["deep_stop_gradient"]
+    tensorflow = oracle.start_dead_in_script(str(REPO / path), loss).result()
+    report, _ = reports["deep_stop_gradient"]
+    assert {v.name for v in report.dead} == oracle.dead_names(tensorflow)
+    assert len(report.dead) == 104
