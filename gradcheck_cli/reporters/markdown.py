@@ -119,7 +119,8 @@ def _group_story(group: Group, loss: str) -> list[str]:
         head, *code = group.fix.splitlines()
         lines += [f"**Fix:** {_inline(head)}", ""]
         if code:
-            lines += ["```python", *textwrap.dedent("\n".join(code)).splitlines(), "```", ""]
+            # No `python` tag: formatters that rewrite tagged blocks would change the user's code.
+            lines += ["```", *textwrap.dedent("\n".join(code)).splitlines(), "```", ""]
         if group.fix_names_member:
             lines += [f"Written for {_code(first.name)}: the same for each, with its own name.", ""]
     return lines

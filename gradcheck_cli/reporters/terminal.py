@@ -1,4 +1,4 @@
-"""The terminal report: the story of each dead variable, the warnings, a summary and a verdict."""
+"""The terminal report: a story per root cause, the warnings, a summary and a verdict."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ _STATUS_STYLE = {
     Status.UNUSED: "bold yellow",
     Status.FROZEN: "dim",
 }
-INTENDED_HEADER = "[bold yellow]not trained by this loss (looks intended)[/]"
+_INTENDED_HEADER = "[bold yellow]not trained by this loss (looks intended)[/]"
 _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
@@ -49,7 +49,7 @@ class TerminalOptions:
     width: int = 100
     focus: str | None = None  # --why VAR
     quiet: bool = False  # -q: the verdict only
-    verbose: bool = False  # info findings too
+    verbose: bool = False  # info findings, every variable's own story, a row per variable
 
 
 def render_terminal(report: Report, options: TerminalOptions) -> str:
@@ -88,7 +88,7 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
             for verdict in group.members:
                 _write_story(console, report, verdict)
         else:
-            write_group_story(console, report, group, options.width)
+            _write_group_story(console, report, group, options.width)
     _write_findings(console, report, options)
     console.print()
     _write_summary(console, report, options)
@@ -99,12 +99,12 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
 # -- a group of variables with one root cause ----------------------------------------------------
 
 
-def write_group_story(console: Console, report: Report, group: Group, width: int) -> None:
+def _write_group_story(console: Console, report: Report, group: Group, width: int) -> None:
     """The cut(s) once, the variables by name scope with counts, the fix once."""
     console.print()
     first, count = group.first, len(group.members)
     if group.intended is not None:
-        console.print(f"{INTENDED_HEADER} [bold]{plural(count, 'variable')}[/]")
+        console.print(f"{_INTENDED_HEADER} [bold]{plural(count, 'variable')}[/]")
         console.print(f"  {escape(group.intended)}")
     else:
         style = _STATUS_STYLE[first.status]
@@ -126,20 +126,21 @@ def write_group_story(console: Console, report: Report, group: Group, width: int
     if first.status is Status.UNUSED:
         in_layers = all("/" in v.name for v in group.members)
         reason = (
-            unused_layer_reason(first)
+            _unused_layer_reason(first)
             if in_layers
             else f"never reaches the loss: {why_unused(first) or ''}"
         )
         console.print(f"  {escape(reason)}")
     else:
-        console.print(f"  path to the loss, from {escape(first.name)}:")
-        console.print(Text("    ") + route_text(first.name.split("/")[-1], first.route))
+        if first.route:
+            console.print(f"  path to the loss, from {escape(first.name)}:")
+            console.print(Text("    ") + _route_text(first.name.split("/")[-1], first.route))
         for number, blocker in enumerate(first.blockers, start=1):
-            write_cut(console, report, number, blocker)
-        hidden = hidden_cuts_sentence(first)
+            _write_cut(console, report, number, blocker)
+        hidden = _hidden_cuts_sentence(first)
         if hidden:
             console.print(f"  {escape(hidden)}")
-    write_fix(console, group.fix)
+    _write_fix(console, group.fix)
     if group.fix is not None and group.fix_names_member:
         console.print(f"  (written for {escape(first.name)}: the same for each, with its own name)")
     why = f"--why {escape(group.scope)}, or -v" if group.scope else "-v, or --why NAME"
@@ -153,15 +154,15 @@ def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> 
     console.print()
     intended = report.intended.get(verdict.name)
     style = _STATUS_STYLE[verdict.status]
-    status = f"[{style}]{verdict.status.value}[/]" if intended is None else INTENDED_HEADER
+    status = f"[{style}]{verdict.status.value}[/]" if intended is None else _INTENDED_HEADER
     console.print(
-        f"{status} [bold]{escape(verdict.name)}[/] [dim]shape {escape(shape_text(verdict))}[/]"
+        f"{status} [bold]{escape(verdict.name)}[/] [dim]shape {escape(_shape(verdict))}[/]"
     )
     if intended is not None:
         console.print(f"  {escape(intended)}")
     if verdict.location is not None:
-        console.print(f"  created at {escape(file_line(verdict.location))}")
-        write_code(console, report, verdict.location)
+        console.print(f"  created at {escape(_where(verdict.location))}")
+        _write_code(console, report, verdict.location)
     if verdict.status is Status.OK:
         console.print("  gets gradient from the loss")
         return
@@ -174,16 +175,16 @@ def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> 
         if verdict.route:
             console.print("  path to the loss:")
             name = assigned_name(report.code_at(verdict.location)) or verdict.name.split("/")[-1]
-            console.print(Text("    ") + route_text(name, verdict.route))
+            console.print(Text("    ") + _route_text(name, verdict.route))
         for number, blocker in enumerate(verdict.blockers, start=1):
-            write_cut(console, report, number, blocker)
-        hidden = hidden_cuts_sentence(verdict)
+            _write_cut(console, report, number, blocker)
+        hidden = _hidden_cuts_sentence(verdict)
         if hidden:
             console.print(f"  {escape(hidden)}")
-    write_fix(console, report.fixes.get(verdict.name))
+    _write_fix(console, report.fixes.get(verdict.name))
 
 
-def write_fix(console: Console, fix: str | None) -> None:
+def _write_fix(console: Console, fix: str | None) -> None:
     """`fix:` and its first line, then the code to paste, never folded."""
     if fix:
         head, *code = fix.splitlines()
@@ -204,22 +205,22 @@ def _write_layer_story(console: Console, report: Report, group: Group) -> None:
         f"[bold yellow]unused[/] layer [bold]{escape(layer)}[/]{escape(holder)}: {escape(weights)}"
     )
     if first.location is not None:
-        console.print(f"  created at {escape(file_line(first.location))}")
-        write_code(console, report, first.location)
-    console.print(f"  {unused_layer_reason(first)}")
-    write_fix(console, group.fix)
+        console.print(f"  created at {escape(_where(first.location))}")
+        _write_code(console, report, first.location)
+    console.print(f"  {_unused_layer_reason(first)}")
+    _write_fix(console, group.fix)
 
 
-def unused_layer_reason(first: VariableVerdict) -> str:
+def _unused_layer_reason(first: VariableVerdict) -> str:
     """Why a layer's weights never reach the loss, in the words of a layer."""
     if first.unreached is Unreached.READ_NOT_REACHING:
         return "its output is not used by any loss: nothing the loss computes depends on it"
     return "built but never called in the forward pass: the loss never reads its weights"
 
 
-def write_cut(console: Console, report: Report, number: int, blocker: Blocker) -> None:
+def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) -> None:
     if blocker.location is not None:
-        where = file_line(blocker.location)
+        where = _where(blocker.location)
     else:
         scope = blocker.op.rpartition("/")[0]
         where = f"op {blocker.op}" + (f" in name scope {scope}" if scope else "")
@@ -229,11 +230,11 @@ def write_cut(console: Console, report: Report, number: int, blocker: Blocker) -
         f"  [red]cut {number}[/] [bold]{escape(blocker.op_type)}[/] "
         f"[dim]({blocker.reason.value})[/] at {escape(where)}"
     )
-    write_code(console, report, blocker.location)
+    _write_code(console, report, blocker.location)
     console.print(f"      {escape(blocker.message)}")
 
 
-def write_code(console: Console, report: Report, location: SourceLocation | None) -> None:
+def _write_code(console: Console, report: Report, location: SourceLocation | None) -> None:
     code = report.code_at(location)
     if location is None or code is None:
         return
@@ -243,7 +244,7 @@ def write_code(console: Console, report: Report, location: SourceLocation | None
     )
 
 
-def route_text(name: str, route: tuple[PathStep, ...]) -> Text:
+def _route_text(name: str, route: tuple[PathStep, ...]) -> Text:
     """`w → Mul → ✂ Cast → … 4 ops … → loss`: cuts highlighted, pass-through ops left out,
     long runs without a cut collapsed, the name scope (Keras layer) shown where it changes."""
     text = Text(name, style="bold")
@@ -266,7 +267,7 @@ def route_text(name: str, route: tuple[PathStep, ...]) -> Text:
     return text
 
 
-def hidden_cuts_sentence(verdict: VariableVerdict) -> str | None:
+def _hidden_cuts_sentence(verdict: VariableVerdict) -> str | None:
     stops = [b for b in verdict.blockers if b.reason is Reason.STOP_GRADIENT]
     remaining = verdict.cuts_without_stop_gradient
     if not stops or not remaining:
@@ -297,10 +298,10 @@ def _write_findings(console: Console, report: Report, options: TerminalOptions) 
         same_but_for_the_variable(shown) if not options.verbose else ((item, 0) for item in shown)
     ):
         style = _SEVERITY_STYLE[item.severity]
-        where = f" at {escape(file_line(item.location))}" if item.location else ""
+        where = f" at {escape(_where(item.location))}" if item.location else ""
         more = f" (the same for {plural(others, 'more variable')})" if others else ""
         console.print(f"  [{style}]{item.code}[/]{where}: {escape(item.message)}{more}")
-        write_code(console, report, item.location)
+        _write_code(console, report, item.location)
 
 
 def _shown(item: Finding, options: TerminalOptions) -> bool:
@@ -327,7 +328,7 @@ def _write_summary(console: Console, report: Report, options: TerminalOptions) -
             _status_text(
                 verdict.status, verdict.name in report.allowed, verdict.name in report.intended
             ),
-            escape(shape_text(verdict)),
+            escape(_shape(verdict)),
             str(len(verdict.blockers)) if verdict.blockers else "",
         )
     console.print(table)
@@ -362,11 +363,11 @@ def function_name(name: str) -> str:
     return re.sub(r"_\d+$", "", name.removeprefix("__inference_"))
 
 
-def file_line(location: SourceLocation) -> str:
+def _where(location: SourceLocation) -> str:
     return f"{display_path(location.file)}:{location.line}"
 
 
-def shape_text(verdict: VariableVerdict) -> str:
+def _shape(verdict: VariableVerdict) -> str:
     if verdict.shape is None:
         return "?"
     return "[" + ", ".join("?" if d is None else str(d) for d in verdict.shape) + "]"
