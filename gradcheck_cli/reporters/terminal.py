@@ -123,6 +123,10 @@ def _write_group_story(console: Console, report: Report, group: Group, width: in
             items, width - len(indent), "layer" if "/" in first.name else "variable"
         ):
             console.print(f"{indent}{escape(line)}")
+    created = {v.location for v in group.members}
+    if len(created) == 1 and first.location is not None:
+        console.print(f"  all created at {escape(_where(first.location))}")
+        _write_code(console, report, first.location)
     if first.status is Status.UNUSED:
         in_layers = all("/" in v.name for v in group.members)
         reason = (
