@@ -205,9 +205,10 @@ def _write_layer_story(console: Console, report: Report, group: Group) -> None:
     weights = ", ".join(v.name.rpartition("/")[2] for v in members)
     attribute = first.path.rpartition(".")[0] if first.path and first.path != first.name else None
     holder = f" ({attribute})" if attribute else ""
-    console.print(
-        f"[bold yellow]unused[/] layer [bold]{escape(layer)}[/]{escape(holder)}: {escape(weights)}"
-    )
+    status = "[bold yellow]unused[/]" if group.intended is None else _INTENDED_HEADER
+    console.print(f"{status} layer [bold]{escape(layer)}[/]{escape(holder)}: {escape(weights)}")
+    if group.intended is not None:
+        console.print(f"  {escape(group.intended)}")
     if first.location is not None:
         console.print(f"  created at {escape(_where(first.location))}")
         _write_code(console, report, first.location)

@@ -269,3 +269,11 @@ def test_a_warning_per_variable_is_listed_once_with_a_count() -> None:
     assert text.count("is under a tf.stop_gradient") == 1
     assert "(the same for 173 more variables)" in " ".join(text.split())
     assert _terminal(report, verbose=True).count("is under a tf.stop_gradient") == 174
+
+
+def test_an_unused_layer_that_looks_intended_is_told_as_intended() -> None:
+    layer = _unused_layers(("probe", "kernel", "bias"))
+    reason = "probe is trained by another loss in this script"
+    text = _terminal(_report(layer, intended={v.name: reason for v in layer}))
+    assert "not trained by this loss (looks intended) layer model/probe (model.probe)" in text
+    assert reason in text and "\nunused " not in text
