@@ -7,7 +7,12 @@ from gradcheck_cli.graph.model import SourceLocation, Variable
 
 
 def verdict(
-    name: str, status: Status, *, location: SourceLocation | None = None, **fields: object
+    name: str,
+    status: Status,
+    *,
+    location: SourceLocation | None = None,
+    path: str | None = None,
+    **fields: object,
 ) -> VariableVerdict:
-    variable = Variable(name, True, "float32", (2, 2), source=None, location=location)
+    variable = Variable(name, True, "float32", (2, 2), source=None, path=path, location=location)
     return VariableVerdict(variable, status, **fields)  # type: ignore[arg-type]
