@@ -152,7 +152,9 @@ def _construction_site(
 
     while frame is not None:
         code = frame.f_code
-        owner = frame.f_locals.get("self")
+        # A method's `self` is its first argument (locals of other frames are never read).
+        is_method = code.co_argcount > 0 and code.co_varnames[0] == "self"
+        owner = frame.f_locals.get("self") if is_method else None
         if owner is not layer:
             if is_user_file(code.co_filename):
                 return SourceLocation(code.co_filename, frame.f_lineno, code.co_name)
