@@ -88,7 +88,10 @@ _SHARED: list[Callable[[Any], Any]] = [
         "--allow-dead",
         metavar="PATTERN",
         multiple=True,
-        help="Accept dead variables whose name or path matches this glob (repeatable).",
+        help=(
+            "Accept dead variables whose name, path, layer or name scope matches this glob "
+            "(repeatable)."
+        ),
     ),
     click.option(
         "--baseline",
@@ -123,7 +126,14 @@ _SHARED: list[Callable[[Any], Any]] = [
         help="Seconds a script or Keras file may take to load and trace, at most 86400.  "
         "[default: GRADCHECK_TIMEOUT, else the config's timeout, else 600]",
     ),
-    click.option("--why", metavar="VARIABLE", help="Explain one variable only (its name or path)."),
+    click.option(
+        "--why",
+        metavar="VARIABLE",
+        help=(
+            "Explain one variable (a name the report prints: full name, path, short name "
+            "when unique) or a layer's variables (its name or attribute)."
+        ),
+    ),
     click.option("--quiet", "-q", is_flag=True, help="Print only the one-line verdict."),
     click.option("--verbose", "-v", is_flag=True, help="Also show informational findings."),
     click.option("--debug", is_flag=True, help="Show Python tracebacks for errors."),

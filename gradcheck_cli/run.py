@@ -15,7 +15,7 @@ from pathlib import Path
 from gradcheck_cli.config import os_error_reason, read_text_file
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.finding import Severity
-from gradcheck_cli.findings.names import variables_named
+from gradcheck_cli.findings.names import sharing_last_part, variables_named
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.loaders.process_tree import ProcessTree, Stopped, stop_on_sigterm_only
@@ -212,8 +212,16 @@ def exit_code(outcomes: Iterable[Outcome], fail_on: FailOn, exit_zero: bool = Fa
 
 def missing_variable(reports: Sequence[Report], name: str) -> str | None:
     """The error line when no report has a variable called `name` (for --why), else None."""
-    if any(variables_named(report.variables, name) for report in reports):
+    if any(variables_named(report.variables, name, report.code_at) for report in reports):
         return None
+    sharing = sorted(
+        {v.name for report in reports for v in sharing_last_part(report.variables, name)}
+    )
+    if len(sharing) > 1:
+        return (
+            f"gradcheck: error: {len(sharing)} variables have names ending in {name!r}; "
+            f"name one: {', '.join(sharing)}"
+        )
     names = ", ".join(v.name for report in reports for v in report.variables[:12])
     return f"gradcheck: error: no variable named {name!r}; variables: {names}"
 

@@ -179,6 +179,20 @@ def test_why_tells_one_story(saved: Path) -> None:
     assert code == ExitCode.ERROR and "no variable named 'nope'" in err and out == ""
 
 
+def test_why_takes_the_short_name_and_the_scope_the_report_prints() -> None:
+    """The report prints `weights_i` (its route) and `hidden1/weights_i`; `hidden1` is the
+    name scope of the layer, all of whose variables it tells."""
+    script = str(Path(__file__).parents[1] / "sample_models/faulty_weights_tf1.py")
+    code, out, err = _run(script, "--loss", "loss", "--why", "weights_i", "--color", "never")
+    assert code == ExitCode.DEAD_VARIABLES, err
+    stories = [line.split()[1] for line in out.splitlines() if line.startswith(("blocked", "ok"))]
+    assert stories == ["hidden1/weights_i"]
+    code, out, err = _run(script, "--loss", "loss", "--why", "hidden1", "--color", "never")
+    assert code == ExitCode.DEAD_VARIABLES, err
+    stories = [line.split()[1] for line in out.splitlines() if line.startswith(("blocked", "ok"))]
+    assert stories == ["hidden1/weights_i", "hidden1/biases"]
+
+
 @pytest.fixture
 def seen(monkeypatch: pytest.MonkeyPatch) -> list[Options]:
     """The Options each command line gives `run`, which checks nothing and exits 0."""

@@ -3,34 +3,116 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 
 from gradcheck_cli.analysis.verdicts import VariableVerdict
+from gradcheck_cli.findings.source import assigned_name
+from gradcheck_cli.graph.model import SourceLocation
+
+# The code at a location (Report.code_at): the name a creation line assigns is a name too.
+CodeAt = Callable[[SourceLocation | None], str | None]
+
+_ATTRIBUTE_STEP = re.compile(r"\.?[A-Za-z_]\w*|\[[^\]]*\]")
 
 
-def variables_named(verdicts: Iterable[VariableVerdict], name: str) -> tuple[VariableVerdict, ...]:
-    """The variables `name` means, most precise form first: the full name or Keras path; the
-    last part of the name when one variable has it (`weights_i`); a layer or name scope, for all
-    of its weights (`dense_1`, `teacher/conv1`)."""
+def variables_named(
+    verdicts: Iterable[VariableVerdict], name: str, code_at: CodeAt | None = None
+) -> tuple[VariableVerdict, ...]:
+    """The variables `name` means, most precise form first:
+
+    - one variable: its full name or Keras path (`hidden1/weights_i`), its attribute path
+      (`model.proj.kernel`), either with dots (`model.dense_1.kernel`);
+    - one variable: the last part of its name (`weights_i`), only when no other has it;
+    - a group, all of its variables: a layer or name scope (`dense_1`, `teacher/conv1`), an
+      attribute holding a layer (`model.proj`), the name its creation line assigns
+      (`self.output_kernel`, `output_kernel`, `self.proj` for a layer's weights).
+
+    A last part that several variables share means none of them (see `sharing_last_part`).
+    """
     candidates = tuple(verdicts)
-    exact = tuple(v for v in candidates if name in (v.name, v.path))
+    exact = tuple(v for v in candidates if name in _exact_forms(v))
     if exact:
         return exact
-    short = tuple(v for v in candidates if v.name.rpartition("/")[2] == name)
-    if len(short) == 1:
-        return short
-    scoped = tuple(
-        v for v in candidates if v.name.startswith(f"{name}/") or f"/{name}/" in f"/{v.name}"
+    short = sharing_last_part(candidates, name)
+    if short:
+        return short if len(short) == 1 else ()
+    return tuple(v for v in candidates if name in _group_forms(v, code_at))
+
+
+def sharing_last_part(
+    verdicts: Iterable[VariableVerdict], name: str
+) -> tuple[VariableVerdict, ...]:
+    """The variables whose name (or attribute path) ends with the part `name`."""
+    return tuple(v for v in verdicts if name in _last_parts(v))
+
+
+def variables_matching(
+    verdicts: Iterable[VariableVerdict], pattern: str, code_at: CodeAt | None = None
+) -> tuple[VariableVerdict, ...]:
+    """The variables an allow-dead pattern accepts: a glob over every exact and group form of
+    `variables_named` (not over last parts, which many variables share), or a name that
+    `variables_named` reads."""
+    candidates = tuple(verdicts)
+    named = {v.name for v in variables_named(candidates, pattern, code_at)}
+    return tuple(
+        v
+        for v in candidates
+        if v.name in named
+        or any(
+            fnmatch.fnmatchcase(form, pattern)
+            for form in (*_exact_forms(v), *_group_forms(v, code_at))
+        )
     )
-    return scoped
 
 
-def matches_pattern(verdict: VariableVerdict, pattern: str) -> bool:
-    """An allow-dead glob: the full name, the Keras path, or a layer or name scope of it."""
-    forms = [verdict.name, *([verdict.path] if verdict.path else [])]
-    if any(fnmatch.fnmatchcase(form, pattern) for form in forms):
-        return True
+def _exact_forms(verdict: VariableVerdict) -> set[str]:
+    forms = {verdict.name, verdict.name.replace("/", ".")}
+    steps = _attribute_steps(verdict)
+    if steps:
+        forms.update({"".join(steps), _under_root(steps, verdict.name)})
+    return forms
+
+
+def _last_parts(verdict: VariableVerdict) -> set[str]:
+    parts = {verdict.name.rpartition("/")[2]}
+    steps = _attribute_steps(verdict)
+    if steps:
+        parts.add(steps[-1].lstrip("."))
+    return parts
+
+
+def _group_forms(verdict: VariableVerdict, code_at: CodeAt | None) -> set[str]:
     scopes = verdict.name.split("/")[:-1]
-    return any(
-        fnmatch.fnmatchcase("/".join(scopes[: end + 1]), pattern) for end in range(len(scopes))
-    )
+    runs = [
+        "/".join(scopes[start:end])
+        for start in range(len(scopes))
+        for end in range(start + 1, len(scopes) + 1)
+    ]
+    forms = {*runs, *(run.replace("/", ".") for run in runs)}
+    steps = _attribute_steps(verdict)
+    if steps:
+        forms.update("".join(steps[:end]) for end in range(1, len(steps)))
+        prefixes = ("/".join(scopes[:end]) for end in range(1, len(scopes) + 1))
+        forms.update(_under_root(steps, prefix) for prefix in prefixes)
+    assigned = assigned_name(code_at(verdict.location)) if code_at else None
+    if assigned:
+        forms.update({assigned, assigned.rpartition(".")[2]})
+    return forms
+
+
+def _attribute_steps(verdict: VariableVerdict) -> list[str]:
+    """The steps of the attribute path that holds the variable in the script (`model`,
+    `.layers`, `[1]`, `.kernel`); none when its path is its Keras path."""
+    path = verdict.path
+    if not path or path == verdict.name:
+        return []
+    steps = _ATTRIBUTE_STEP.findall(path)
+    return steps if "".join(steps) == path and not steps[0].startswith((".", "[")) else []
+
+
+def _under_root(steps: list[str], name: str) -> str:
+    """`name` in dots under the script's own variable (`model.dense_1.kernel` for the weight
+    `dense_1/kernel` of the model bound to `model`)."""
+    dotted = name.replace("/", ".")
+    return dotted if dotted.startswith(f"{steps[0]}.") else f"{steps[0]}.{dotted}"

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from gradcheck_cli.findings.build import finding_order
 from gradcheck_cli.findings.finding import Finding, Severity
-from gradcheck_cli.findings.names import matches_pattern
+from gradcheck_cli.findings.names import variables_matching
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import (
     ALLOWED_BY_BASELINE,
@@ -47,12 +47,16 @@ def apply_policy(
         dict(allow_dead) if isinstance(allow_dead, Mapping) else dict.fromkeys(allow_dead, "")
     )
     known = set(baseline)
+    matching = {
+        pattern: {v.name for v in variables_matching(report.variables, pattern, report.code_at)}
+        for pattern in patterns
+    }
     allowed: dict[str, str] = dict(report.allowed)
     for verdict in report.variables:
         if not verdict.dead or verdict.name in allowed:
             continue
         for pattern, reason in patterns.items():
-            if matches_pattern(verdict, pattern):
+            if verdict.name in matching[pattern]:
                 allowed[verdict.name] = allowed_by_pattern(pattern, reason)
                 break
         else:

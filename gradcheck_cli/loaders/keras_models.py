@@ -43,6 +43,7 @@ def trace_keras_model(
     known = {id(v) for v in candidates}
     candidates = candidates + [v for v in weights if id(v) not in known]
     objective = keras_objective(model, loss, name)
+    keras.settle()
     if objective.tapes:
         return _trace_tapes(objective.tapes, model, name, keras, created_at, verify)
     result = trace_loss(

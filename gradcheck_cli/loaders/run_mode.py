@@ -85,7 +85,7 @@ def _track_variables(capture: Capture, path: Path) -> None:
     """Record every tf.Variable the script creates, and what Keras says of its weights."""
     from tensorflow.python.ops import resource_variable_ops
 
-    from gradcheck_cli.loaders.keras_weights import track_layer_construction, track_weight_owners
+    from gradcheck_cli.loaders.keras_weights import track_keras_weights
 
     created = capture.created
     original = resource_variable_ops.ResourceVariable.__init__
@@ -95,9 +95,7 @@ def _track_variables(capture: Capture, path: Path) -> None:
         created.add(self)
 
     resource_variable_ops.ResourceVariable.__init__ = init  # type: ignore[method-assign]
-    sites = track_layer_construction(path)
-    if "keras" in sys.modules:  # imported by track_layer_construction for a Keras script
-        track_weight_owners(sites, created.keras, created.layer_sites)
+    created.keras = track_keras_weights(path)
 
 
 def _run_as_main(path: Path) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, Variable, make_names_unique
 from gradcheck_cli.loaders import traced
+from gradcheck_cli.loaders.keras_weights import KerasWeights
 from gradcheck_cli.loaders.leaving_tensorflow import Leave
 from gradcheck_cli.loaders.worker_protocol import (
     EagerResult,
@@ -27,10 +28,8 @@ class CreatedVariables:
 
     variables: list[Any] = field(default_factory=list)
     at: dict[int, SourceLocation | None] = field(default_factory=dict)
-    # id(backing tf.Variable) -> the Keras variable that wraps it
-    keras: dict[int, Any] = field(default_factory=dict)
-    # id(backing tf.Variable) -> the line that constructed the owning Keras layer
-    layer_sites: dict[int, SourceLocation | None] = field(default_factory=dict)
+    # Keras variables and their layers' construction lines
+    keras: KerasWeights = field(default_factory=KerasWeights)
 
     # id(tf.Variable) -> the name of the tf.Module whose method created it
     owners: dict[int, str] = field(default_factory=dict)
@@ -45,8 +44,9 @@ class CreatedVariables:
     def describe(self, variable: Any) -> tuple[Any, Variable]:
         """(backing tf.Variable, the graph model's Variable) for a tf or Keras variable."""
         tf_variable = backing(variable)
+        self.keras.settle()
         keras_variable = (
-            variable if tf_variable is not variable else self.keras.get(id(tf_variable))
+            variable if tf_variable is not variable else self.keras.variables.get(id(tf_variable))
         )
         if keras_variable is not None:
             name, trainable = str(keras_variable.path), bool(keras_variable.trainable)
@@ -55,7 +55,7 @@ class CreatedVariables:
             owner = self.owners.get(id(tf_variable))
             if owner and "/" not in name:  # `self.w = tf.Variable(...)` in a tf.Module
                 name = f"{owner}/{name}"
-        location = self.layer_sites.get(id(tf_variable)) or self.at.get(id(tf_variable))
+        location = self.keras.constructed_at.get(id(tf_variable)) or self.at.get(id(tf_variable))
         if location is None and _is_graph_variable(tf_variable):
             location = traced.user_location(tf_variable.op.traceback)
         return tf_variable, traced.model_variable(tf_variable, name, trainable, location=location)

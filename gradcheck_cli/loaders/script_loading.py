@@ -14,7 +14,7 @@ from gradcheck_cli.loaders.eager_fallback import eager_fallback
 from gradcheck_cli.loaders.eager_reads import mark_frozen_reads, recording_eager_reads
 from gradcheck_cli.loaders.function_tracing import concrete_function, trace_loss
 from gradcheck_cli.loaders.keras_models import is_keras_model, trace_keras_model
-from gradcheck_cli.loaders.keras_weights import keras_weights, track_layer_construction
+from gradcheck_cli.loaders.keras_weights import keras_weights, track_keras_weights
 from gradcheck_cli.loaders.loss_finding import SCRIPT_RUN_NAME, find_loss, is_graph_tensor
 from gradcheck_cli.loaders.worker_protocol import EagerResult, Traced
 
@@ -34,7 +34,7 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
 
     sys.argv = [str(path)]
     sys.path.insert(0, str(path.parent.resolve()))
-    layer_sites = track_layer_construction(path)
+    tracked = track_keras_weights(path)
     with tf.variable_creator_scope(record):
         with recording_eager_reads() as reads:
             namespace = _run(path)
@@ -49,9 +49,12 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
                 f"{name} in {path} is an eager value, not a loss function: gradients cannot be "
                 "traced from a computed number; pass the function that computes it"
             )
-        keras = keras_weights(namespace, layer_sites)
-        created_at = {id(v): location for v, location in created}
-        created_at.update(keras.constructed_at)
+        keras = keras_weights(namespace, tracked)
+        # The layer's line for a Keras weight, else the variable's own; the same dict goes on
+        # filling in as tracing builds the layers the script did not call yet.
+        created_at = keras.constructed_at
+        for variable, location in created:
+            created_at.setdefault(id(variable), location)
         candidates = [v for v, _ in created if isinstance(v, tf.Variable)]
         if is_keras_model(value):
             return trace_keras_model(value, None, name, candidates, keras, created_at, verify)
@@ -65,6 +68,7 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
             return eager_fallback(
                 value, name, path, candidates, keras.info, created_at, error, verify
             )
+        keras.settle()
         result = trace_loss(
             concrete, name, candidates, verify=verify, created_at=created_at, keras=keras
         )

@@ -77,7 +77,7 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
         f"loss [bold]{escape(source.loss)}[/]"
     )
     if options.focus is not None:
-        chosen = variables_named(report.variables, options.focus)
+        chosen = variables_named(report.variables, options.focus, report.code_at)
         for verdict in chosen:
             _write_story(console, report, verdict)
         return
