@@ -85,6 +85,20 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
     return blocker_fix(first, name)
 
 
+def offered_rewrite(verdict: VariableVerdict, source: SourceLines) -> Rewrite | None:
+    """The code rewrite that the fix of a dead variable offers, if any."""
+    types = {b.op_type for b in verdict.blockers}
+    if not types or verdict.blockers[0].reason is Reason.LEFT_TENSORFLOW:
+        return None
+    if types & _SELECTIONS:
+        found = selection_use(verdict, source)
+    elif types <= _TRANSFORMS:
+        found = straight_through_rewrite(verdict, python_name(verdict, source), source)
+    else:
+        return None
+    return found if isinstance(found, Rewrite) else None
+
+
 def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -> str:
     """`w + tf.stop_gradient(transform(w) - w)` on the user's own expression, when it is sure
     to type-check; otherwise what to do, in words."""
@@ -103,13 +117,13 @@ def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -
             where = _at(stops[-1])
             return (
                 f"remove the tf.stop_gradient{where} if {name} should learn from this loss; if "
-                f"the cut is intended, create {name} with trainable=False (no straight-through "
-                f"rewrite: {rewrite})"
+                f"the cut is intended, create {name} with trainable=False (a straight-through "
+                f"estimator does not apply: {rewrite})"
             )
         return (
             f"to use the transformed value forward and still train {name}, wrap the transform "
             "in a straight-through estimator (the value forward, the identity gradient "
-            f"backward); gradcheck writes no code for it here: {rewrite}"
+            f"backward); gradcheck writes no code for it, as {rewrite}"
         )
     line = rewrite.location.line
     where = f" (line {line})" if rewrite.target is not None else ""

@@ -43,6 +43,13 @@ def straight_through_rewrite(
     call frames of its last op and of the op after it part is the user's line; the call into
     the frame below (e.g. `quantize(...)`), or the op's own expression, is the transform.
     """
+    found = _route_rewrite(verdict, name, source)
+    if isinstance(found, Rewrite):
+        return found
+    return _elementwise_rewrite(verdict, name, source) or found
+
+
+def _route_rewrite(verdict: VariableVerdict, name: str, source: SourceLines) -> Rewrite | str:
     route = verdict.route
     cuts = [index for index, step in enumerate(route) if step.cut is not None]
     shape = verdict.shape
@@ -53,27 +60,57 @@ def straight_through_rewrite(
         end += 1
     last, after = route[end], route[min(end + 1, len(route) - 1)]
     if not _keeps(last, verdict):
-        return (
-            f"the value that is cut ({last.op_type}{_at(last.location)}) does not have {name}'s "
-            f"shape {list(shape)} and dtype {verdict.dtype}, so it is not a transform of {name}"
-        )
+        return f"the cut value is not of {name}'s shape {list(shape)} and dtype {verdict.dtype}"
     if last is after or last.location is None or after.location is None:
         return "the source lines of the transform are not known"
     line, callee = _parting(_frames(last.location), _frames(after.location))
     expression = _expression(source, line, callee, last.op_type)
     if expression is None:
-        what = f"the call to {callee}" if callee else f"the {last.op_type}"
-        return f"gradcheck could not find {what} unambiguously on line {line.line}"
+        what = f"the call to {callee}" if callee else f"its {last.op_type}"
+        return f"{what} is not found unambiguously on line {line.line}"
     node, parent, statement = expression
     if not _in_scope(verdict, name, line, node):
         return f"{name} is not known by that name at line {line.line}"
+    return _rewrite(source, line.file, name, expression)
+
+
+# Elementwise ops that keep their input's shape and dtype.
+_ELEMENTWISE = frozenset({"Round", "Floor", "Ceil", "Rint", "Sign"})
+
+
+def _elementwise_rewrite(
+    verdict: VariableVerdict, name: str, source: SourceLines
+) -> Rewrite | None:
+    """The rewrite of the one cut when it is an elementwise op written on the variable itself
+    (`tf.round(threshold)`), wherever it is (a tf.cond branch, a loop body)."""
+    if len(verdict.blockers) != 1:
+        return None
+    blocker = verdict.blockers[0]
+    where = blocker.location
+    if blocker.op_type not in _ELEMENTWISE or where is None:
+        return None
+    line = _Frame(where.file, where.line, where.function)
+    expression = _expression(source, line, None, blocker.op_type)
+    if expression is None or not isinstance(expression[0], ast.Call):
+        return None
+    call = expression[0]
+    if len(call.args) != 1 or call.keywords or ast.unparse(call.args[0]) != name:
+        return None
+    rewrite = _rewrite(source, where.file, name, expression)
+    return rewrite if isinstance(rewrite, Rewrite) else None
+
+
+def _rewrite(
+    source: SourceLines, file: str, name: str, expression: tuple[ast.expr, ast.AST, ast.stmt]
+) -> Rewrite | str:
+    node, parent, statement = expression
     inner = node
     if isinstance(node, ast.Call) and called_name(node.func) == "stop_gradient" and node.args:
         inner = node.args[0]
-    original = source.segment(line.file, node)
-    transform = _text(source, line.file, inner)
+    original = source.segment(file, node)
+    transform = _text(source, file, inner)
     if original is None or transform is None:
-        return f"the source of line {line.line} is not readable"
+        return f"the source of line {node.lineno} is not readable"
     if not isinstance(inner, _TIGHT) and not (
         isinstance(inner, ast.BinOp) and isinstance(inner.op, _ARITHMETIC)
     ):
@@ -82,11 +119,10 @@ def straight_through_rewrite(
     target = None
     whole = isinstance(statement, ast.Assign) and statement.value is node
     if whole and isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-        target = source.segment(line.file, statement.targets[0])
+        target = source.segment(file, statement.targets[0])
     elif not isinstance(parent, (ast.Call, ast.keyword, ast.Assign, ast.Return, ast.Tuple)):
         replacement = f"({replacement})"
-    located = SourceLocation(line.file, node.lineno, line.function)
-    return Rewrite(located, original, replacement, target)
+    return Rewrite(SourceLocation(file, node.lineno), original, replacement, target)
 
 
 def _keeps(step: PathStep, verdict: VariableVerdict) -> bool:
