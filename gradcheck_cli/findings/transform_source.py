@@ -10,6 +10,11 @@ from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders.op_expressions import called_name, creates, statement_at
 
+# Ops that run a function: a cut inside is not on the top graph's route.
+_CALLS = frozenset(
+    {"If", "StatelessIf", "While", "StatelessWhile", "Case", "PartitionedCall"}
+    | {"StatefulPartitionedCall"}
+)
 # Operands that `x - w` and `w + x` leave intact without parentheses.
 _TIGHT = (ast.Call, ast.Name, ast.Attribute, ast.Subscript, ast.Constant)
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.MatMult, ast.Pow)
@@ -56,9 +61,14 @@ def _route_rewrite(verdict: VariableVerdict, name: str, source: SourceLines) -> 
     if not cuts or shape is None or None in shape:
         return f"{name}'s path to the loss or its shape is not known"
     end = cuts[-1]
+    if route[end].op_type in _CALLS:
+        where = _at(route[end].location)
+        return f"the cut is inside a function (a tf.cond branch, a loop body) called{where}"
     while end + 2 < len(route) and _extends(route[end], route[end + 1], verdict):
         end += 1
     last, after = route[end], route[min(end + 1, len(route) - 1)]
+    if last.node is None or not last.node.output_shapes:
+        return "the shapes along its path are not known"
     if not _keeps(last, verdict):
         return f"the cut value is not of {name}'s shape {list(shape)} and dtype {verdict.dtype}"
     if last is after or last.location is None or after.location is None:

@@ -19,6 +19,7 @@ from gradcheck_cli.graph.model import (
     TensorRef,
 )
 from gradcheck_cli.loaders.constant_inputs import mark_constant_inputs
+from gradcheck_cli.loaders.op_expressions import line_inside_lambda
 from gradcheck_cli.loaders.proto_limits import ExpansionBudget, Refused, malformed
 from gradcheck_cli.loaders.tf_protos import dtype_name, protos
 
@@ -222,6 +223,7 @@ class GraphBuilder:
             self._budget.spend(
                 len(inputs) * outputs, f"has {len(inputs)} inputs and {outputs} outputs"
             )
+        location = self._locations(node_def.name, fn_name)
         return Node(
             name=node_def.name,
             op_type=node_def.op,
@@ -230,7 +232,7 @@ class GraphBuilder:
             calls=calls,
             gradient_op_type=grad_type,
             attrs=attrs,
-            location=self._locations(node_def.name, fn_name),
+            location=location and line_inside_lambda(location, node_def.op),
             output_shapes=self._shapes(node_def.name, fn_name),
         )
 

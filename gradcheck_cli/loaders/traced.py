@@ -10,7 +10,6 @@ from typing import Any
 from gradcheck_cli.differentiability.registry import load_registry
 from gradcheck_cli.graph.model import CustomGradient, SourceLocation, Variable, make_names_unique
 from gradcheck_cli.loaders.debug_info import innermost_with_callers, is_user_file
-from gradcheck_cli.loaders.op_expressions import line_inside_lambda
 from gradcheck_cli.loaders.worker_protocol import TracedFunction, TracedGraph, TracedVariable
 
 
@@ -173,7 +172,7 @@ def _locations(graphs: Iterable[tuple[str, Any]]) -> dict[str, SourceLocation]:
         for op in graph.get_operations():
             location = user_location(op.traceback)
             if location is not None:
-                locations[f"{op.name}@{fn_name}"] = line_inside_lambda(location, op.type)
+                locations[f"{op.name}@{fn_name}"] = location
     return locations
 
 

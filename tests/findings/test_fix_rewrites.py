@@ -135,10 +135,19 @@ def test_golden_reports(
     assert text == golden.read_text()
 
 
-def test_a_comparison_in_a_cond_lambda_is_on_its_own_line(reports: dict[str, Report]) -> None:
-    verdict = next(v for v in reports["cond_comparison"].variables if v.name == "threshold")
+@pytest.mark.parametrize(
+    ("name", "op_type", "code"),
+    [
+        ("threshold", "Greater", "x > threshold,"),
+        ("offset", "Round", "return tf.round(steps) / 4.0"),
+    ],
+)
+def test_an_op_in_a_cond_lambda_or_a_nested_function_is_on_its_own_line(
+    reports: dict[str, Report], name: str, op_type: str, code: str
+) -> None:
+    verdict = next(v for v in reports["cond_comparison"].variables if v.name == name)
     (blocker,) = verdict.blockers
-    assert blocker.op_type == "Greater"
+    assert blocker.op_type == op_type
     assert blocker.location is not None
     line = Path(blocker.location.file).read_text().splitlines()[blocker.location.line - 1]
-    assert line.strip() == "x > threshold,"
+    assert line.strip() == code
