@@ -66,6 +66,9 @@ def _route_rewrite(verdict: VariableVerdict, name: str, source: SourceLines) -> 
         return f"the cut is inside a function (a tf.cond branch, a loop body) called{where}"
     while end + 2 < len(route) and _extends(route[end], route[end + 1], verdict):
         end += 1
+    mixed = [b for a, b in zip(route, route[1 : end + 1], strict=False) if not _alone(a, b)]
+    if mixed:
+        return f"the transform mixes {name} with other tensors ({mixed[0].op_type})"
     last, after = route[end], route[min(end + 1, len(route) - 1)]
     if last.node is None or not last.node.output_shapes:
         return "the shapes along its path are not known"
@@ -148,15 +151,19 @@ def _keeps(step: PathStep, verdict: VariableVerdict) -> bool:
 
 def _extends(step: PathStep, following: PathStep, verdict: VariableVerdict) -> bool:
     """True if `following` goes on transforming `step`'s value with constants only."""
+    return following.cut is None and _keeps(following, verdict) and _alone(step, following)
+
+
+def _alone(step: PathStep, following: PathStep) -> bool:
+    """True if `following` reads nothing but `step`'s value and constants."""
     node = following.node
-    if following.cut is not None or node is None or not _keeps(following, verdict):
+    if node is None or len(node.constant_inputs) != len(node.inputs):
         return False
-    others = [
+    return all(
         constant
-        for ref, constant in zip(node.inputs, node.constant_inputs, strict=False)
+        for ref, constant in zip(node.inputs, node.constant_inputs, strict=True)
         if ref.node != step.op
-    ]
-    return len(node.constant_inputs) == len(node.inputs) and all(others)
+    )
 
 
 def _frames(location: SourceLocation) -> list[_Frame]:
