@@ -166,7 +166,7 @@ class _Trace:
         for name in reversed(names):
             node = body.nodes[name]
             steps.append(
-                PathStep(node.name, node.op_type, None, node.location, self.cut_at.get(name))
+                PathStep(node.name, node.op_type, None, node.location, self.cut_at.get(name), node)
             )
         return tuple(steps)
 

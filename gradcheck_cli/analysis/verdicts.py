@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.graph.model import SourceLocation, Variable
+from gradcheck_cli.graph.model import Node, SourceLocation, Variable
 
 
 class Status(str, enum.Enum):
@@ -49,6 +49,8 @@ class PathStep:
     function: str | None = None
     location: SourceLocation | None = None
     cut: Reason | None = None
+    # The graph node itself (its output shapes, constant inputs), for the advice on fixes.
+    node: Node | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from gradcheck_cli.analysis.verdicts import Blocker, Unreached, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.findings.source import SourceLines, assigned_name, assignment
+from gradcheck_cli.findings.selection import selection_use
+from gradcheck_cli.findings.source import SourceLines, assigned_name
+from gradcheck_cli.findings.transform_source import (
+    Rewrite,
+    estimator_inside,
+    straight_through_rewrite,
+)
 
 # Ops that transform values (quantize, round, flip bits): the straight-through estimator keeps
 # the transformed value forward and passes the gradient through unchanged backward.
@@ -72,75 +78,98 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
         return "compute the loss with TensorFlow ops only: no .numpy(), float() or NumPy on tensors"
     types = {b.op_type for b in verdict.blockers}
     if types & _SELECTIONS:
-        return (
-            "replace the argmax with a differentiable soft-argmax, e.g.\n"
-            "    soft = tf.nn.softmax(scores / temperature)\n"
-            "    index = tf.reduce_sum(soft * tf.range(tf.shape(scores)[-1], dtype=soft.dtype), -1)"
-        )
+        return selection_fix(verdict, name, source)
     if types <= _TRANSFORMS:
         return straight_through(verdict, name, source)
     first = verdict.blockers[0]
     return blocker_fix(first, name)
 
 
-def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -> str:
-    """`forward = w + tf.stop_gradient(transform(w) - w)`, on the user's own line if we can."""
-    last = _last_cut(verdict)
-    rewrite = assignment(source.line(last.location)) if last is not None else None
-    if rewrite is not None:
-        target, value = rewrite
-        line = f"{target} = {name} + tf.stop_gradient({value} - {name})"
-        where = f" (line {last.location.line})" if last and last.location else ""
+def offered_rewrite(verdict: VariableVerdict, source: SourceLines) -> Rewrite | None:
+    """The code rewrite that the fix of a dead variable offers, if any."""
+    types = {b.op_type for b in verdict.blockers}
+    if not types or verdict.blockers[0].reason is Reason.LEFT_TENSORFLOW:
+        return None
+    if types & _SELECTIONS:
+        found = selection_use(verdict, source)
+    elif types <= _TRANSFORMS:
+        found = straight_through_rewrite(verdict, python_name(verdict, source), source)
     else:
-        types = {b.op_type for b in verdict.blockers}
-        template = (
-            _ELEMENTWISE[types.pop()] if len(types) == 1 and types <= set(_ELEMENTWISE) else None
-        )
-        forward = template.format(name) if template else f"transformed({name})"
-        line = f"{name}_forward = {name} + tf.stop_gradient({forward} - {name})"
-        where = ""
+        return None
+    return found if isinstance(found, Rewrite) else None
+
+
+def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -> str:
+    """`w + tf.stop_gradient(transform(w) - w)` on the user's own expression, when it is sure
+    to type-check; otherwise what to do, in words."""
+    rewrite = straight_through_rewrite(verdict, name, source)
     stops = [b for b in verdict.blockers if b.reason is Reason.STOP_GRADIENT]
-    if len(stops) == len(verdict.blockers):
+    only_stops = len(stops) == len(verdict.blockers)
+    if isinstance(rewrite, str):
+        estimator = estimator_inside(verdict)
+        if estimator is not None:
+            return (
+                f"the straight-through estimator x + tf.stop_gradient(q(x) - x){estimator} "
+                f"passes gradient to x only; {name}, inside q, needs a loss term of its own "
+                "(for a codebook: the squared distance between tf.stop_gradient(x) and q(x))"
+            )
+        if only_stops:
+            where = _at(stops[-1])
+            return (
+                f"remove the tf.stop_gradient{where} if {name} should learn from this loss; if "
+                f"the cut is intended, create {name} with trainable=False (a straight-through "
+                f"estimator does not apply: {rewrite})"
+            )
+        return (
+            f"to use the transformed value forward and still train {name}, wrap the transform "
+            "in a straight-through estimator (the value forward, the identity gradient "
+            f"backward); gradcheck writes no code for it, as {rewrite}"
+        )
+    line = rewrite.location.line
+    where = f" (line {line})" if rewrite.target is not None else ""
+    if only_stops:
         lead = (
             f"remove the tf.stop_gradient, or, to keep the transformed value in the forward "
-            f"pass and still train {name}, use the straight-through estimator{where}:"
+            f"pass and still train {name}, use the straight-through estimator{where}"
         )
     else:
         lead = (
             f"to use the transformed value forward and still train {name}, use the "
             f"straight-through estimator{where}"
-            + ("; no other tf.stop_gradient is needed:" if stops else ":")
+            + ("; no other tf.stop_gradient is needed" if stops else "")
         )
-    return f"{lead}\n    {line}"
+    if rewrite.target is not None:
+        return f"{lead}:\n    {rewrite.target} = {rewrite.replacement}"
+    return (
+        f"{lead}: at line {line}, in place of {rewrite.original}, write\n    {rewrite.replacement}"
+    )
 
 
-_ELEMENTWISE = {
-    "Round": "tf.round({})",
-    "Floor": "tf.floor({})",
-    "Ceil": "tf.math.ceil({})",
-    "Rint": "tf.math.rint({})",
-    "Sign": "tf.sign({})",
-}
+def selection_fix(verdict: VariableVerdict, name: str, source: SourceLines) -> str:
+    """An argmax: a soft index only where its value is used as a number."""
+    use = selection_use(verdict, source)
+    if isinstance(use, Rewrite):
+        return (
+            f"to train {name}, use a differentiable soft-argmax in place of {use.original} "
+            f"(line {use.location.line}); divide the scores by a temperature below 1 to "
+            f"sharpen it:\n    {use.replacement}"
+        )
+    return use
 
 
-def _last_cut(verdict: VariableVerdict) -> Blocker | None:
-    """The cut nearest to the loss on the variable's path, else the last one listed."""
-    on_route = [step.op for step in verdict.route if step.cut is not None]
-    for op in reversed(on_route):
-        for blocker in verdict.blockers:
-            if blocker.op == op and blocker.location is not None:
-                return blocker
-    located = [b for b in verdict.blockers if b.location is not None]
-    return located[-1] if located else None
+def _at(blocker: Blocker) -> str:
+    return f" at line {blocker.location.line}" if blocker.location else ""
 
 
 def blocker_fix(blocker: Blocker, name: str) -> str:
+    """What to do about one cut, in words: the code depends on the whole path."""
     where = f" at line {blocker.location.line}" if blocker.location else ""
     fixes = {
         Reason.STOP_GRADIENT: f"remove the tf.stop_gradient{where}, or create {name} with "
         "trainable=False if the cut is intended",
         Reason.INTEGER_DTYPE: f"keep {name}'s path in floating point; for a threshold use a soft "
-        "one (tf.sigmoid((x - t) / temperature)), for quantization the straight-through estimator",
+        "one (a sigmoid of the distance to the threshold), for quantization the straight-through "
+        "estimator",
         Reason.NON_DIFFERENTIABLE_OP: f"replace the {blocker.op_type}{where} with a differentiable "
         "op, or use the straight-through estimator around it",
         Reason.INDEX_OR_SHAPE_INPUT: f"{name} only selects or shapes values{where}; if it must "
@@ -148,7 +177,7 @@ def blocker_fix(blocker: Blocker, name: str) -> str:
         Reason.CUSTOM_GRADIENT_NONE: f"return a gradient for {name} from the gradient function of "
         f"the tf.custom_gradient{where}",
         Reason.ZERO_GRADIENT: f"the {blocker.op_type}{where} has a zero gradient everywhere; use a "
-        "smooth stand-in (tf.tanh(x / temperature) for tf.sign) or the straight-through estimator",
+        "smooth stand-in (a tanh over a temperature for tf.sign) or the straight-through estimator",
         Reason.ASSIGN: f"{name} reaches the loss only through an assignment{where}; read the "
         "variable in the loss instead of copying it",
         Reason.OTHER: f"{blocker.message}",

@@ -9,6 +9,7 @@ from pathlib import Path
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders.notebook import notebook_cell, read_notebook
+from gradcheck_cli.loaders.op_expressions import called_name, parsed
 
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=[^=]")
 
@@ -17,6 +18,21 @@ class SourceLines:
     def __init__(self) -> None:
         self._files: dict[str, list[str] | None] = {}
         self._notebooks: dict[str, dict[int, str]] = {}
+        self._trees: dict[str, ast.Module | None] = {}
+
+    def tree(self, file: str) -> ast.Module | None:
+        """The parsed file (or notebook cell); None when it cannot be read or parsed."""
+        if file not in self._trees:
+            if file not in self._files:
+                self._files[file] = self._read(file)
+            lines = self._files[file]
+            self._trees[file] = None if lines is None else parsed("\n".join(lines))
+        return self._trees[file]
+
+    def segment(self, file: str, node: ast.AST) -> str | None:
+        """The source text of `node` in `file`, as written."""
+        lines = self._files.get(file)
+        return None if lines is None else ast.get_source_segment("\n".join(lines), node)
 
     def line(self, location: SourceLocation | None) -> str | None:
         """The code at `location`, without its line break; None when the file is not readable.
@@ -76,7 +92,7 @@ def assignment(code: str | None) -> tuple[str, str] | None:
     value = statement.value
     if (
         isinstance(value, ast.Call)
-        and _called_name(value.func) == "stop_gradient"
+        and called_name(value.func) == "stop_gradient"
         and len(value.args) == 1
     ):
         value = value.args[0]
@@ -84,11 +100,3 @@ def assignment(code: str | None) -> tuple[str, str] | None:
     if target is None or text is None:
         return None
     return target, text
-
-
-def _called_name(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return None

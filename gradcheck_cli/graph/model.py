@@ -44,6 +44,8 @@ class SourceLocation:
     file: str
     line: int
     function: str | None = None
+    # The user frames that called this one, outermost first (this frame is the innermost).
+    callers: tuple[SourceLocation, ...] = field(default=(), compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
@@ -105,6 +107,10 @@ class Node:
     # The few attributes differentiability rules read (e.g. "is_training", "DstT").
     attrs: dict[str, object] = field(default_factory=dict)
     location: SourceLocation | None = None
+    # Static output shapes (None: unknown rank), when the loader knows them.
+    output_shapes: tuple[tuple[int | None, ...] | None, ...] = ()
+    # Per input: True when it comes from a Const node (through Identity ops).
+    constant_inputs: tuple[bool, ...] = ()
 
 
 @dataclass

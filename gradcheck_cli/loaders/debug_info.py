@@ -1,4 +1,4 @@
-"""Source locations from a GraphDebugInfo proto: the innermost frame of the user's own code."""
+"""Source locations from a GraphDebugInfo proto: the user's innermost frame, with its callers."""
 
 from __future__ import annotations
 
@@ -48,9 +48,19 @@ class DebugInfoLocations:
                 frames = [info.frames_by_id[f] for f in trace.frame_id if f in info.frames_by_id]
         elif key in info.traces:
             frames = list(info.traces[key].file_line_cols)
-        for frame in reversed(frames):
+        located = []
+        for frame in frames:
             index = frame.file_index
             path = info.files[index] if 0 <= index < len(info.files) else ""
             if is_user_file(path):
-                return SourceLocation(path, frame.line, frame.func or None)
+                located.append((path, frame.line, frame.func or None))
+        return innermost_with_callers(located)
+
+
+def innermost_with_callers(frames: list[tuple[str, int, str | None]]) -> SourceLocation | None:
+    """The last of the user's (file, line, function) frames, outermost first, with the others
+    as its callers."""
+    if not frames:
         return None
+    callers = tuple(SourceLocation(*frame) for frame in frames[:-1])
+    return SourceLocation(*frames[-1], callers=callers)

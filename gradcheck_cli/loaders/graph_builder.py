@@ -18,10 +18,13 @@ from gradcheck_cli.graph.model import (
     SourceLocation,
     TensorRef,
 )
+from gradcheck_cli.loaders.constant_inputs import mark_constant_inputs
+from gradcheck_cli.loaders.op_expressions import line_inside_lambda
 from gradcheck_cli.loaders.proto_limits import ExpansionBudget, Refused, malformed
 from gradcheck_cli.loaders.tf_protos import dtype_name, protos
 
 LocationLookup = Callable[[str, str], "SourceLocation | None"]
+ShapeLookup = Callable[[str, str], "tuple[tuple[int | None, ...] | None, ...]"]
 """(node name, function name or "" for a top-level graph) -> where the user's code made it."""
 
 Layout = list[tuple[str, list[str | None]]]
@@ -57,6 +60,10 @@ def _no_location(node: str, function: str) -> SourceLocation | None:
     return None
 
 
+def _no_shapes(node: str, function: str) -> tuple[tuple[int | None, ...] | None, ...]:
+    return ()
+
+
 class GraphBuilder:
     """Converts the functions reachable from a top function or graph, each once.
 
@@ -72,12 +79,14 @@ class GraphBuilder:
         op_defs: Mapping[str, Any],
         locations: LocationLookup = _no_location,
         *,
+        shapes: ShapeLookup = _no_shapes,
         budget: ExpansionBudget | None = None,
         what: str = "model",
     ) -> None:
         self._functions = functions
         self._op_defs = op_defs
         self._locations = locations
+        self._shapes = shapes
         self._budget = budget or ExpansionBudget(sum(f.ByteSize() for f in functions.values()))
         self._sized_by_functions = budget is None
         self._what = what
@@ -118,6 +127,7 @@ class GraphBuilder:
                 )
         body = Body(name=name, nodes=nodes, args=(), rets=(loss,))
         self._charge_read_outputs(body, "")
+        mark_constant_inputs(body)
         self.bodies[name] = body
         for callee in self._callees(body):
             self.add_function(callee)
@@ -152,6 +162,7 @@ class GraphBuilder:
         args = tuple(arg.name for arg in fdef.signature.input_arg)
         body = Body(name=fn_name, nodes=nodes, args=args, rets=rets)
         self._charge_read_outputs(body, fn_name)
+        mark_constant_inputs(body)
         return body
 
     @contextmanager
@@ -212,6 +223,7 @@ class GraphBuilder:
             self._budget.spend(
                 len(inputs) * outputs, f"has {len(inputs)} inputs and {outputs} outputs"
             )
+        location = self._locations(node_def.name, fn_name)
         return Node(
             name=node_def.name,
             op_type=node_def.op,
@@ -220,7 +232,8 @@ class GraphBuilder:
             calls=calls,
             gradient_op_type=grad_type,
             attrs=attrs,
-            location=self._locations(node_def.name, fn_name),
+            location=location and line_inside_lambda(location, node_def.op),
+            output_shapes=self._shapes(node_def.name, fn_name),
         )
 
     def _index_attrs(self, node_def: Any) -> dict[str, int]:

@@ -9,19 +9,21 @@ from typing import Any
 
 from gradcheck_cli.differentiability.registry import load_registry
 from gradcheck_cli.graph.model import CustomGradient, SourceLocation, Variable, make_names_unique
-from gradcheck_cli.loaders.debug_info import is_user_file
+from gradcheck_cli.loaders.debug_info import innermost_with_callers, is_user_file
 from gradcheck_cli.loaders.worker_protocol import TracedFunction, TracedGraph, TracedVariable
 
 
 def user_location(frames: Iterable[Any] | None) -> SourceLocation | None:
-    """The innermost frame of user code in a TF op traceback or a Python stack summary."""
+    """The innermost frame of user code in a TF op traceback or a Python stack summary, with
+    the user frames that called it."""
     if frames is None:
         return None
-    for frame in reversed(list(frames)):
-        filename = getattr(frame, "filename", None)
-        if filename and is_user_file(filename):
-            return SourceLocation(filename, frame.lineno, getattr(frame, "name", None))
-    return None
+    located = [
+        (frame.filename, frame.lineno, getattr(frame, "name", None))
+        for frame in frames
+        if getattr(frame, "filename", None) and is_user_file(frame.filename)
+    ]
+    return innermost_with_callers(located)
 
 
 def exception_location(error: BaseException) -> SourceLocation | None:
@@ -129,6 +131,7 @@ def traced_function(
         op_defs=_op_defs(library.function, ()),
         loss_shape=_static_shape(graph.outputs[loss_output]),
         locations=_locations(graphs),
+        output_shapes=_output_shapes(graphs),
         custom_gradients=custom_gradients,
         notes=notes,
         top_function=fdef.signature.name,
@@ -171,6 +174,15 @@ def _locations(graphs: Iterable[tuple[str, Any]]) -> dict[str, SourceLocation]:
             if location is not None:
                 locations[f"{op.name}@{fn_name}"] = location
     return locations
+
+
+def _output_shapes(graphs: Iterable[tuple[str, Any]]) -> dict[str, tuple[Any, ...]]:
+    """Static output shapes by "node@function", for the ops whose shapes advice relies on."""
+    return {
+        f"{op.name}@{fn_name}": tuple(_static_shape(output) for output in op.outputs)
+        for fn_name, graph in graphs
+        for op in graph.get_operations()
+    }
 
 
 def _custom_gradients(
@@ -345,6 +357,7 @@ def graph_def_protos(
         op_defs=_op_defs(graph_def.library.function, graph_def.node),
         loss_shape=loss_shape,
         locations={**_locations(graphs), **(locations or {})},
+        output_shapes=_output_shapes(graphs),
         custom_gradients=custom_gradients,
         notes=notes,
         graph_def=graph_def.SerializeToString(),

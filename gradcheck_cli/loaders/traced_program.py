@@ -24,7 +24,12 @@ def program_from_traced(traced: Traced, *, sum_loss: bool = False) -> Program:
     def locate(node: str, function: str) -> SourceLocation | None:
         return locations.get(f"{node}@{function}")
 
-    builder = GraphBuilder(functions, merged_op_defs(op_list.op), locate)
+    shapes = traced.output_shapes
+
+    def shape(node: str, function: str) -> tuple[tuple[int | None, ...] | None, ...]:
+        return shapes.get(f"{node}@{function}", ())
+
+    builder = GraphBuilder(functions, merged_op_defs(op_list.op), locate, shapes=shape)
     if isinstance(traced, TracedGraph):
         graph_def = p.graph_pb2.GraphDef()
         graph_def.ParseFromString(traced.graph_def)

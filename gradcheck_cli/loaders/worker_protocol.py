@@ -65,6 +65,10 @@ class _Traced:
     op_defs: bytes  # OpList of every op type used
     loss_shape: tuple[int | None, ...] | None  # static shape of the loss, when known
     locations: dict[str, SourceLocation] = field(default_factory=dict)  # "node@function"
+    # Static output shapes by "node@function" (None: unknown rank).
+    output_shapes: dict[str, tuple[tuple[int | None, ...] | None, ...]] = field(
+        default_factory=dict
+    )
     custom_gradients: dict[str, tuple[CustomGradient, ...]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what the worker could not model exactly
     tensorflow: TensorFlowGradients | None = None  # when --verify asked for it

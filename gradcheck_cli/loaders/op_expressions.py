@@ -1,0 +1,131 @@
+"""Find, in a Python statement, the expression that created a TensorFlow op of a given type."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+
+from gradcheck_cli.graph.model import SourceLocation
+
+_COMPARISONS: dict[type[ast.cmpop], str] = {
+    ast.Gt: "Greater",
+    ast.GtE: "GreaterEqual",
+    ast.Lt: "Less",
+    ast.LtE: "LessEqual",
+}
+_OPERATORS: dict[type[ast.operator], tuple[str, ...]] = {
+    ast.Add: ("AddV2", "Add"),
+    ast.Sub: ("Sub",),
+    ast.Mult: ("Mul",),
+    ast.Div: ("RealDiv", "Div"),
+    ast.FloorDiv: ("FloorDiv",),
+    ast.Mod: ("FloorMod",),
+    ast.Pow: ("Pow",),
+    ast.MatMult: ("MatMul", "BatchMatMulV2"),
+    ast.BitXor: ("BitwiseXor",),
+    ast.BitAnd: ("BitwiseAnd",),
+    ast.BitOr: ("BitwiseOr",),
+}
+# Calls whose op type is not their name run together (`tf.cast` is Cast, `tf.argmax` ArgMax).
+_CALLS = {"clip_by_value": ("ClipByValue", "Minimum", "Maximum"), "matmul": ("MatMul",)}
+
+
+def called_name(func: ast.expr) -> str | None:
+    """`quantize` for `quantize(...)` and for `module.quantize(...)`."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+def creates(node: ast.AST, op_type: str) -> bool:
+    """True if evaluating `node` itself (not its operands) creates an op of type `op_type`."""
+    base = op_type.removesuffix("V2").removesuffix("V3").lower()
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        return _COMPARISONS.get(type(node.ops[0])) == op_type
+    if isinstance(node, ast.BinOp):
+        return op_type in _OPERATORS.get(type(node.op), ())
+    if isinstance(node, ast.Call):
+        name = called_name(node.func)
+        if name is None:
+            return False
+        return op_type in _CALLS.get(name, ()) or name.replace("_", "").lower() == base
+    return False
+
+
+def statement_at(tree: ast.Module, line: int) -> ast.stmt | None:
+    """The innermost simple statement whose lines include `line`."""
+    found: ast.stmt | None = None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or isinstance(node, _COMPOUND):
+            continue
+        end = node.end_lineno or node.lineno
+        if node.lineno <= line <= end and (found is None or node.lineno >= found.lineno):
+            found = node
+    return found
+
+
+_COMPOUND = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    ast.Match,
+)
+
+
+def parsed(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_file(path: str) -> ast.Module | None:
+    try:
+        return parsed(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+
+
+def lambda_bodies(statement: ast.AST) -> Iterator[ast.AST]:
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Lambda):
+            yield node.body
+
+
+def line_inside_lambda(location: SourceLocation, op_type: str) -> SourceLocation:
+    """The line of the op itself when `location` is a statement whose lambda created it.
+
+    Autograph writes a converted statement, lambdas included, on one generated line, so
+    TensorFlow maps every op of a `tf.cond(..., lambda: ...)` to the statement's first line; the
+    caller frame on that same line betrays the lambda. The op's expression, when it is the only
+    one of its type inside the statement's lambdas, names the right line.
+    """
+    callers = location.callers
+    outer = callers[-1] if callers else None
+    if outer is None or (outer.file, outer.line) != (location.file, location.line):
+        return location
+    tree = _parsed_file(location.file)
+    statement = statement_at(tree, location.line) if tree is not None else None
+    if statement is None or statement.lineno != location.line:
+        return location
+    lines = [
+        node.lineno
+        for body in lambda_bodies(statement)
+        for node in ast.walk(body)
+        if creates(node, op_type)
+    ]
+    if len(lines) != 1:
+        return location
+    return SourceLocation(location.file, lines[0], location.function, callers)

@@ -1,0 +1,48 @@
+"""Where a transform's frames part from the next op's, and the line of an op in a lambda:
+on hand-written frames and source, without TensorFlow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gradcheck_cli.findings.transform_source import _Frame, _parting
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.loaders.op_expressions import line_inside_lambda
+
+TOP = _Frame("model.py", 60, "loss")
+CALL = _Frame("model.py", 47, "__call__")
+
+
+def test_a_transform_inside_a_call_parts_at_the_call() -> None:
+    quantize = _Frame("model.py", 22, "quantize")
+    assert _parting([TOP, CALL, quantize], [TOP, CALL]) == (CALL, "quantize")
+
+
+def test_a_transform_on_its_own_line_parts_there() -> None:
+    own, later = _Frame("model.py", 46, "layer"), _Frame("model.py", 54, "layer")
+    assert _parting([TOP, own], [TOP, later]) == (own, None)
+    helper = _Frame("model.py", 9, "helper")
+    assert _parting([TOP, own, helper], [TOP, later]) == (own, "helper")
+
+
+def test_a_transform_on_the_next_ops_line_is_its_own_op() -> None:
+    assert _parting([TOP, CALL], [TOP, CALL]) == (CALL, None)
+
+
+def test_an_op_in_a_cond_lambda_gets_its_own_line(tmp_path: Path) -> None:
+    script = tmp_path / "model.py"
+    script.write_text(
+        "def loss(x, t):\n"
+        "    return tf.cond(\n"
+        "        tf.reduce_sum(x) > 0.0,\n"
+        "        lambda: tf.cast(\n"
+        "            x > t, tf.float32),\n"
+        "        lambda: x,\n"
+        "    )\n"
+    )
+    outer = SourceLocation(str(script), 2, "loss")
+    inner = SourceLocation(str(script), 2, "loss", callers=(outer,))
+    assert line_inside_lambda(inner, "Greater").line == 5
+    assert line_inside_lambda(inner, "Cast").line == 4
+    assert line_inside_lambda(inner, "Round").line == 2  # none in the lambdas: unchanged
+    assert line_inside_lambda(outer, "Greater").line == 2  # no caller on the same line
