@@ -117,8 +117,8 @@ def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -
             where = _at(stops[-1])
             return (
                 f"remove the tf.stop_gradient{where} if {name} should learn from this loss; if "
-                f"the cut is intended, create {name} with trainable=False (a straight-through "
-                f"estimator does not apply: {rewrite})"
+                f"the cut is intended, make {name} non-trainable (trainable=False) or accept it "
+                "with allow-dead"
             )
         return (
             f"to use the transformed value forward and still train {name}, wrap the transform "
