@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from gradcheck_cli.differentiability.reasons import Reason
@@ -123,6 +124,19 @@ class Concern:
 
 
 @dataclass(frozen=True)
+class StopGradientShape:
+    """One StopGradient op of the top body, seen from the variables."""
+
+    op: str
+    # Every variable whose value flows into the stopped tensor, in the program's order.
+    upstream: tuple[str, ...]
+    # `x + tf.stop_gradient(q - x)`: the forward value is q, the gradient goes to x only.
+    straight_through: bool
+
+
+@dataclass(frozen=True)
 class Analysis:
     verdicts: tuple[VariableVerdict, ...]
     concerns: tuple[Concern, ...] = ()
+    # The top-level stop_gradients that cut dead variables, by op name: what feeds each one.
+    stop_gradients: Mapping[str, StopGradientShape] = field(default_factory=dict)
