@@ -64,8 +64,11 @@ def judge_intent(analysis: Analysis, source: SourceLines) -> Intent:
 def _whole_network(
     intent: Intent, shape: StopGradientShape, verdicts: tuple[VariableVerdict, ...]
 ) -> None:
-    """Every variable upstream of the stop_gradient is cut by it alone, none trains, and they
-    form a sub-model of their own (a name scope no other variable shares)."""
+    """Every variable upstream of the stop_gradient is cut by it alone, none trains, they
+    form a sub-model of their own (a name scope no other variable shares), and the loss
+    trains something else (a loss that trains nothing is a bug, not a teacher)."""
+    if not any(v.status is Status.OK for v in verdicts):
+        return
     by_name = {v.name: v for v in verdicts}
     if not shape.upstream or any(name not in by_name for name in shape.upstream):
         return

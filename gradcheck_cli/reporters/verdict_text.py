@@ -54,7 +54,11 @@ def verdict_parts(report: Report) -> tuple[str, str]:
     if report.allowed:
         counts += f"; {len(report.allowed)} dead but allowed"
     dead = len(report.dead)
-    intended = sum(1 for v in report.variables if v.name in report.intended and v.dead)
+    intended = sum(
+        1
+        for v in report.variables
+        if v.dead and v.name in report.intended and v.name not in report.allowed
+    )
     if intended:
         return f"{dead} dead, {intended} {NOT_TRAINED_HERE}", counts
     if dead:
