@@ -165,7 +165,10 @@ def _unused_networks(intent: Intent, verdicts: tuple[VariableVerdict, ...]) -> N
         if verdict.trainable and verdict.name.count("/") >= 2:
             networks.setdefault(verdict.name.partition("/")[0], []).append(verdict)
     for network, members in networks.items():
-        if any(_in_scope(v.name, network) for v in verdicts if v.trainable and v not in members):
+        inside = {v.name for v in members}
+        if any(
+            _in_scope(v.name, network) for v in verdicts if v.trainable and v.name not in inside
+        ):
             continue
         if not all(v.status is Status.UNUSED and v.unreached in _ANOTHER_LOSS for v in members):
             continue
@@ -181,19 +184,19 @@ def _unused_networks(intent: Intent, verdicts: tuple[VariableVerdict, ...]) -> N
 def trained_elsewhere(reports: Sequence[Report]) -> list[Report]:
     """`gradcheck run`: a variable one request cannot train but another trains is told as
     trained by that other loss (a GAN discriminator, a critic, a probe), not as dead."""
+    trains = [{v.name for v in report.variables if v.status is Status.OK} for report in reports]
     found = []
     for index, report in enumerate(reports):
-        others = [other for number, other in enumerate(reports) if number != index]
         by_request: dict[int, list[VariableVerdict]] = {}
         for verdict in report.variables:
-            if not verdict.dead:
-                continue
-            for number, other in enumerate(others):
-                if any(v.name == verdict.name and v.status is Status.OK for v in other.variables):
-                    by_request.setdefault(number, []).append(verdict)
-                    break
-        for number, members in by_request.items():
-            report = _trained_by(report, others[number], members)
+            trainer = next(
+                (n for n, names in enumerate(trains) if n != index and verdict.name in names),
+                None,
+            )
+            if verdict.dead and trainer is not None:
+                by_request.setdefault(trainer, []).append(verdict)
+        for trainer, members in by_request.items():
+            report = _trained_by(report, reports[trainer], members)
         found.append(report)
     return found
 
