@@ -65,7 +65,7 @@ def _whole_network(
     intent: Intent, shape: StopGradientShape, verdicts: tuple[VariableVerdict, ...]
 ) -> None:
     """Every variable upstream of the stop_gradient is cut by it alone, none trains, they
-    form a sub-model of their own (a name scope no other variable shares), and the loss
+    form a network of their own (a top-level name scope no other variable shares), and the loss
     trains something else (a loss that trains nothing is a bug, not a teacher)."""
     if not any(v.status is Status.OK for v in verdicts):
         return
@@ -76,9 +76,12 @@ def _whole_network(
     if not members or not all(_cut_only_by(v, shape.op) for v in members):
         return
     owner = common_scope([v.name for v in members])
+    network = owner.partition("/")[0] if owner else None
     upstream = set(shape.upstream)
-    if owner is None or any(_in_scope(v.name, owner) for v in verdicts if v.name not in upstream):
-        return
+    if network is None or any(
+        _in_scope(v.name, network) for v in verdicts if v.name not in upstream
+    ):
+        return  # a layer of the network this loss trains is no network of its own
     location = _location_of(shape.op, members)
     where = f" at line {location.line}" if location else f" ({shape.op})"
     reason = (

@@ -60,6 +60,17 @@ def test_a_stop_gradient_with_a_live_variable_upstream_is_not_intended() -> None
     assert not judge_intent(_distillation(student_in_teacher=True), SourceLines()).intended
 
 
+def test_a_layer_of_the_trained_network_is_not_intended() -> None:
+    """model/kept(x) + stop_gradient(model/cut(x)): one network, not a teacher beside it."""
+    f = BodyFactory("loss")
+    x = f.op("x", "Placeholder")
+    kept, cut = f.arg("model/kept/kernel"), f.arg("model/cut/kernel")
+    stopped = f.op("StopGradient", "StopGradient", f.op("cut/MatMul", "MatMul", x, cut))
+    total = f.op("add", "AddV2", f.op("kept/MatMul", "MatMul", x, kept), stopped)
+    loss = f.op("loss", "Sum", total)
+    assert not judge_intent(analyse(program(f.body(loss), loss)), SourceLines()).intended
+
+
 def test_a_loss_that_trains_nothing_is_not_intended() -> None:
     assert not judge_intent(_distillation(with_student=False), SourceLines()).intended
 
