@@ -32,7 +32,10 @@ def stop_gradient_shapes(
         for ref in node.inputs:
             if ref.node in consumers:
                 consumers[ref.node].append(node.name)
-    by_source = {v.source.node: v.name for v in program.variables if v.source is not None}
+    # Frozen variables (a teacher's batch-norm statistics) never train: only trainable ones count.
+    by_source = {
+        v.source.node: v.name for v in program.variables if v.source is not None and v.trainable
+    }
     return {
         op: StopGradientShape(
             op,

@@ -128,7 +128,7 @@ class StopGradientShape:
     """One StopGradient op of the top body, seen from the variables."""
 
     op: str
-    # Every variable whose value flows into the stopped tensor, in the program's order.
+    # Every trainable variable whose value flows into the stopped tensor, in the program's order.
     upstream: tuple[str, ...]
     # `x + tf.stop_gradient(q - x)`: the forward value is q, the gradient goes to x only.
     straight_through: bool

@@ -72,7 +72,7 @@ def _whole_network(
     by_name = {v.name: v for v in verdicts}
     if not shape.upstream or any(name not in by_name for name in shape.upstream):
         return
-    members = [by_name[name] for name in shape.upstream if by_name[name].trainable]
+    members = [by_name[name] for name in shape.upstream]
     if not members or not all(_cut_only_by(v, shape.op) for v in members):
         return
     owner = common_scope([v.name for v in members])
