@@ -36,18 +36,22 @@ def stop_gradient_shapes(
     by_source = {
         v.source.node: v.name for v in program.variables if v.source is not None and v.trainable
     }
-    return {
-        op: StopGradientShape(
+    shapes = {}
+    for op in sorted(ops):
+        passed = _straight_through(body, op, consumers[op])
+        shapes[op] = StopGradientShape(
             op,
             _upstream(body, op, by_source),
-            _straight_through(body, op, consumers[op]),
+            straight_through=passed is not None,
+            passed_to=_upstream(body, passed.node, by_source, itself=True) if passed else (),
         )
-        for op in sorted(ops)
-    }
+    return shapes
 
 
-def _upstream(body: Body, op: str, by_source: dict[str, str]) -> tuple[str, ...]:
-    """The variables whose value reaches `op`'s inputs over any data edge."""
+def _upstream(
+    body: Body, op: str, by_source: dict[str, str], *, itself: bool = False
+) -> tuple[str, ...]:
+    """The variables whose value reaches `op`'s inputs (`itself`: or `op`) over any data edge."""
     seen = {op}
     stack = [op]
     while stack:
@@ -58,21 +62,21 @@ def _upstream(body: Body, op: str, by_source: dict[str, str]) -> tuple[str, ...]
             if ref.node not in seen:
                 seen.add(ref.node)
                 stack.append(ref.node)
-    found = {by_source[name] for name in seen if name in by_source}
+    found = {by_source[name] for name in seen if name in by_source and (itself or name != op)}
     return tuple(name for name in by_source.values() if name in found)
 
 
-def _straight_through(body: Body, op: str, consumers: list[str]) -> bool:
-    """`x + tf.stop_gradient(q - x)`: the stopped value is a difference whose subtrahend is
-    the other addend of the sum that consumes it."""
+def _straight_through(body: Body, op: str, consumers: list[str]) -> TensorRef | None:
+    """x, if `op` is the stop_gradient of `x + tf.stop_gradient(q - x)`: the stopped value is
+    a difference whose subtrahend is the other addend of the sum that consumes it."""
     stopped = body.nodes[op]
     if not stopped.inputs:
-        return False
+        return None
     difference = body.nodes.get(_through_identity(body, stopped.inputs[0]).node)
     if difference is None or difference.op_type not in _SUBTRACTIONS:
-        return False
+        return None
     if len(difference.inputs) != 2:
-        return False
+        return None
     subtrahend = _through_identity(body, difference.inputs[1])
     for name in consumers:
         total = body.nodes[name]
@@ -80,8 +84,8 @@ def _straight_through(body: Body, op: str, consumers: list[str]) -> bool:
             continue
         addends = [_through_identity(body, ref) for ref in total.inputs]
         if subtrahend in addends and TensorRef(op) in addends:
-            return True
-    return False
+            return subtrahend
+    return None
 
 
 def _through_identity(body: Body, ref: TensorRef) -> TensorRef:

@@ -132,6 +132,8 @@ class StopGradientShape:
     upstream: tuple[str, ...]
     # `x + tf.stop_gradient(q - x)`: the forward value is q, the gradient goes to x only.
     straight_through: bool
+    # A straight-through estimator's trainable variables upstream of x: the ones it trains.
+    passed_to: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,9 @@ def _inside_quantizer(
     members = [
         v
         for v in verdicts
-        if v.status is Status.BLOCKED and any(b.op == shape.op for b in v.blockers)
+        if v.status is Status.BLOCKED
+        and v.name not in shape.passed_to
+        and any(b.op == shape.op for b in v.blockers)
     ]
     if not members:
         return

@@ -46,6 +46,7 @@ def test_the_analysis_names_what_feeds_each_stop_gradient() -> None:
     assert not shape.straight_through
     (shape,) = _vq_vae().stop_gradients.values()
     assert shape.upstream == ("encoder/kernel", "codebook") and shape.straight_through
+    assert shape.passed_to == ("encoder/kernel",)
 
 
 def test_a_teacher_wholly_under_one_stop_gradient_is_intended() -> None:
