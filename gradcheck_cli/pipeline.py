@@ -14,6 +14,7 @@ from gradcheck_cli.analysis.verdicts import Analysis, Status, VariableVerdict
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.build import Context, build_findings
 from gradcheck_cli.findings.fixes import variable_fix
+from gradcheck_cli.findings.intent import judge_intent, trained_elsewhere
 from gradcheck_cli.findings.report import Report, RequestInfo, SourceInfo, Verification
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.findings.verification import compare
@@ -125,7 +126,7 @@ def _run_reports(path: Path, result: RunResult, options: CheckOptions) -> list[R
         # Variables no request trains are told once, with the first request.
         extra = Context(requested=True, never_requested=never if index == 0 else ())
         found.append(report_from_result(request.result, source, options, extra))
-    return found
+    return trained_elsewhere(found)
 
 
 def check_live_keras_model(model: Any, options: CheckOptions) -> Report:
@@ -280,7 +281,8 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
             "or the loss is computed from constants and inputs only"
         )
     lines = SourceLines()
-    findings = build_findings(analysis, context, lines)
+    intent = judge_intent(analysis, lines)
+    findings = build_findings(analysis, context, lines, intent.findings)
     locations = [f.location for f in findings]
     for verdict in analysis.verdicts:
         locations.append(verdict.location)
@@ -292,6 +294,7 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         if location is not None and text is not None:
             code[(location.file, location.line)] = text
     fixes = {v.name: variable_fix(v, lines) for v in analysis.verdicts if v.dead}
+    fixes.update(intent.fixes)
     return Report(
         source=source,
         variables=analysis.verdicts,
@@ -299,6 +302,7 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         verification=context.verification,
         code=code,
         fixes=fixes,
+        intended=intent.intended,
     )
 
 

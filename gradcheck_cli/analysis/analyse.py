@@ -9,6 +9,7 @@ from gradcheck_cli.analysis.control_flow import ProgramIndex
 from gradcheck_cli.analysis.cuts import CutFinder
 from gradcheck_cli.analysis.folded_shapes import unfold_shape_reads
 from gradcheck_cli.analysis.reachability import Reachability
+from gradcheck_cli.analysis.stop_gradients import stop_gradient_shapes
 from gradcheck_cli.analysis.verdicts import (
     Analysis,
     Blocker,
@@ -108,7 +109,7 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
             )
         )
     concerns = find_concerns(program, gradient_pass, structural_pass) + tuple(partly_cut)
-    return Analysis(tuple(verdicts), concerns)
+    return Analysis(tuple(verdicts), concerns, stop_gradient_shapes(program, verdicts))
 
 
 def _why_unused(program: Program, source: TensorRef) -> Unreached:

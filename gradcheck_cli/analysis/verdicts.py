@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,6 +126,21 @@ class Concern:
 
 
 @dataclass(frozen=True)
+class StopGradientShape:
+    """One StopGradient op of the top body, seen from the variables."""
+
+    op: str
+    # Every trainable variable whose value flows into the stopped tensor, in the program's order.
+    upstream: tuple[str, ...]
+    # `x + tf.stop_gradient(q - x)`: the forward value is q, the gradient goes to x only.
+    straight_through: bool
+    # A straight-through estimator's trainable variables upstream of x: the ones it trains.
+    passed_to: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Analysis:
     verdicts: tuple[VariableVerdict, ...]
     concerns: tuple[Concern, ...] = ()
+    # The top-level stop_gradients that cut dead variables, by op name: what feeds each one.
+    stop_gradients: Mapping[str, StopGradientShape] = field(default_factory=dict)

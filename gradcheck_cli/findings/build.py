@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, Status, VariableVerdict
@@ -45,8 +46,13 @@ class Context:
 
 
 def build_findings(
-    analysis: Analysis, context: Context, source: SourceLines
+    analysis: Analysis,
+    context: Context,
+    source: SourceLines,
+    told: Mapping[str, tuple[Finding, ...]] | None = None,
 ) -> tuple[Finding, ...]:
+    """Every finding, sorted. `told`: per variable, findings that replace its own findings
+    about the same ops (an intended cut told as such, a quantizer's variables)."""
     findings = [GRAPH_NOT_FULLY_MODELLED.finding(note=note) for note in context.notes]
     if not context.located:
         findings.append(SAVED_MODEL_WITHOUT_SOURCE_LINES.finding())
@@ -54,7 +60,10 @@ def build_findings(
     if context.left_tensorflow is not None:
         findings.append(_left_tensorflow_finding(*context.left_tensorflow, analysis.verdicts))
     for verdict in analysis.verdicts:
-        findings += _dead_variable_findings(verdict, source)
+        instead = (told or {}).get(verdict.name, ())
+        replaced = {f.op for f in instead}
+        findings += [f for f in _dead_variable_findings(verdict, source) if f.op not in replaced]
+        findings += instead
     trainable = [v for v in analysis.verdicts if v.status is not Status.FROZEN]
     if trainable and all(v.dead for v in trainable):
         findings.append(LOSS_INDEPENDENT_OF_VARIABLES.finding())

@@ -69,8 +69,13 @@ class Report:
 
     @property
     def dead(self) -> tuple[VariableVerdict, ...]:
-        """Dead trainable variables that no allow-dead pattern or baseline accepts."""
-        return tuple(v for v in self.variables if v.dead and v.name not in self.allowed)
+        """Dead trainable variables that no allow-dead pattern or baseline accepts and whose
+        cut does not look intended."""
+        return tuple(
+            v
+            for v in self.variables
+            if v.dead and v.name not in self.allowed and v.name not in self.intended
+        )
 
     @property
     def summary(self) -> dict[str, int]:

@@ -719,6 +719,47 @@ OTHER_CUT = _cut_rule(
 )
 
 
+def _quantizer_message(name: str, estimator: str, **_: object) -> str:
+    return (
+        f"{name} gets no gradient: it is inside the quantized value of the straight-through "
+        f"estimator {estimator}, which passes gradient to its input only"
+    )
+
+
+QUANTIZER_OUTSIDE_STRAIGHT_THROUGH = Rule(
+    code="GC112",
+    name="quantizer-outside-straight-through",
+    severity=Severity.ERROR,
+    message=_quantizer_message,
+    told_in_story=True,
+    summary="A variable inside the quantizer of a straight-through estimator has no loss term",
+    what_it_does=(
+        "Finds trainable variables cut by the `tf.stop_gradient` of a straight-through "
+        "estimator, `x + tf.stop_gradient(q(x) - x)`, because they are inside `q`: a VQ-VAE "
+        "codebook, the learned scale of a quantizer. The estimator uses `q(x)` forward and "
+        "passes the gradient to `x` only, by design; nothing reaches the variables of `q`."
+    ),
+    why_bad=(
+        "The codebook (or scale) never trains, and TensorFlow only says its gradient is "
+        "`None`. A VQ-VAE needs a loss term of its own for the codebook, pulling the "
+        "codebook vectors towards the encoder outputs; dropping it leaves the codebook at "
+        "its initial values. Removing the stop_gradient would not help: the estimator "
+        "would stop being one."
+    ),
+    example=(
+        "nearest = tf.matmul(tf.one_hot(codes, k), codebook)\n"
+        "quantized = z + tf.stop_gradient(nearest - z)  # codebook never trains\n"
+        "loss = reconstruction_loss(decoder(quantized), x)"
+    ),
+    use_instead=(
+        "quantized = z + tf.stop_gradient(nearest - z)\n"
+        "codebook_loss = tf.reduce_mean((tf.stop_gradient(z) - nearest) ** 2)\n"
+        "commitment_loss = tf.reduce_mean((z - tf.stop_gradient(nearest)) ** 2)\n"
+        "loss = reconstruction_loss(decoder(quantized), x) + codebook_loss + beta * commitment_loss"
+    ),
+)
+
+
 # 2xx: suspicious, but no variable is dead because of it.
 def _about_variables(template: str, *, unnamed: str = "") -> Callable[..., str]:
     """A concern's message: `template` naming the concern's {variables} (`unnamed` when it knows
@@ -1011,6 +1052,74 @@ FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER = Rule(
     use_instead="grads = tape.gradient(loss, model.trainable_variables)",
 )
 
+
+def _intended_message(name: str, reason: str, **_: object) -> str:
+    return f"{name} is not trained by this loss; {reason}"
+
+
+NETWORK_NOT_TRAINED_BY_THIS_LOSS = Rule(
+    code="GC209",
+    name="network-not-trained-by-this-loss",
+    severity=Severity.WARNING,
+    message=_intended_message,
+    told_in_story=True,
+    summary="A whole sub-model is under one tf.stop_gradient: it looks intended",
+    what_it_does=(
+        "Finds a `tf.stop_gradient` over the whole output of a sub-model whose variables "
+        "feed nothing else: every variable upstream of the stopped value is cut by that one "
+        "stop_gradient, and no variable that trains is upstream of it. A knowledge-"
+        "distillation teacher, a DQN target network, an EMA or momentum encoder and a "
+        "frozen feature extractor all look like this. The variables are reported as not "
+        "trained by this loss, with a warning instead of a dead-variable error."
+    ),
+    why_bad=(
+        "Nothing is wrong if the sub-model is meant to stay fixed under this loss. It still "
+        "counts as trainable, though: an optimizer given its variables gets no gradient for "
+        "them, and a checker cannot tell a forgotten stop_gradient from an intended one. "
+        "Saying so in the code keeps the report clean."
+    ),
+    example=(
+        'teacher = keras.Sequential([...], name="teacher")\n'
+        "soft_targets = tf.nn.softmax(tf.stop_gradient(teacher(x)))\n"
+        "loss = keras.losses.kl_divergence(soft_targets, tf.nn.softmax(student(x)))"
+    ),
+    use_instead=(
+        "teacher.trainable = False  # the teacher is not trained by this loss\n"
+        "\n"
+        "# or, in pyproject.toml:\n"
+        "# [tool.gradcheck]\n"
+        '# allow-dead = ["teacher/*"]'
+    ),
+)
+
+VARIABLE_TRAINED_BY_ANOTHER_LOSS = Rule(
+    code="GC210",
+    name="variable-trained-by-another-loss",
+    severity=Severity.WARNING,
+    message=_intended_message,
+    told_in_story=True,
+    summary="A variable this gradient request cannot train is trained by another request",
+    what_it_does=(
+        "In `gradcheck run`, finds variables that one gradient request of the script cannot "
+        "train (unused by its loss, or cut from it) while another request of the same script "
+        "trains them: a GAN discriminator under the generator's loss, a critic under the "
+        "policy loss, a linear probe. They are reported as not trained by this loss, with a "
+        "warning that names the request that trains them, instead of a dead-variable error."
+    ),
+    why_bad=(
+        "Usually nothing: each network is trained by its own loss. The variable list of the "
+        "request is wider than the loss, though, so the optimizer of this request gets a "
+        "`None` gradient for them on every step."
+    ),
+    example=(
+        "with tf.GradientTape() as tape:\n"
+        "    g_loss = feature_matching(generator(noise), real)\n"
+        "variables = generator.trainable_variables + discriminator.trainable_variables\n"
+        "grads = tape.gradient(g_loss, variables)  # the discriminator gets None"
+    ),
+    use_instead="grads = tape.gradient(g_loss, generator.trainable_variables)",
+)
+
 _ALL = (
     GRAPH_NOT_FULLY_MODELLED,
     VERIFICATION_DISAGREES,
@@ -1029,6 +1138,7 @@ _ALL = (
     VALUE_LEAVES_TENSORFLOW,
     LOSS_INDEPENDENT_OF_VARIABLES,
     OTHER_CUT,
+    QUANTIZER_OUTSIDE_STRAIGHT_THROUGH,
     STOP_GRADIENT_RESULT_UNUSED,
     STOP_GRADIENT_ON_CUT_PATH,
     STOP_GRADIENT_WITHOUT_TRAINABLE_INPUT,
@@ -1037,6 +1147,8 @@ _ALL = (
     VARIABLE_TRAINED_ONLY_BY_REGULARIZER,
     TRAINABLE_VARIABLE_NEVER_OPTIMIZED,
     FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER,
+    NETWORK_NOT_TRAINED_BY_THIS_LOSS,
+    VARIABLE_TRAINED_BY_ANOTHER_LOSS,
 )
 
 RULES: dict[str, Rule] = {rule.code: rule for rule in _ALL}

@@ -35,6 +35,12 @@ def _source(source: SourceInfo) -> dict[str, Any]:
     return found
 
 
+def _intended(report: Report, name: str) -> dict[str, str]:
+    """The optional `intended` key: why a dead variable's cut looks intended."""
+    reason = report.intended.get(name)
+    return {} if reason is None else {"intended": reason}
+
+
 def as_dict(report: Report) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
@@ -56,6 +62,7 @@ def as_dict(report: Report) -> dict[str, Any]:
                     }
                     for b in v.blockers
                 ],
+                **_intended(report, v.name),
             }
             for v in report.variables
         ],

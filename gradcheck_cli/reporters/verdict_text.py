@@ -23,6 +23,9 @@ _QUIET_OPS = frozenset(
 )
 _LONG_RUN = 3
 
+NOT_TRAINED_HERE = "not trained by this loss (looks intended)"
+"""How the report calls variables whose cut looks intended (`Report.intended`)."""
+
 
 def route_items(route: tuple[PathStep, ...]) -> list[PathStep | int]:
     """The steps of a route worth showing, between the variable and the loss (both left out):
@@ -51,6 +54,13 @@ def verdict_parts(report: Report) -> tuple[str, str]:
     if report.allowed:
         counts += f"; {len(report.allowed)} dead but allowed"
     dead = len(report.dead)
+    intended = sum(
+        1
+        for v in report.variables
+        if v.dead and v.name in report.intended and v.name not in report.allowed
+    )
+    if intended:
+        return f"{dead} dead, {intended} {NOT_TRAINED_HERE}", counts
     if dead:
         verb = "is" if dead == 1 else "are"
         return f"{dead} of {summary['trainable']} trainable variables {verb} dead", counts

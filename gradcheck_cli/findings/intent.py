@@ -1,0 +1,278 @@
+"""Dead variables whose cut looks intended, and the true story of a quantizer's variables: the
+findings, one-line reasons and advice that replace a dead variable's generic ones."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from gradcheck_cli.analysis.verdicts import (
+    Analysis,
+    Status,
+    StopGradientShape,
+    Unreached,
+    VariableVerdict,
+)
+from gradcheck_cli.findings.build import finding_order
+from gradcheck_cli.findings.finding import Finding
+from gradcheck_cli.findings.report import Report
+from gradcheck_cli.findings.rules import (
+    NETWORK_NOT_TRAINED_BY_THIS_LOSS,
+    QUANTIZER_OUTSIDE_STRAIGHT_THROUGH,
+    RULES,
+    VARIABLE_TRAINED_BY_ANOTHER_LOSS,
+    Rule,
+)
+from gradcheck_cli.findings.source import SourceLines
+from gradcheck_cli.graph.model import SourceLocation
+
+# `quantized = z + tf.stop_gradient(nearest - z)`: the target, x and q of the user's estimator.
+_STRAIGHT_THROUGH = re.compile(
+    r"^\s*(?P<target>[\w.]+)\s*=\s*(?P<x>[\w.]+)\s*\+\s*"
+    r"(?:tf\.|keras\.ops\.|ops\.)?stop_gradient\(\s*(?P<q>.+?)\s*-\s*(?P=x)\s*\)\s*(#.*)?$"
+)
+# Why a sub-model the loss does not read at all may still be meant to be there.
+_ANOTHER_LOSS = {Unreached.NEVER_READ, Unreached.RECEIVED_NOT_READ, Unreached.READ_NOT_REACHING}
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What the report tells instead of the generic dead-variable story, by variable name."""
+
+    # Dead variables whose cut looks intended, with the one-line reason (warnings, not errors).
+    intended: dict[str, str] = field(default_factory=dict)
+    # The advice, the same sentence for every variable of one pattern.
+    fixes: dict[str, str] = field(default_factory=dict)
+    # Findings that replace the variable's own findings about the same ops.
+    findings: dict[str, tuple[Finding, ...]] = field(default_factory=dict)
+
+
+def judge_intent(analysis: Analysis, source: SourceLines) -> Intent:
+    """Teachers and target networks under one stop_gradient, the variables inside a
+    straight-through estimator's quantizer, and whole sub-models this loss never uses."""
+    intent = Intent()
+    for shape in analysis.stop_gradients.values():
+        if shape.straight_through:
+            _inside_quantizer(intent, shape, analysis.verdicts, source)
+        else:
+            _whole_network(intent, shape, analysis.verdicts)
+    _unused_networks(intent, analysis.verdicts)
+    return intent
+
+
+def _whole_network(
+    intent: Intent, shape: StopGradientShape, verdicts: tuple[VariableVerdict, ...]
+) -> None:
+    """Every variable upstream of the stop_gradient is cut by it alone, none trains, they
+    form a network of their own (a top-level name scope no other variable shares), and the loss
+    trains something else (a loss that trains nothing is a bug, not a teacher)."""
+    if not any(v.status is Status.OK for v in verdicts):
+        return
+    by_name = {v.name: v for v in verdicts}
+    if not shape.upstream or any(name not in by_name for name in shape.upstream):
+        return
+    members = [by_name[name] for name in shape.upstream]
+    if not members or not all(_cut_only_by(v, shape.op) for v in members):
+        return
+    owner = common_scope([v.name for v in members])
+    network = owner.partition("/")[0] if owner else None
+    upstream = set(shape.upstream)
+    if network is None or any(
+        _in_scope(v.name, network) for v in verdicts if v.name not in upstream
+    ):
+        return  # a layer of the network this loss trains is no network of its own
+    location = _location_of(shape.op, members)
+    where = f" at line {location.line}" if location else f" ({shape.op})"
+    reason = (
+        f"this looks intended: `{owner}` is a network this loss does not train (its whole "
+        f"output is wrapped in tf.stop_gradient{where})"
+    )
+    attribute = _attribute(members) or owner.rpartition("/")[2]
+    fix = (
+        f"if so, make it non-trainable (`{attribute}.trainable = False`) or accept it with "
+        f'allow-dead = ["{owner}/*"]'
+    )
+    intent.intended.update(dict.fromkeys((v.name for v in members), reason))
+    _tell(intent, members, NETWORK_NOT_TRAINED_BY_THIS_LOSS, fix, shape.op, location, reason=reason)
+
+
+def _inside_quantizer(
+    intent: Intent,
+    shape: StopGradientShape,
+    verdicts: tuple[VariableVerdict, ...],
+    source: SourceLines,
+) -> None:
+    """`x + tf.stop_gradient(q - x)` cuts the variables of q by design: they need a loss
+    term of their own (a VQ-VAE's codebook loss). Still an error: they never train."""
+    members = [
+        v
+        for v in verdicts
+        if v.status is Status.BLOCKED
+        and v.name not in shape.passed_to
+        and any(b.op == shape.op for b in v.blockers)
+    ]
+    if not members:
+        return
+    location = _location_of(shape.op, members)
+    line = source.line(location)
+    parts = _STRAIGHT_THROUGH.match(line) if line else None
+    x, q = (parts["x"], parts["q"]) if parts else ("x", "q(x)")
+    where = f"at line {location.line}" if location else f"({shape.op})"
+    estimator = f"`{line.strip()}` {where}" if parts and line else where
+    fix = (
+        f"the straight-through estimator {where} passes gradient to {x} only; the codebook "
+        f"inside {q} needs a loss term of its own, e.g. the VQ-VAE codebook loss, added to "
+        f"the loss:\n    codebook_loss = tf.reduce_mean((tf.stop_gradient({x}) - {q}) ** 2)"
+    )
+    _tell(
+        intent,
+        members,
+        QUANTIZER_OUTSIDE_STRAIGHT_THROUGH,
+        fix,
+        shape.op,
+        location,
+        estimator=estimator,
+    )
+
+
+def _tell(
+    intent: Intent,
+    members: Sequence[VariableVerdict],
+    rule: Rule,
+    fix: str,
+    op: str,
+    location: SourceLocation | None,
+    **data: object,
+) -> None:
+    """Each member's finding by `rule` about the cut `op`, and the one advice for them all."""
+    for verdict in members:
+        intent.fixes[verdict.name] = fix
+        intent.findings[verdict.name] = (
+            rule.finding(
+                name=verdict.name,
+                hint=fix,
+                variable=verdict.name,
+                op=op,
+                location=location,
+                **data,
+            ),
+        )
+
+
+def _unused_networks(intent: Intent, verdicts: tuple[VariableVerdict, ...]) -> None:
+    """A whole sub-model (`discriminator/...`) this loss never uses while others train: maybe
+    another loss trains it. The error stays; the advice says to look there first."""
+    if not any(v.status is Status.OK for v in verdicts):
+        return
+    networks: dict[str, list[VariableVerdict]] = {}
+    for verdict in verdicts:
+        if verdict.trainable and verdict.name.count("/") >= 2:
+            networks.setdefault(verdict.name.partition("/")[0], []).append(verdict)
+    for network, members in networks.items():
+        inside = {v.name for v in members}
+        if any(
+            _in_scope(v.name, network) for v in verdicts if v.trainable and v.name not in inside
+        ):
+            continue
+        if not all(v.status is Status.UNUSED and v.unreached in _ANOTHER_LOSS for v in members):
+            continue
+        fix = (
+            f"if another loss trains {network} (a GAN discriminator, a critic, a probe), check "
+            f'that loss, or accept it with allow-dead = ["{network}/*"]; if not, call '
+            f"{network} in the forward pass, or delete it"
+        )
+        for verdict in members:
+            intent.fixes.setdefault(verdict.name, fix)
+
+
+def trained_elsewhere(reports: Sequence[Report]) -> list[Report]:
+    """`gradcheck run`: a variable one request cannot train but another trains is told as
+    trained by that other loss (a GAN discriminator, a critic, a probe), not as dead."""
+    trains = [{v.name for v in report.variables if v.status is Status.OK} for report in reports]
+    found = []
+    for index, report in enumerate(reports):
+        by_request: dict[int, list[VariableVerdict]] = {}
+        for verdict in report.variables:
+            trainer = next(
+                (n for n, names in enumerate(trains) if n != index and verdict.name in names),
+                None,
+            )
+            if verdict.dead and trainer is not None:
+                by_request.setdefault(trainer, []).append(verdict)
+        for trainer, members in by_request.items():
+            report = _trained_by(report, reports[trainer], members)
+        found.append(report)
+    return found
+
+
+def _trained_by(report: Report, other: Report, members: list[VariableVerdict]) -> Report:
+    request = other.source.request
+    location = request.location if request else None
+    where = f"the gradient request at line {location.line}" if location else other.source.loss
+    reason = f"this looks intended: another loss trains it ({where})"
+    owner = common_scope([v.name for v in members])
+    accept = f'allow-dead = ["{owner}/*"]' if owner else "allow-dead"
+    fix = (
+        f"if that loss is meant to train it (a GAN discriminator, a critic, a probe), leave it "
+        f"out of this request's variables, or accept it here with {accept}"
+    )
+    names = {v.name for v in members}
+    findings = [
+        f for f in report.findings if f.variable not in names or not RULES[f.code].told_in_story
+    ]
+    findings += [
+        VARIABLE_TRAINED_BY_ANOTHER_LOSS.finding(
+            name=name, reason=reason, hint=fix, variable=name, location=location
+        )
+        for name in sorted(names)
+    ]
+    return replace(
+        report,
+        findings=tuple(sorted(findings, key=finding_order)),
+        fixes={**report.fixes, **dict.fromkeys(names, fix)},
+        intended={**report.intended, **dict.fromkeys(names, reason)},
+    )
+
+
+def common_scope(names: Sequence[str]) -> str | None:
+    """The name scope every name is in (`teacher` for `teacher/dense/kernel`...), if any."""
+    return "/".join(_common_prefix([name.split("/")[:-1] for name in names])) or None
+
+
+def _in_scope(name: str, scope: str) -> bool:
+    return name.startswith(scope + "/")
+
+
+def _cut_only_by(verdict: VariableVerdict, op: str) -> bool:
+    return (
+        verdict.status is Status.BLOCKED
+        and {b.op for b in verdict.blockers} == {op}
+        and not verdict.cuts_without_stop_gradient
+    )
+
+
+def _location_of(op: str, verdicts: Sequence[VariableVerdict]) -> SourceLocation | None:
+    for verdict in verdicts:
+        for blocker in verdict.blockers:
+            if blocker.op == op and blocker.location is not None:
+                return blocker.location
+    return None
+
+
+def _attribute(verdicts: Sequence[VariableVerdict]) -> str | None:
+    """The Python attribute that holds the sub-model (`self.teacher`), from the variables'
+    attribute paths (`teacher.dense.kernel`), when they all have one."""
+    paths = [v.path for v in verdicts]
+    if any(path is None or path == v.name for path, v in zip(paths, verdicts, strict=True)):
+        return None
+    return ".".join(_common_prefix([str(path).split(".")[:-1] for path in paths])) or None
+
+
+def _common_prefix(parts: Sequence[list[str]]) -> list[str]:
+    common: list[str] = []
+    for column in zip(*parts, strict=False):
+        if len(set(column)) != 1:
+            break
+        common.append(column[0])
+    return common

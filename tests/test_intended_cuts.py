@@ -1,0 +1,197 @@
+"""Intended cuts told as such, against TensorFlow: a distillation teacher and a DQN target
+network under one tf.stop_gradient (GC209), a GAN's networks each trained by the other request
+(GC210), a VQ-VAE codebook behind the straight-through estimator (GC112, still an error), and a
+stop_gradient on an intermediate that is not intended (GC101).
+
+One `gradcheck run` of tests/scripts/intent/intended_cuts.py (one report per gradient request),
+one plain check of tests/scripts/intent/gan_losses.py, and TensorFlow's own answer for each, all
+started at once. Terminal reports are compared with golden files (regenerate with
+--update-goldens).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gradcheck_cli import check, check_script_run
+from gradcheck_cli.findings.report import Report
+from gradcheck_cli.reporters.json_reporter import as_dict
+from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+from gradcheck_cli.reporters.verdict_text import verdict_parts
+from tests.oracle import dead_in_script, dead_names
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "tests" / "scripts" / "intent"
+RUN_SCRIPT = SCRIPTS / "intended_cuts.py"
+PLAIN_SCRIPT = SCRIPTS / "gan_losses.py"
+GOLDEN = ROOT / "tests" / "reporters" / "golden"
+
+# The gradient request of each step, in the order train_step makes them, and a variable it lists.
+STEPS = {
+    "distill": "student/student_0/kernel",
+    "dqn": "q_network/q_network_0/kernel",
+    "vq": "codebook",
+    "vq_fixed": "fixed_codebook",
+    "d": "discriminator/discriminator_0/kernel",
+    "g": "generator/generator_0/kernel",
+    "partial": "early/kernel",
+}
+TEACHER = [f"teacher/teacher_{i}/{w}" for i in (0, 1) for w in ("kernel", "bias")]
+TARGET = [f"target_network/target_network_{i}/{w}" for i in (0, 1) for w in ("kernel", "bias")]
+DISCRIMINATOR = [f"discriminator/discriminator_{i}/{w}" for i in (0, 1) for w in ("kernel", "bias")]
+GENERATOR = ["generator/generator_0/kernel", "generator/generator_0/bias"]
+
+Checked = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> Checked:
+    scratch = tmp_path_factory.mktemp("intent")
+    marker = scratch / "trained.marker"
+    oracle_out = scratch / "oracle.json"
+
+    def run_oracle() -> dict[str, Any]:
+        env = {**os.environ, "GRADCHECK_TEST_MARKER": str(marker)}
+        argv = [sys.executable, "-m", "tests.run_oracle", str(oracle_out), str(RUN_SCRIPT)]
+        subprocess.run(argv, cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
+        return json.loads(oracle_out.read_text())
+
+    os.environ["GRADCHECK_TEST_MARKER"] = str(scratch / "gradcheck.marker")
+    try:
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            run = pool.submit(check_script_run, RUN_SCRIPT)
+            plain = pool.submit(check, str(PLAIN_SCRIPT), "generator_loss")
+            oracle = pool.submit(run_oracle)
+            plain_oracle = pool.submit(dead_in_script, str(PLAIN_SCRIPT), "generator_loss")
+            reports = dict(zip(STEPS, run.result(), strict=True))
+            for step, report in reports.items():
+                assert STEPS[step] in {v.name for v in report.variables}, step
+            return {
+                "reports": reports,
+                "plain": plain.result(),
+                "oracle": oracle.result(),
+                "plain_oracle": plain_oracle.result(),
+            }
+    finally:
+        del os.environ["GRADCHECK_TEST_MARKER"]
+
+
+def _codes(report: Report) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for item in as_dict(report)["findings"]:
+        if item["variable"] is not None:
+            found.setdefault(item["variable"], set()).add(item["code"])
+    return found
+
+
+def test_every_verdict_agrees_with_tensorflow(checked: Checked) -> None:
+    requests = checked["oracle"]["requests"]
+    assert checked["oracle"]["error"] is None
+    assert len(requests) == len(STEPS) == len(checked["reports"])
+    for report in checked["reports"].values():
+        line = report.source.request.location.line
+        (answer,) = [r for r in requests if r["location"]["line"] == line]
+        assert [v.name for v in report.variables] == answer["variables"]
+        assert {v.name for v in report.variables if v.dead} == set(answer["none"]), line
+    plain = checked["plain"]
+    assert {v.name for v in plain.variables if v.dead} == dead_names(checked["plain_oracle"])
+
+
+def test_json_keeps_one_entry_per_variable_and_its_status(checked: Checked) -> None:
+    reports = checked["reports"]
+    statuses = {
+        step: {v["name"]: v["status"] for v in as_dict(report)["variables"]}
+        for step, report in reports.items()
+    }
+    for step, report in reports.items():
+        names = [v["name"] for v in as_dict(report)["variables"]]
+        assert len(names) == len(set(names)) == len(report.variables), step
+    assert {statuses["distill"][name] for name in TEACHER} == {"blocked"}
+    assert {statuses["dqn"][name] for name in TARGET} == {"blocked"}
+    assert statuses["vq"]["codebook"] == "blocked"
+    assert statuses["vq_fixed"]["fixed_codebook"] == "ok"
+    assert {statuses["d"][name] for name in GENERATOR} == {"blocked"}
+    assert {statuses["g"][name] for name in DISCRIMINATOR} == {"unused"}
+    assert {statuses["partial"][name] for name in ("middle/kernel", "middle/bias")} == {"blocked"}
+
+
+def test_a_whole_network_under_one_stop_gradient_is_a_warning(checked: Checked) -> None:
+    cases = (("distill", TEACHER, "teacher"), ("dqn", TARGET, "target_network"))
+    for step, members, owner in cases:
+        report = checked["reports"][step]
+        codes = _codes(report)
+        assert all(codes[name] == {"GC209"} for name in members), codes
+        assert not [f for f in report.findings if f.severity.value == "error"]
+        assert set(report.intended) == set(members)
+        assert len({report.fixes[name] for name in members}) == 1
+        fix = report.fixes[members[0]]
+        assert f"`{owner}.trainable = False`" in fix and f'allow-dead = ["{owner}/*"]' in fix
+        assert "tf.stop_gradient at line" in report.intended[members[0]]
+        variables = {v["name"]: v for v in as_dict(report)["variables"]}
+        assert variables[members[0]]["intended"] == report.intended[members[0]]
+        assert "intended" not in variables[STEPS[step]]
+        headline, _ = verdict_parts(report)
+        assert headline == "0 dead, 4 not trained by this loss (looks intended)"
+        assert not report.dead
+
+
+def test_networks_another_request_trains_are_warnings(checked: Checked) -> None:
+    reports = checked["reports"]
+    lines = {step: reports[step].source.request.location.line for step in ("d", "g")}
+    for step, members, trainer in (("d", GENERATOR, "g"), ("g", DISCRIMINATOR, "d")):
+        report = reports[step]
+        assert all(_codes(report)[name] == {"GC210"} for name in members)
+        assert f"the gradient request at line {lines[trainer]}" in report.intended[members[0]]
+        assert not [f for f in report.findings if f.severity.value == "error"]
+
+
+def test_a_vq_vae_codebook_is_told_to_need_its_own_loss_term(checked: Checked) -> None:
+    report = checked["reports"]["vq"]
+    assert _codes(report)["codebook"] == {"GC112"}
+    assert "codebook" not in report.intended and report.dead
+    fix = report.fixes["codebook"]
+    assert "passes gradient to z only" in fix and "soft-argmax" not in fix
+    # The advised codebook loss is what vq_fixed_step adds, and TensorFlow trains that codebook.
+    advised = fix.splitlines()[-1].strip()
+    assert advised == "codebook_loss = tf.reduce_mean((tf.stop_gradient(z) - nearest) ** 2)"
+    assert advised in RUN_SCRIPT.read_text()
+    fixed = checked["reports"]["vq_fixed"]
+    assert not fixed.dead and "fixed_codebook" in {v.name for v in fixed.variables}
+
+
+def test_a_stop_gradient_with_a_training_layer_upstream_is_not_intended(checked: Checked) -> None:
+    report = checked["reports"]["partial"]
+    assert _codes(report)["middle/kernel"] == {"GC101"}
+    assert not report.intended
+    assert verdict_parts(report)[0] == "2 of 6 trainable variables are dead"
+
+
+def test_a_network_this_loss_never_uses_hints_at_another_loss(checked: Checked) -> None:
+    report = checked["plain"]
+    assert _codes(report)["discriminator/score/kernel"] == {"GC108"}  # still an error
+    fix = report.fixes["discriminator/score/kernel"]
+    assert fix.startswith("if another loss trains discriminator (a GAN discriminator")
+    assert 'allow-dead = ["discriminator/*"]' in fix
+
+
+@pytest.mark.parametrize("case", ["distill", "dqn", "vq", "g", "plain"])
+def test_terminal_report_matches_golden(
+    case: str, checked: Checked, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = checked["plain"] if case == "plain" else checked["reports"][case]
+    monkeypatch.chdir(ROOT)
+    text = render_terminal(report, TerminalOptions(color=False, width=80))
+    text = text.replace(str(ROOT), "<repo>")
+    golden = GOLDEN / f"intent_{case}.txt"
+    if request.config.getoption("--update-goldens"):
+        golden.write_text(text)
+    assert golden.is_file(), f"no golden file {golden.name}; run with --update-goldens"
+    assert text == golden.read_text()
