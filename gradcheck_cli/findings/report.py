@@ -78,6 +78,12 @@ class Report:
         )
 
     @property
+    def untrained(self) -> tuple[VariableVerdict, ...]:
+        """Dead trainable variables that no allow-dead pattern or baseline accepts, the ones
+        whose cut looks intended included: every variable the report tells a story about."""
+        return tuple(v for v in self.variables if v.dead and v.name not in self.allowed)
+
+    @property
     def summary(self) -> dict[str, int]:
         counts = {"trainable": sum(1 for v in self.variables if v.status is not Status.FROZEN)}
         counts.update({status.value: self.count(status) for status in Status})

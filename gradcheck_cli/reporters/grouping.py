@@ -54,7 +54,7 @@ class Group:
 def group_dead(report: Report) -> tuple[Group, ...]:
     """The report's dead variables in groups, in the order of each group's first member."""
     keyed: dict[Hashable, list[VariableVerdict]] = {}
-    for verdict in report.dead:
+    for verdict in report.untrained:
         keyed.setdefault(_cause(report, verdict), []).append(verdict)
     trainable = [v for v in report.variables if v.status is not Status.FROZEN]
     return tuple(_group(report, tuple(members), trainable) for members in keyed.values())

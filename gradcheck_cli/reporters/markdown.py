@@ -67,9 +67,9 @@ def _overall_verdict(reports: Sequence[Report]) -> str:
 def _section_body(report: Report) -> list[str]:
     lines: list[str] = []
     groups = group_dead(report)
-    if not report.dead:
+    if not report.untrained:
         lines += ["No dead trainable variables.", ""]
-    if report.dead:
+    if report.untrained:
         lines += ["| variable | status | cuts |", "| --- | --- | --- |"]
         lines += [
             f"| {_cell(_members(group))} | {_status(group)} | {_cell(_cuts(group.first))} |"
@@ -127,7 +127,7 @@ def _group_story(group: Group, loss: str) -> list[str]:
 
 
 def _told_by_table(report: Report, variable: str | None) -> bool:
-    return variable is not None and any(v.name == variable for v in report.dead)
+    return variable is not None and any(v.name == variable for v in report.untrained)
 
 
 def _cuts(verdict: VariableVerdict) -> str:

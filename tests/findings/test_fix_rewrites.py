@@ -104,7 +104,7 @@ def _applied(text: str, rewrite: Rewrite) -> str:
     return text[:at] + rewrite.replacement + text[at + len(rewrite.original) :]
 
 
-@pytest.mark.parametrize("name", ["teacher", "selector", "codebook"])
+@pytest.mark.parametrize("name", ["teacher", "selector"])
 def test_no_code_where_no_rewrite_is_sure(reports: dict[str, Report], name: str) -> None:
     report = reports["no_rewrite"]
     verdict = next(v for v in report.variables if v.name == name)
@@ -113,6 +113,17 @@ def test_no_code_where_no_rewrite_is_sure(reports: dict[str, Report], name: str)
     assert "\n" not in fix  # a code line is an indented line of its own
     assert offered_rewrite(verdict, SourceLines()) is None
     assert "tf.stop_gradient(teacher(" not in fix
+
+
+def test_a_codebook_is_told_it_needs_its_own_loss_term(reports: dict[str, Report]) -> None:
+    """Inside the quantizer of a straight-through estimator no rewrite of the transform helps:
+    the advice is a loss term (tests/test_intended_cuts.py trains the codebook with it)."""
+    report = reports["no_rewrite"]
+    verdict = next(v for v in report.variables if v.name == "codebook")
+    fix = report.fixes["codebook"]
+    assert offered_rewrite(verdict, SourceLines()) is None
+    assert "needs a loss term of its own" in fix
+    assert "soft-argmax" not in fix
 
 
 @pytest.mark.parametrize(

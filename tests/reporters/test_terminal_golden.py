@@ -95,5 +95,5 @@ def test_the_grouped_model_is_judged_by_tensorflow(
     path, loss = SCRIPTS["deep_stop_gradient"]
     tensorflow = oracle.start_dead_in_script(str(REPO / path), loss).result()
     report, _ = reports["deep_stop_gradient"]
-    assert {v.name for v in report.dead} == oracle.dead_names(tensorflow)
-    assert len(report.dead) == 104
+    assert {v.name for v in report.untrained} == oracle.dead_names(tensorflow)
+    assert len(report.untrained) == 104
