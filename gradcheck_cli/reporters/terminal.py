@@ -219,7 +219,7 @@ def _write_layer_story(console: Console, report: Report, group: Group) -> None:
 def _unused_layer_reason(first: VariableVerdict) -> str:
     """Why a layer's weights never reach the loss, in the words of a layer."""
     if first.unreached is Unreached.READ_NOT_REACHING:
-        return "its output is not used by any loss: nothing the loss computes depends on it"
+        return "its output is not used by this loss: nothing the loss computes depends on it"
     return "built but never called in the forward pass: the loss never reads its weights"
 
 
