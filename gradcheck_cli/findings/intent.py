@@ -78,20 +78,28 @@ def _whole_network(
     owner = common_scope([v.name for v in members])
     network = owner.partition("/")[0] if owner else None
     upstream = set(shape.upstream)
-    if network is None or any(
+    if network is not None and not any(
         _in_scope(v.name, network) for v in verdicts if v.name not in upstream
     ):
-        return  # a layer of the network this loss trains is no network of its own
+        assert owner is not None
+        label, pattern = owner, f"{owner}/*"
+        attribute = _attribute(members) or owner.rpartition("/")[2]
+    else:
+        # No name scope of its own (keras.applications layers are named `conv1_conv`...): the
+        # Python object that holds them all, when it holds nothing else.
+        attribute = _own_attribute(members, verdicts)
+        if attribute is None:
+            return  # a layer of the network this loss trains is no network of its own
+        label, pattern = attribute, f"{attribute}.*"
     location = _location_of(shape.op, members)
     where = f" at line {location.line}" if location else f" ({shape.op})"
     reason = (
-        f"this looks intended: `{owner}` is a network this loss does not train (its whole "
+        f"this looks intended: `{label}` is a network this loss does not train (its whole "
         f"output is wrapped in tf.stop_gradient{where})"
     )
-    attribute = _attribute(members) or owner.rpartition("/")[2]
     fix = (
         f"if so, make it non-trainable (`{attribute}.trainable = False`) or accept it with "
-        f'allow-dead = ["{owner}/*"]'
+        f'allow-dead = ["{pattern}"]'
     )
     intent.intended.update(dict.fromkeys((v.name for v in members), reason))
     _tell(intent, members, NETWORK_NOT_TRAINED_BY_THIS_LOSS, fix, shape.op, location, reason=reason)
@@ -267,6 +275,24 @@ def _attribute(verdicts: Sequence[VariableVerdict]) -> str | None:
     if any(path is None or path == v.name for path, v in zip(paths, verdicts, strict=True)):
         return None
     return ".".join(_common_prefix([str(path).split(".")[:-1] for path in paths])) or None
+
+
+def _own_attribute(
+    members: Sequence[VariableVerdict], verdicts: Sequence[VariableVerdict]
+) -> str | None:
+    """The attribute path (`teacher`, `self.teacher`) that holds every member and no other
+    trainable variable; below the top level, only a sub-model of several layers counts (one
+    layer of the trained model under tf.stop_gradient is no network of its own)."""
+    attribute = _attribute(members)
+    if attribute is None:
+        return None
+    names = {v.name for v in members}
+    others = [str(v.path) for v in verdicts if v.trainable and v.path and v.name not in names]
+    if any(path.startswith((f"{attribute}.", f"{attribute}[")) for path in others):
+        return None
+    layers = {str(v.path).rpartition(".")[0] for v in members}
+    nested = "." in attribute or "[" in attribute
+    return attribute if not nested or len(layers) >= 2 else None
 
 
 def _common_prefix(parts: Sequence[list[str]]) -> list[str]:

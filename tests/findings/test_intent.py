@@ -90,3 +90,54 @@ def test_common_scope() -> None:
     assert common_scope(["teacher/a/kernel", "teacher/a/bias"]) == "teacher/a"
     assert common_scope(["dense/kernel", "dense_1/kernel"]) is None
     assert common_scope(["codebook"]) is None
+
+
+def _paths(analysis: Analysis, paths: dict[str, str]) -> Analysis:
+    """The analysis with Keras attribute paths on its variables, as a script gives them."""
+    for verdict in analysis.verdicts:
+        if verdict.name in paths:
+            verdict.variable.path = paths[verdict.name]
+    return analysis
+
+
+def _unscoped_distillation() -> Analysis:
+    """A teacher whose layers have no name scope of their own (keras.applications names its
+    layers `conv1_conv`...): the Python object holding them tells the network."""
+    f = BodyFactory("loss")
+    x = f.op("x", "Placeholder")
+    student = f.arg("dense/kernel")
+    first, second = f.arg("conv1_conv/kernel"), f.arg("predictions/kernel")
+    guess = f.op("student/MatMul", "MatMul", x, student)
+    hidden = f.op("resnet/MatMul", "MatMul", x, first)
+    target = f.op("StopGradient", "StopGradient", f.op("resnet/MatMul_1", "MatMul", hidden, second))
+    loss = f.op("loss", "Sum", f.op("square", "Square", f.op("sub", "Sub", guess, target)))
+    return analyse(program(f.body(loss), loss))
+
+
+def test_a_teacher_without_a_name_scope_is_told_by_the_object_holding_it() -> None:
+    analysis = _paths(
+        _unscoped_distillation(),
+        {
+            "dense/kernel": "student.layers[1].kernel",
+            "conv1_conv/kernel": "teacher.layers[2].kernel",
+            "predictions/kernel": "teacher.layers[9].kernel",
+        },
+    )
+    intent = judge_intent(analysis, SourceLines())
+    assert set(intent.intended) == {"conv1_conv/kernel", "predictions/kernel"}
+    assert 'allow-dead = ["teacher.*"]' in intent.fixes["conv1_conv/kernel"]
+    assert "`teacher.trainable = False`" in intent.fixes["conv1_conv/kernel"]
+
+
+def test_one_layer_of_the_trained_model_without_a_name_scope_is_not_intended() -> None:
+    """`model.layers[2]` and `model.layers[9]` under tf.stop_gradient while `model.layers[1]`
+    trains: layers of the trained model, not a network of their own."""
+    analysis = _paths(
+        _unscoped_distillation(),
+        {
+            "dense/kernel": "model.layers[1].kernel",
+            "conv1_conv/kernel": "model.layers[2].kernel",
+            "predictions/kernel": "model.layers[9].kernel",
+        },
+    )
+    assert judge_intent(analysis, SourceLines()).intended == {}
