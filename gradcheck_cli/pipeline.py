@@ -256,7 +256,14 @@ def _eager_step_report(
         v.status is Status.UNUSED and eager.gradients.get(v.name) is TensorFlowVerdict.NONE
         for v in report.variables
     )
-    if agreement.disagreements or left_tensorflow:
+    # Zeros in this one step where the graph shows no cut: chance (a ReLU off for the whole
+    # batch), not a disagreement; the graph's verdict stands.
+    disagree = [
+        d
+        for d in agreement.disagreements
+        if not (d.tensorflow == TensorFlowVerdict.ZERO.value and d.gradcheck == Status.OK.value)
+    ]
+    if disagree or left_tensorflow:
         return report_from_result(eager, source, options, run)
     return report
 

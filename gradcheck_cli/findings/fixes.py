@@ -176,10 +176,26 @@ def blocker_fix(blocker: Blocker, name: str) -> str:
         "learn, let it weight values instead of picking them, else create it with trainable=False",
         Reason.CUSTOM_GRADIENT_NONE: f"return a gradient for {name} from the gradient function of "
         f"the tf.custom_gradient{where}",
-        Reason.ZERO_GRADIENT: f"the {blocker.op_type}{where} has a zero gradient everywhere; use a "
-        "smooth stand-in (a tanh over a temperature for tf.sign) or the straight-through estimator",
+        Reason.ZERO_GRADIENT: _zero_gradient_fix(blocker, name, where),
         Reason.ASSIGN: f"{name} reaches the loss only through an assignment{where}; read the "
         "variable in the loss instead of copying it",
         Reason.OTHER: f"{blocker.message}",
     }
     return fixes[blocker.reason]
+
+
+def _zero_gradient_fix(blocker: Blocker, name: str, where: str) -> str:
+    """A gradient that is zero by construction: the fix depends on what makes it zero."""
+    if blocker.message.startswith("it is multiplied by a constant zero"):
+        return (
+            f"the term with {name} is multiplied by a constant zero{where}: give it a weight "
+            f"that is not zero, or remove the term if it is not meant to train {name}"
+        )
+    if blocker.message.startswith("the condition of this tf.where"):
+        return f"the tf.where{where} never selects {name}'s value: check its condition"
+    if "constant slices or gathers" in blocker.message:
+        return f"the slices of the stacked tensor{where} leave out {name}'s part: read it"
+    return (
+        f"the {blocker.op_type}{where} has a zero gradient everywhere; use a smooth stand-in (a "
+        "tanh over a temperature for tf.sign) or the straight-through estimator"
+    )

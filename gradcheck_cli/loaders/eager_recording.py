@@ -197,15 +197,33 @@ def _unique(name: str, used: set[str]) -> str:
 
 
 def _placeholder(graph_def: Any, tensor: Any, variable: str | None, used: set[str]) -> str:
-    from tensorflow.python.framework import tensor_shape
+    from tensorflow.python.framework import tensor_shape, tensor_util
 
     base = _node_name(variable) if variable is not None else "input"
     name = _unique(base, used)
+    if variable is None and _scalar_number(tensor):
+        # A number the step multiplies or adds (`loss * 0.0`, a weight): its value in this
+        # step, so that a zero factor is seen as one. `_numpy` is not the user's `.numpy()`.
+        node = graph_def.node.add(name=name, op="Const")
+        node.attr["dtype"].type = tensor.dtype.as_datatype_enum
+        node.attr["value"].tensor.CopyFrom(tensor_util.make_tensor_proto(tensor._numpy()))
+        return name
     node = graph_def.node.add(name=name, op="Placeholder")
     node.attr["dtype"].type = tensor.dtype.as_datatype_enum
     shape = tensor.shape if variable is None else tensor_shape.TensorShape([])
     node.attr["shape"].shape.CopyFrom(tensor_shape.TensorShape(shape).as_proto())
     return name
+
+
+def _scalar_number(tensor: Any) -> bool:
+    dtype = getattr(tensor, "dtype", None)
+    if (
+        dtype is None
+        or not (dtype.is_floating or dtype.is_integer)
+        or not hasattr(tensor, "_numpy")
+    ):
+        return False
+    return tensor.shape.num_elements() == 1
 
 
 def _set_attrs(node: Any, op_def: Any, attrs: tuple[Any, ...]) -> None:

@@ -248,7 +248,7 @@ def eager_request(
         if not model.trainable:
             continue
         if index < len(flat) and flat[index] is not None:
-            verdicts[model.name] = TensorFlowVerdict.GRADIENT
+            verdicts[model.name] = _eager_gradient(flat[index])
         elif id(tf_variable) in watched:
             verdicts[model.name] = TensorFlowVerdict.NONE
         else:
@@ -318,6 +318,16 @@ def reconstructed_request(
     result.tensorflow = eager.tensorflow
     result.eager_fallback = eager
     return result
+
+
+def _eager_gradient(gradient: Any) -> TensorFlowVerdict:
+    """GRADIENT, or ZERO for a gradient of zeros in this step (`loss * 0.0`, or by chance: only
+    a graph that shows why makes gradcheck call the variable dead)."""
+    import tensorflow as tf
+
+    dense = tf.convert_to_tensor(gradient)
+    zero = bool(tf.math.count_nonzero(dense) == 0)
+    return TensorFlowVerdict.ZERO if zero else TensorFlowVerdict.GRADIENT
 
 
 def _handle_of(variable: Any) -> int:
