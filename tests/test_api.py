@@ -57,7 +57,8 @@ def test_assert_no_dead_variables_fails_with_the_readable_report(half_cut_model:
     with pytest.raises(AssertionError) as failure:
         assert_no_dead_variables(half_cut_model)
     message = str(failure.value)
-    assert "blocked half_cut/cut/kernel" in message
+    assert "blocked 2 variables by the same cut" in message  # kernel and bias, one story
+    assert "half_cut/cut/kernel" in message and "half_cut/cut/bias" in message
     assert "StopGradient" in message
     assert "\x1b[" not in message  # no colour codes in a test failure
     report = assert_no_dead_variables(half_cut_model, allow_dead={"*/cut/*": "frozen on purpose"})
