@@ -256,12 +256,11 @@ def _eager_step_report(
         v.status is Status.UNUSED and eager.gradients.get(v.name) is TensorFlowVerdict.NONE
         for v in report.variables
     )
-    # Zeros in this one step where the graph shows no cut: chance (a ReLU off for the whole
-    # batch), not a disagreement; the graph's verdict stands.
+    # A gradient of zeros in this step agrees with a graph that shows why (`loss * 0.0`).
     disagree = [
         d
         for d in agreement.disagreements
-        if not (d.tensorflow == TensorFlowVerdict.ZERO.value and d.gradcheck == Status.OK.value)
+        if not (d.variable in eager.zeros and d.gradcheck != Status.OK.value)
     ]
     if disagree or left_tensorflow:
         return report_from_result(eager, source, options, run)

@@ -29,8 +29,7 @@ def eager_verdicts(
         gradient = gradients.get(variable.name)
         if not variable.trainable:
             verdict = VariableVerdict(variable, Status.FROZEN)
-        elif gradient in (TensorFlowVerdict.GRADIENT, TensorFlowVerdict.ZERO):
-            # zeros in one eager step, without a graph that shows a cut, are no proof
+        elif gradient is TensorFlowVerdict.GRADIENT:
             verdict = VariableVerdict(variable, Status.OK)
         elif gradient is TensorFlowVerdict.UNREAD:
             verdict = VariableVerdict(variable, Status.UNUSED, unreached=Unreached.NEVER_READ)

@@ -242,13 +242,16 @@ def eager_request(
     flat = tf.nest.flatten(gradients) if gradients is not None else []
     models = []
     verdicts: dict[str, TensorFlowVerdict] = {}
+    zeros: set[str] = set()
     for index, variable in variables:
         tf_variable, model = created.describe(variable)
         models.append(model)
         if not model.trainable:
             continue
         if index < len(flat) and flat[index] is not None:
-            verdicts[model.name] = _eager_gradient(flat[index])
+            verdicts[model.name] = TensorFlowVerdict.GRADIENT
+            if _all_zeros(flat[index]):
+                zeros.add(model.name)
         elif id(tf_variable) in watched:
             verdicts[model.name] = TensorFlowVerdict.NONE
         else:
@@ -264,7 +267,11 @@ def eager_request(
         gradients=verdicts,
         left_at=left.location if left is not None else None,
         reason=reason,
-        tensorflow=TensorFlowGradients(EAGER_TAPE, dict(verdicts)),
+        # --verify compares with TensorFlow's word: zeros are a zero gradient there
+        tensorflow=TensorFlowGradients(
+            EAGER_TAPE, {**verdicts, **dict.fromkeys(zeros, TensorFlowVerdict.ZERO)}
+        ),
+        zeros=frozenset(zeros),
     )
 
 
@@ -320,14 +327,12 @@ def reconstructed_request(
     return result
 
 
-def _eager_gradient(gradient: Any) -> TensorFlowVerdict:
-    """GRADIENT, or ZERO for a gradient of zeros in this step (`loss * 0.0`, or by chance: only
-    a graph that shows why makes gradcheck call the variable dead)."""
+def _all_zeros(gradient: Any) -> bool:
+    """A gradient of zeros in this step: `loss * 0.0`, or chance (a ReLU off for the whole
+    batch); only a rebuilt graph that shows the cut makes gradcheck call the variable dead."""
     import tensorflow as tf
 
-    dense = tf.convert_to_tensor(gradient)
-    zero = bool(tf.math.count_nonzero(dense) == 0)
-    return TensorFlowVerdict.ZERO if zero else TensorFlowVerdict.GRADIENT
+    return bool(tf.math.count_nonzero(tf.convert_to_tensor(gradient)) == 0)
 
 
 def _handle_of(variable: Any) -> int:

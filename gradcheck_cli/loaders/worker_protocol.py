@@ -114,6 +114,8 @@ class EagerResult:
     left_at: SourceLocation | None  # where the value leaves TensorFlow
     reason: str  # TensorFlow's words for it
     tensorflow: TensorFlowGradients | None = None  # when --verify asked for it
+    # `gradcheck run`: variables whose gradient in the step was all zeros (not None)
+    zeros: frozenset[str] = frozenset()
 
 
 @dataclass
