@@ -16,6 +16,7 @@ from gradcheck_cli.analysis.verdicts import (
 )
 from gradcheck_cli.findings.build import finding_order
 from gradcheck_cli.findings.finding import Finding
+from gradcheck_cli.findings.names import common_prefix, common_scope
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import (
     NETWORK_NOT_TRAINED_BY_THIS_LOSS,
@@ -243,11 +244,6 @@ def _trained_by(report: Report, other: Report, members: list[VariableVerdict]) -
     )
 
 
-def common_scope(names: Sequence[str]) -> str | None:
-    """The name scope every name is in (`teacher` for `teacher/dense/kernel`...), if any."""
-    return "/".join(_common_prefix([name.split("/")[:-1] for name in names])) or None
-
-
 def _in_scope(name: str, scope: str) -> bool:
     return name.startswith(scope + "/")
 
@@ -274,7 +270,7 @@ def _attribute(verdicts: Sequence[VariableVerdict]) -> str | None:
     paths = [v.path for v in verdicts]
     if any(path is None or path == v.name for path, v in zip(paths, verdicts, strict=True)):
         return None
-    return ".".join(_common_prefix([str(path).split(".")[:-1] for path in paths])) or None
+    return ".".join(common_prefix([str(path).split(".")[:-1] for path in paths])) or None
 
 
 def _own_attribute(
@@ -293,12 +289,3 @@ def _own_attribute(
     layers = {str(v.path).rpartition(".")[0] for v in members}
     nested = "." in attribute or "[" in attribute
     return attribute if not nested or len(layers) >= 2 else None
-
-
-def _common_prefix(parts: Sequence[list[str]]) -> list[str]:
-    common: list[str] = []
-    for column in zip(*parts, strict=False):
-        if len(set(column)) != 1:
-            break
-        common.append(column[0])
-    return common

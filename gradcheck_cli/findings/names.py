@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from gradcheck_cli.analysis.verdicts import VariableVerdict
 from gradcheck_cli.findings.source import assigned_name
@@ -116,3 +116,19 @@ def _under_root(steps: list[str], name: str) -> str:
     `dense_1/kernel` of the model bound to `model`)."""
     dotted = name.replace("/", ".")
     return dotted if dotted.startswith(f"{steps[0]}.") else f"{steps[0]}.{dotted}"
+
+
+def common_scope(names: Iterable[str]) -> str | None:
+    """The deepest name scope every name is in (`teacher` for `teacher/dense/kernel` and
+    `teacher/dense_1/bias`), if any."""
+    return "/".join(common_prefix([name.split("/")[:-1] for name in names])) or None
+
+
+def common_prefix(parts: Sequence[list[str]]) -> list[str]:
+    """The leading parts all lists share."""
+    common: list[str] = []
+    for column in zip(*parts, strict=False):
+        if len(set(column)) != 1:
+            break
+        common.append(column[0])
+    return common

@@ -238,13 +238,22 @@ def _at(location: SourceLocation | None) -> str:
 
 def estimator_inside(verdict: VariableVerdict) -> str | None:
     """ " at line N" when the variable is cut by the stop_gradient of a straight-through
-    estimator `x + tf.stop_gradient(q(x) - x)` (a Sub into it, an Add after it), else None."""
+    estimator `x + tf.stop_gradient(q(x) - x)`, else None: a Sub into the stop_gradient whose
+    subtrahend is the other addend of the Add after it (the rule of
+    analysis/stop_gradients.py, here for the cuts inside functions that it does not walk)."""
     route = verdict.route
     for before, step, after in zip(route, route[1:], route[2:], strict=False):
         if (
             step.op_type == "StopGradient"
             and before.op_type == "Sub"
             and after.op_type in ("AddV2", "Add")
+            and _adds_back_subtrahend(before, after)
         ):
             return _at(step.location)
     return None
+
+
+def _adds_back_subtrahend(difference: PathStep, total: PathStep) -> bool:
+    if difference.node is None or total.node is None or len(difference.node.inputs) != 2:
+        return False
+    return difference.node.inputs[1] in total.node.inputs

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
 from gradcheck_cli.findings.finding import Finding
+from gradcheck_cli.findings.names import common_scope
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import why_unused
 from gradcheck_cli.findings.source import assigned_name
@@ -42,13 +43,7 @@ class Group:
     @property
     def scope(self) -> str | None:
         """The deepest name scope holding every member, if any (`teacher`, `model/pooler`)."""
-        parts = [v.name.split("/")[:-1] for v in self.members]
-        common: list[str] = []
-        for level in zip(*parts, strict=False):
-            if len(set(level)) > 1:
-                break
-            common.append(level[0])
-        return "/".join(common) or None
+        return common_scope(v.name for v in self.members)
 
 
 def group_dead(report: Report) -> tuple[Group, ...]:

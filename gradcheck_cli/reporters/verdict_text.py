@@ -54,11 +54,7 @@ def verdict_parts(report: Report) -> tuple[str, str]:
     if report.allowed:
         counts += f"; {len(report.allowed)} dead but allowed"
     dead = len(report.dead)
-    intended = sum(
-        1
-        for v in report.variables
-        if v.dead and v.name in report.intended and v.name not in report.allowed
-    )
+    intended = len(report.untrained) - dead
     if intended:
         return f"{dead} dead, {intended} {NOT_TRAINED_HERE}", counts
     if dead:

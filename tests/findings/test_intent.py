@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from gradcheck_cli.analysis.analyse import analyse
 from gradcheck_cli.analysis.verdicts import Analysis
-from gradcheck_cli.findings.intent import common_scope, judge_intent
+from gradcheck_cli.findings.intent import judge_intent
+from gradcheck_cli.findings.names import common_scope
 from gradcheck_cli.findings.source import SourceLines
 from tests.graph_factory import BodyFactory, program
 

@@ -1,13 +1,17 @@
-"""Where a transform's frames part from the next op's, and the line of an op in a lambda:
-on hand-written frames and source, without TensorFlow."""
+"""Where a transform's frames part from the next op's, the line of an op in a lambda, and the
+straight-through estimator's shape: on hand-written frames, source and graphs, without
+TensorFlow."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gradcheck_cli.findings.transform_source import _Frame, _parting
+from gradcheck_cli.analysis.analyse import analyse
+from gradcheck_cli.analysis.verdicts import VariableVerdict
+from gradcheck_cli.findings.transform_source import _Frame, _parting, estimator_inside
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders.op_expressions import line_inside_lambda
+from tests.graph_factory import BodyFactory, program
 
 TOP = _Frame("model.py", 60, "loss")
 CALL = _Frame("model.py", 47, "__call__")
@@ -46,3 +50,24 @@ def test_an_op_in_a_cond_lambda_gets_its_own_line(tmp_path: Path) -> None:
     assert line_inside_lambda(inner, "Cast").line == 4
     assert line_inside_lambda(inner, "Round").line == 2  # none in the lambdas: unchanged
     assert line_inside_lambda(outer, "Greater").line == 2  # no caller on the same line
+
+
+def _estimator(*, adds_back: bool) -> VariableVerdict:
+    """The codebook's verdict in `z + tf.stop_gradient(nearest - z)`, or, when not `adds_back`,
+    in `other + tf.stop_gradient(nearest - z)` (no straight-through estimator)."""
+    f = BodyFactory("loss")
+    x = f.op("x", "Placeholder")
+    encoder, codebook = f.arg("encoder/kernel"), f.arg("codebook")
+    z = f.op("z", "MatMul", x, encoder)
+    nearest = f.op("nearest", "MatMul", f.op("codes", "Placeholder"), codebook)
+    stopped = f.op("StopGradient", "StopGradient", f.op("delta", "Sub", nearest, z))
+    base = z if adds_back else f.op("other", "Placeholder")
+    total = f.op("quantized", "AddV2", base, stopped)
+    loss = f.op("loss", "Sum", f.op("square", "Square", total))
+    verdicts = analyse(program(f.body(loss), loss)).verdicts
+    return next(v for v in verdicts if v.name == "codebook")
+
+
+def test_only_a_real_straight_through_estimator_is_told_as_one() -> None:
+    assert estimator_inside(_estimator(adds_back=True)) is not None
+    assert estimator_inside(_estimator(adds_back=False)) is None
