@@ -20,7 +20,7 @@ from gradcheck_cli.reporters.grouping import (
     plural,
     scope_lines,
 )
-from gradcheck_cli.reporters.verdict_text import route_items, verdict_parts
+from gradcheck_cli.reporters.verdict_text import NOT_TRAINED_HERE, route_items, verdict_parts
 
 _SEVERITY_MARK = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 _CUT_CLASS = "classDef cut stroke:#d00,stroke-width:2px,color:#d00"
@@ -97,7 +97,7 @@ def _members(group: Group) -> str:
 
 def _status(group: Group) -> str:
     if group.intended is not None:
-        return "not trained by this loss (looks intended)"
+        return NOT_TRAINED_HERE
     return group.first.status.value
 
 

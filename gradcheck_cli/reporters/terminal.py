@@ -31,7 +31,7 @@ from gradcheck_cli.reporters.grouping import (
     same_but_for_the_variable,
     scope_lines,
 )
-from gradcheck_cli.reporters.verdict_text import route_items, verdict_parts
+from gradcheck_cli.reporters.verdict_text import NOT_TRAINED_HERE, route_items, verdict_parts
 
 _STATUS_STYLE = {
     Status.OK: "green",
@@ -39,7 +39,7 @@ _STATUS_STYLE = {
     Status.UNUSED: "bold yellow",
     Status.FROZEN: "dim",
 }
-_INTENDED_HEADER = "[bold yellow]not trained by this loss (looks intended)[/]"
+_INTENDED_HEADER = f"[bold yellow]{NOT_TRAINED_HERE}[/]"
 _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
@@ -136,14 +136,8 @@ def _write_group_story(console: Console, report: Report, group: Group, width: in
         )
         console.print(f"  {escape(reason)}")
     else:
-        if first.route:
-            console.print(f"  path to the loss, from {escape(first.name)}:")
-            console.print(Text("    ") + _route_text(first.name.split("/")[-1], first.route))
-        for number, blocker in enumerate(first.blockers, start=1):
-            _write_cut(console, report, number, blocker)
-        hidden = _hidden_cuts_sentence(first)
-        if hidden:
-            console.print(f"  {escape(hidden)}")
+        heading = f"  path to the loss, from {escape(first.name)}:"
+        _write_cuts(console, report, first, heading, first.name.split("/")[-1])
     _write_fix(console, group.fix)
     if group.fix is not None and group.fix_names_member:
         console.print(f"  (written for {escape(first.name)}: the same for each, with its own name)")
@@ -176,16 +170,24 @@ def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> 
     if verdict.status is Status.UNUSED:
         console.print(f"  never reaches the loss: {escape(why_unused(verdict) or '')}")
     else:
-        if verdict.route:
-            console.print("  path to the loss:")
-            name = assigned_name(report.code_at(verdict.location)) or verdict.name.split("/")[-1]
-            console.print(Text("    ") + _route_text(name, verdict.route))
-        for number, blocker in enumerate(verdict.blockers, start=1):
-            _write_cut(console, report, number, blocker)
-        hidden = _hidden_cuts_sentence(verdict)
-        if hidden:
-            console.print(f"  {escape(hidden)}")
+        name = assigned_name(report.code_at(verdict.location)) or verdict.name.split("/")[-1]
+        _write_cuts(console, report, verdict, "  path to the loss:", name)
     _write_fix(console, report.fixes.get(verdict.name))
+
+
+def _write_cuts(
+    console: Console, report: Report, verdict: VariableVerdict, heading: str, name: str
+) -> None:
+    """A blocked variable's path to the loss, each cut with its line, the cuts hiding behind
+    its tf.stop_gradients."""
+    if verdict.route:
+        console.print(heading)
+        console.print(Text("    ") + _route_text(name, verdict.route))
+    for number, blocker in enumerate(verdict.blockers, start=1):
+        _write_cut(console, report, number, blocker)
+    hidden = _hidden_cuts_sentence(verdict)
+    if hidden:
+        console.print(f"  {escape(hidden)}")
 
 
 def _write_fix(console: Console, fix: str | None) -> None:
