@@ -14,10 +14,15 @@ import click
 from gradcheck_cli.cli_options import IMPORT_OPTION, shared_options
 from gradcheck_cli.config import Overrides, Settings, load_settings, resolve_timeout
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.findings.report import Report
 from gradcheck_cli.loaders.process_tree import Stopped, stop_on_signals
 from gradcheck_cli.options import CheckOptions
-from gradcheck_cli.report_output import cannot_write, report_error, write_report, write_stdout
+from gradcheck_cli.report_output import (
+    cannot_write,
+    checked_models,
+    report_error,
+    write_report,
+    write_stdout,
+)
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.terminal import TerminalOptions
 from gradcheck_cli.run import (
@@ -214,7 +219,7 @@ def run(options: Options) -> ExitCode:
     shown: list[ExitCode | None] = []  # `--continue`: the report went out while the script ran
 
     def show(early: list[Outcome]) -> None:
-        shown.append(_write_reports([o.report for o in early if o.report is not None], options))
+        shown.append(_write_reports(early, options))
 
     try:
         if options.script_arguments is not None:
@@ -251,16 +256,19 @@ def run(options: Options) -> ExitCode:
         if problem is not None:
             click.echo(problem, err=True)
             return ExitCode.ERROR
-    failure = shown[0] if shown else _write_reports(reports, options)
+    failure = shown[0] if shown else _write_reports(outcomes, options)
     if failure is not None:
         return failure
     return exit_code(outcomes, settings.fail_on, options.exit_zero)
 
 
-def _write_reports(reports: list[Report], options: Options) -> ExitCode | None:
-    """Render the reports to stdout or --output; an exit code if they could not be written."""
-    if not reports:
-        return None
+def _write_reports(outcomes: list[Outcome], options: Options) -> ExitCode | None:
+    """Render the outcomes to stdout or --output; an exit code if they could not be written.
+
+    One outcome is one document, several a list of them; with nothing checked, only the
+    formats that tell failures (json, sarif, github) write.
+    """
+    checked = checked_models(outcomes, run=options.script_arguments is not None)
     to_file = options.output is not None
     terminal = TerminalOptions(
         color=_use_color(options.color, to_file),
@@ -269,10 +277,11 @@ def _write_reports(reports: list[Report], options: Options) -> ExitCode | None:
         quiet=options.quiet,
         verbose=options.verbose,
     )
-    # One report renders as before; several need the multi-report `render`.
     text = render(
-        reports[0] if len(reports) == 1 else reports, options.settings.output_format, terminal
+        checked[0] if len(checked) == 1 else checked, options.settings.output_format, terminal
     )
+    if not text and not any(outcome.report is not None for outcome in outcomes):
+        return None
     return write_report(text, options.output)
 
 

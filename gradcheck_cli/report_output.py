@@ -1,5 +1,6 @@
-"""Deliver the rendered report: check that its target can be written, write it, and say in one
-line why not when a folder, a disk or a closed pipe refuses it (exit code 2)."""
+"""Deliver the rendered report: what was checked (a report or a failure per model), whether its
+target can be written, the writing, and one line why not when a folder, a disk or a closed pipe
+refuses it (exit code 2)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,37 @@ import errno
 import os
 import stat
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
 from gradcheck_cli.config import os_error_reason
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.run import ExitCode
+from gradcheck_cli.findings.report import Report
+from gradcheck_cli.reporters import CheckFailure
+from gradcheck_cli.run import ExitCode, Outcome
+
+# What a MODEL argument is taken for, by its suffix (a folder is a SavedModel or nothing).
+_KIND_BY_SUFFIX = {".py": "script", ".keras": "keras", ".h5": "keras"}
+
+
+def checked_models(outcomes: Sequence[Outcome], *, run: bool) -> list[Report | CheckFailure]:
+    """Each outcome's report, or its failure: the path as the reports spell it, the error, and
+    the kind when the argument tells it (`run` for `gradcheck run`)."""
+    return [
+        outcome.report if outcome.report is not None else _failure(outcome, run=run)
+        for outcome in outcomes
+    ]
+
+
+def _failure(outcome: Outcome, *, run: bool) -> CheckFailure:
+    path = Path(outcome.model)
+    if run:
+        kind: str | None = "run"
+    else:
+        kind = None if path.is_dir() else _KIND_BY_SUFFIX.get(path.suffix)
+    return CheckFailure(str(path), outcome.error or "could not be checked", kind)
 
 
 def report_error(problem: GradcheckError) -> ExitCode:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -21,33 +22,37 @@ class Format(str, enum.Enum):
     MARKDOWN = "markdown"
 
 
-def render(
-    reports: Report | Sequence[Report], output_format: Format, terminal: object = None
-) -> str:
-    """`reports` (one Report, or one per model checked) in `output_format`.
+@dataclass(frozen=True)
+class CheckFailure:
+    """A model that could not be checked: the machine formats keep its place and its error."""
 
-    `terminal` (TerminalOptions) shapes the terminal format. One report renders exactly as it
-    always has; several render as one document of that format (a JSON array, one SARIF run per
-    model, one DOT cluster per model...).
+    path: str
+    error: str
+    kind: str | None = None  # when the argument's form says it (a .py script, a .keras file)
+
+
+def render(
+    checked: Report | CheckFailure | Sequence[Report | CheckFailure],
+    output_format: Format,
+    terminal: object = None,
+) -> str:
+    """One checked model (a Report, or a CheckFailure) or a sequence of them, in `output_format`.
+
+    `terminal` (TerminalOptions) shapes the terminal format. One item renders as one document
+    (a JSON object); a sequence as one document of that format with an entry per item, in
+    order (a JSON array, one SARIF run per model, one DOT cluster per model...). JSON, SARIF and
+    GitHub give each failure its place; the formats for people leave failures to stderr.
     """
     from gradcheck_cli.findings.report import Report
 
-    many = not isinstance(reports, Report)
-    batch = tuple(reports) if not isinstance(reports, Report) else (reports,)
-    assert all(isinstance(report, Report) for report in batch)
+    many = not isinstance(checked, (Report, CheckFailure))
+    batch = tuple(checked) if not isinstance(checked, (Report, CheckFailure)) else (checked,)
+    assert all(isinstance(item, (Report, CheckFailure)) for item in batch)
     output_format = Format(output_format)
     if output_format is Format.JSON:
         from gradcheck_cli.reporters.json_reporter import render_json, render_json_array
 
         return render_json_array(batch) if many else render_json(batch[0])
-    if output_format is Format.DOT:
-        from gradcheck_cli.reporters.dot import render_dot, render_dot_clusters
-
-        return render_dot_clusters(batch) if many else render_dot(batch[0])
-    if output_format is Format.TEXT:
-        from gradcheck_cli.reporters.text import render_text
-
-        return render_text(batch)
     if output_format is Format.SARIF:
         from gradcheck_cli.reporters.sarif import render_sarif
 
@@ -56,14 +61,25 @@ def render(
         from gradcheck_cli.reporters.github import render_github
 
         return render_github(batch)
+    reports = tuple(item for item in batch if isinstance(item, Report))
+    if not reports:
+        return ""
+    if output_format is Format.DOT:
+        from gradcheck_cli.reporters.dot import render_dot, render_dot_clusters
+
+        return render_dot_clusters(reports) if many else render_dot(reports[0])
+    if output_format is Format.TEXT:
+        from gradcheck_cli.reporters.text import render_text
+
+        return render_text(reports)
     if output_format is Format.MARKDOWN:
         from gradcheck_cli.reporters.markdown import render_markdown
 
-        return render_markdown(batch)
+        return render_markdown(reports)
     from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
 
     options = terminal if isinstance(terminal, TerminalOptions) else TerminalOptions()
-    return "\n".join(render_terminal(report, options) for report in batch)
+    return "\n".join(render_terminal(report, options) for report in reports)
 
 
 def display_path(path: str) -> str:

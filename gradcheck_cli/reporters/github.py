@@ -1,4 +1,5 @@
-"""GitHub Actions workflow commands: an annotation per dead variable, warning and notice."""
+"""GitHub Actions workflow commands: an annotation per dead variable, warning and notice, and an
+error per model that could not be checked."""
 
 from __future__ import annotations
 
@@ -8,16 +9,21 @@ from gradcheck_cli.analysis.verdicts import VariableVerdict
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.source import notebook_cell
-from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters import CheckFailure, display_path
 
 _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
-def render_github(reports: Sequence[Report]) -> str:
+def render_github(checked: Sequence[Report | CheckFailure]) -> str:
     """One `::error` per dead variable (a variable cut in three places is one annotation, at
-    its first cut, naming every cut), and one `::warning` or `::notice` per other finding."""
+    its first cut, naming every cut), one `::warning` or `::notice` per other finding, and one
+    `::error` per model that could not be checked, in the order of the models."""
     lines: list[str] = []
-    for report in reports:
+    for report in checked:
+        if isinstance(report, CheckFailure):
+            title = f"gradcheck could not check {display_path(report.path)}"
+            lines.append(f"::error title={escape_property(title)}::{escape_data(report.error)}")
+            continue
         verdicts = {verdict.name: verdict for verdict in report.variables}
         # Each entry is a finding alone, or the error findings of one variable.
         entries: list[list[Finding]] = []

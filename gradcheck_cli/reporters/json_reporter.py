@@ -1,4 +1,4 @@
-"""The machine-readable report, schema `gradcheck/1`."""
+"""The machine-readable report, schema `gradcheck/1`: a model's report, or why it has none."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters import CheckFailure, display_path
 
 SCHEMA = "gradcheck/1"
 
@@ -83,10 +83,23 @@ def as_dict(report: Report) -> dict[str, Any]:
     }
 
 
-def render_json(report: Report) -> str:
-    return json.dumps(as_dict(report), indent=2) + "\n"
+def failure_as_dict(failure: CheckFailure) -> dict[str, Any]:
+    """A model that could not be checked: its path, its kind when known, and the error."""
+    source: dict[str, Any] = {"path": failure.path}
+    if failure.kind is not None:
+        source["kind"] = failure.kind
+    return {"schema": SCHEMA, "source": source, "error": failure.error}
 
 
-def render_json_array(reports: Sequence[Report]) -> str:
-    """Several models' reports: a JSON array of `gradcheck/1` objects, in the order given."""
-    return json.dumps([as_dict(report) for report in reports], indent=2) + "\n"
+def _entry(checked: Report | CheckFailure) -> dict[str, Any]:
+    return failure_as_dict(checked) if isinstance(checked, CheckFailure) else as_dict(checked)
+
+
+def render_json(checked: Report | CheckFailure) -> str:
+    """One model: its `gradcheck/1` object (an `error` object when it could not be checked)."""
+    return json.dumps(_entry(checked), indent=2) + "\n"
+
+
+def render_json_array(checked: Sequence[Report | CheckFailure]) -> str:
+    """Several models: a JSON array with one `gradcheck/1` object per model, in the order given."""
+    return json.dumps([_entry(item) for item in checked], indent=2) + "\n"

@@ -1,4 +1,5 @@
-"""SARIF 2.1.0 for code scanning: one run per model, every rule documented, stable fingerprints."""
+"""SARIF 2.1.0 for code scanning: one run per model, every rule documented, every result at a
+file and line, stable fingerprints, and a failed run for a model that could not be checked."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import RULES, Rule
 from gradcheck_cli.findings.source import notebook_cell
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters import CheckFailure, display_path
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -31,33 +32,89 @@ _GROUP_TAGS = {
     "2": ("gradcheck", "suspicious"),
 }
 _RULE_INDEX = {code: index for index, code in enumerate(RULES)}
+_SAVED_MODEL_KINDS = ("savedmodel", "savedmodel-tf1")
+# SourceInfo kinds of a model checked in the Python process, whose path is a `<...>` label.
+_IN_PROCESS_KINDS = ("keras", "function")
 
 
-def render_sarif(reports: Sequence[Report]) -> str:
-    """A SARIF log with one run per report; a report without findings is a run without results."""
+def render_sarif(checked: Sequence[Report | CheckFailure]) -> str:
+    """A SARIF log with one run per model, in order: a report without findings is a run without
+    results; a model that could not be checked is a run whose invocation failed, saying why."""
+    categories = _categories(checked) if len(checked) > 1 else [None] * len(checked)
     log = {
         "$schema": SCHEMA_URI,
         "version": SARIF_VERSION,
-        "runs": [_run(report, categorised=len(reports) > 1) for report in reports],
+        "runs": [
+            _failed_run(item, category) if isinstance(item, CheckFailure) else _run(item, category)
+            for item, category in zip(checked, categories)
+        ],
     }
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 
 
-def _run(report: Report, *, categorised: bool) -> dict[str, Any]:
-    run: dict[str, Any] = {
-        "tool": {"driver": _driver()},
-        "originalUriBaseIds": {SRCROOT: {"uri": Path.cwd().as_uri().rstrip("/") + "/"}},
-        "results": [_result(report, item) for item in report.findings],
-        "properties": {
+def _categories(checked: Sequence[Report | CheckFailure]) -> list[str]:
+    """Code scanning keeps one analysis per category, and refuses two runs of one category in a
+    file: each model's run gets its own; a second run of one path (the second gradient request
+    of a script under `gradcheck run`) gets its number."""
+    categories = []
+    seen: dict[str, int] = {}
+    for item in checked:
+        model = display_path(item.path if isinstance(item, CheckFailure) else item.source.path)
+        seen[model] = seen.get(model, 0) + 1
+        number = "" if seen[model] == 1 else f"{seen[model]}/"
+        categories.append(f"gradcheck/{model}/{number}")
+    return categories
+
+
+def _run(report: Report, category: str | None) -> dict[str, Any]:
+    return _run_of(
+        results=[
+            _result(report, item, key)
+            for item, key in zip(report.findings, fingerprints(report.findings))
+        ],
+        invocation={"executionSuccessful": True},
+        properties={
             "model": display_path(report.source.path),
             "kind": report.source.kind,
             "loss": report.source.loss,
             "summary": report.summary,
         },
+        category=category,
+    )
+
+
+def _failed_run(failure: CheckFailure, category: str | None) -> dict[str, Any]:
+    """No results, and an invocation that did not succeed, with the error as its notification."""
+    notification: dict[str, Any] = {"level": "error", "message": {"text": failure.error}}
+    model = artifact_location(SourceLocation(failure.path, 1))
+    notification["locations"] = [{"physicalLocation": {"artifactLocation": model}}]
+    properties = {"model": display_path(failure.path), "error": failure.error}
+    if failure.kind is not None:
+        properties["kind"] = failure.kind
+    return _run_of(
+        results=[],
+        invocation={"executionSuccessful": False, "toolExecutionNotifications": [notification]},
+        properties=properties,
+        category=category,
+    )
+
+
+def _run_of(
+    *,
+    results: list[dict[str, Any]],
+    invocation: dict[str, Any],
+    properties: dict[str, Any],
+    category: str | None,
+) -> dict[str, Any]:
+    run: dict[str, Any] = {
+        "tool": {"driver": _driver()},
+        "originalUriBaseIds": {SRCROOT: {"uri": Path.cwd().as_uri().rstrip("/") + "/"}},
+        "invocations": [invocation],
+        "results": results,
+        "properties": properties,
     }
-    if categorised:
-        # Code scanning keeps one analysis per category: each model's run gets its own.
-        run["automationDetails"] = {"id": f"gradcheck/{display_path(report.source.path)}/"}
+    if category is not None:
+        run["automationDetails"] = {"id": category}
     return run
 
 
@@ -104,14 +161,14 @@ def _help_markdown(rule: Rule) -> str:
     return "\n\n".join(parts)
 
 
-def _result(report: Report, item: Finding) -> dict[str, Any]:
+def _result(report: Report, item: Finding, key: str) -> dict[str, Any]:
     text = item.message if item.hint is None else f"{item.message}\nfix: {item.hint}"
     result: dict[str, Any] = {
         "ruleId": item.code,
         "level": _LEVEL[item.severity],
         "message": {"text": text},
         "locations": [_location(report, item)],
-        "partialFingerprints": {FINGERPRINT: fingerprint(item)},
+        "partialFingerprints": {FINGERPRINT: key},
     }
     if item.code in _RULE_INDEX:
         result["ruleIndex"] = _RULE_INDEX[item.code]
@@ -136,7 +193,26 @@ def _location(report: Report, item: Finding) -> dict[str, Any]:
             }
             where = f"{display_path(item.location.file)}:{item.location.line}"
             location["message"] = {"text": where}
+        return location
+    # Code scanning refuses a result without a file: without a source line, the result points
+    # at the model's own file, line 1 (a live keras.Model or function has none).
+    model = _model_artifact(report.source.path, report.source.kind)
+    if model is not None:
+        location["physicalLocation"] = {"artifactLocation": model, "region": {"startLine": 1}}
     return location
+
+
+def _model_artifact(path: str, kind: str) -> dict[str, str] | None:
+    """The file that stands for a model: a SavedModel's saved_model.pb (or .pbtxt), the .keras
+    file, the script; None for a model that lives only in the Python process."""
+    if kind in _IN_PROCESS_KINDS and path.startswith("<"):
+        return None
+    folder = Path(path)
+    if kind in _SAVED_MODEL_KINDS:
+        text = folder / "saved_model.pbtxt"
+        binary = folder / "saved_model.pb"
+        path = str(text if text.is_file() and not binary.is_file() else binary)
+    return artifact_location(SourceLocation(path, 1))
 
 
 def _logical_locations(report: Report, item: Finding) -> list[dict[str, str]]:
@@ -163,7 +239,21 @@ def artifact_location(location: SourceLocation) -> dict[str, str]:
     return {"uri": quote(PurePath(relative).as_posix()), "uriBaseId": SRCROOT}
 
 
-def fingerprint(item: Finding) -> str:
-    """Stable across runs and line moves: the code, the variable and the op, hashed."""
-    key = "\0".join((item.code, item.variable or "", item.op or ""))
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
+def fingerprint(item: Finding, occurrence: int = 1) -> str:
+    """Stable across runs and line moves: the code, the variable and the op, hashed; the second
+    and later findings of one run with all three the same (two GC002 notes) are numbered."""
+    parts = (item.code, item.variable or "", item.op or "")
+    if occurrence > 1:
+        parts += (str(occurrence),)
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def fingerprints(findings: Sequence[Finding]) -> list[str]:
+    """Each finding's fingerprint, distinct within one run (the findings come sorted)."""
+    seen: dict[tuple[str, str | None, str | None], int] = {}
+    keys = []
+    for item in findings:
+        same = (item.code, item.variable, item.op)
+        seen[same] = seen.get(same, 0) + 1
+        keys.append(fingerprint(item, seen[same]))
+    return keys
