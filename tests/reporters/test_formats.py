@@ -22,10 +22,10 @@ from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.findings.rules import RULES
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.reporters import Format, render
+from gradcheck_cli.reporters import CheckFailure, Format, render
 from gradcheck_cli.reporters.github import escape_data, escape_property
 from gradcheck_cli.reporters.markdown import mermaid_label
-from gradcheck_cli.reporters.sarif import fingerprint
+from gradcheck_cli.reporters.sarif import fingerprint, fingerprints
 from gradcheck_cli.reporters.terminal import TerminalOptions
 from tests.import_probe import imported_after
 from tests.reporters.factories import verdict
@@ -139,7 +139,7 @@ def _clean_report() -> Report:
 def test_every_format_renders_one_report_and_several(output_format: Format) -> None:
     hand, clean = _hand_report(), _clean_report()
     options = TerminalOptions(color=False)
-    for reports in (hand, clean, [hand, clean], [hand]):
+    for reports in (hand, clean, [hand, clean], [hand], [hand, MISSING], MISSING):
         text = render(reports, output_format, options)
         assert isinstance(text, str) and text.endswith("\n") or text == ""
         assert "\x1b[" not in text
@@ -181,6 +181,97 @@ def test_dot_draws_one_cluster_per_model() -> None:
         assert source in dot.nodes and target in dot.nodes
         assert source.split("/")[0] == target.split("/")[0], "an edge crosses models"
     assert {"model 1/loss", "model 2/loss"} <= set(dot.nodes)
+
+
+# -- models that could not be checked ---------------------------------------------------------
+
+MISSING = CheckFailure("missing.py", "missing.py: no such file or directory", "script")
+NOT_A_MODEL = CheckFailure("notes", "notes is a folder without saved_model.pb: not a SavedModel")
+
+
+def test_json_of_a_model_that_could_not_be_checked_is_an_error_object() -> None:
+    assert json.loads(render(MISSING, Format.JSON)) == {
+        "schema": "gradcheck/1",
+        "source": {"path": "missing.py", "kind": "script"},
+        "error": "missing.py: no such file or directory",
+    }
+    # A list of one stays a list: the shape follows the number of models, not the outcome.
+    (alone,) = json.loads(render([NOT_A_MODEL], Format.JSON))
+    assert alone["source"] == {"path": "notes"} and "variables" not in alone
+
+
+def test_json_of_several_models_keeps_each_failure_in_its_place() -> None:
+    hand = _hand_report()
+    entries = json.loads(render([hand, MISSING, _clean_report(), NOT_A_MODEL], Format.JSON))
+    assert [entry["source"]["path"] for entry in entries] == [
+        "model.py",
+        "missing.py",
+        "clean.py",
+        "notes",
+    ]
+    assert [entry.get("error") for entry in entries] == [
+        None,
+        MISSING.error,
+        None,
+        NOT_A_MODEL.error,
+    ]
+    assert entries[0] == json.loads(render(hand, Format.JSON))
+    assert all(entry["schema"] == "gradcheck/1" for entry in entries)
+
+
+def test_sarif_of_a_model_that_could_not_be_checked_is_a_failed_run(
+    sarif_schema: dict[str, Any],
+) -> None:
+    (run,) = _sarif(MISSING, sarif_schema)["runs"]
+    assert run["results"] == []
+    (invocation,) = run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    (notification,) = invocation["toolExecutionNotifications"]
+    assert notification["level"] == "error"
+    assert notification["message"]["text"] == MISSING.error
+    assert notification["locations"][0]["physicalLocation"]["artifactLocation"] == {
+        "uri": "missing.py",
+        "uriBaseId": "%SRCROOT%",
+    }
+    assert run["tool"]["driver"]["name"] == "gradcheck" and "automationDetails" not in run
+
+
+def test_sarif_of_some_failed_models_has_their_notifications_and_the_others_results(
+    sarif_schema: dict[str, Any],
+) -> None:
+    runs = _sarif([_hand_report(), MISSING, NOT_A_MODEL], sarif_schema)["runs"]
+    assert [run["invocations"][0]["executionSuccessful"] for run in runs] == [True, False, False]
+    assert len(runs[0]["results"]) == len(_hand_report().findings)
+    assert [run["results"] for run in runs[1:]] == [[], []]
+    assert [
+        run["invocations"][0]["toolExecutionNotifications"][0]["message"]["text"]
+        for run in runs[1:]
+    ] == [MISSING.error, NOT_A_MODEL.error]
+    assert len({run["automationDetails"]["id"] for run in runs}) == 3
+
+
+def test_github_of_a_model_that_could_not_be_checked_is_an_error_line() -> None:
+    odd = CheckFailure("a,b:c.py", "a,b:c.py: 100% broken\nsecond line", "script")
+    lines = render([MISSING, _hand_report(), odd], Format.GITHUB).splitlines()
+    assert lines[0] == (
+        "::error title=gradcheck could not check missing.py::missing.py: no such file or directory"
+    )
+    assert lines[-1] == (
+        "::error title=gradcheck could not check a%2Cb%3Ac.py::"
+        "a,b:c.py: 100%25 broken%0Asecond line"
+    )
+    assert len(lines) == 2 + len(render(_hand_report(), Format.GITHUB).splitlines())
+
+
+@pytest.mark.parametrize(
+    "output_format", [Format.TERMINAL, Format.TEXT, Format.MARKDOWN, Format.DOT]
+)
+def test_formats_for_people_leave_failures_to_stderr(output_format: Format) -> None:
+    options = TerminalOptions(color=False)
+    assert render(MISSING, output_format, options) == ""
+    assert render([MISSING, NOT_A_MODEL], output_format, options) == ""
+    hand = _hand_report()
+    assert render([MISSING, hand], output_format, options) == render([hand], output_format, options)
 
 
 # -- text -----------------------------------------------------------------------------------------
@@ -278,7 +369,11 @@ def test_sarif_results_point_at_rules_files_and_logical_locations(
         ("member", "layer/StopGradient"),
     }
     assert all(item["fullyQualifiedName"].startswith("model.py") for item in logical)
-    assert "physicalLocation" not in unlocated["locations"][0]
+    # No source line: the model's own file, line 1, for code scanning needs a file.
+    assert unlocated["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "model.py", "uriBaseId": "%SRCROOT%"},
+        "region": {"startLine": 1},
+    }
     assert odd["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
         "odd%20dir/a%2Cb%3Ac.py"
     )
@@ -300,12 +395,115 @@ def test_sarif_files_outside_the_working_directory_are_file_uris(
     assert artifact == {"uri": "file:///elsewhere/x.py"}
 
 
+def _unlocated_report(path: str, kind: str) -> Report:
+    """A report whose findings have no source line, as from a SavedModel without debug info."""
+    findings = (
+        Finding("GC005", "saved-model-without-source-lines", Severity.INFO, "no debug info"),
+        Finding(
+            "GC101",
+            "stop-gradient-cuts-variable",
+            Severity.ERROR,
+            "w gets no gradient through StopGradient",
+            variable="w",
+            op="StopGradient",
+        ),
+        Finding("GC108", "variable-never-reaches-loss", Severity.ERROR, "v", variable="v"),
+    )
+    verdicts = (verdict("w", Status.BLOCKED), verdict("v", Status.UNUSED))
+    return Report(SourceInfo(path, kind, "loss"), verdicts, findings)
+
+
+@pytest.mark.parametrize(
+    ("files", "path", "kind", "uri"),
+    [
+        (["m/saved_model.pb"], "m", "savedmodel", "m/saved_model.pb"),
+        (["m/saved_model.pb"], "m", "savedmodel-tf1", "m/saved_model.pb"),
+        (["m/saved_model.pbtxt"], "m", "savedmodel", "m/saved_model.pbtxt"),
+        (["m.keras"], "m.keras", "keras", "m.keras"),
+        (["old.h5"], "old.h5", "keras", "old.h5"),
+        (["train.py"], "train.py", "script", "train.py"),
+        (["train.py"], "train.py", "run", "train.py"),
+    ],
+)
+def test_sarif_results_without_a_source_line_point_at_the_model_file(
+    sarif_schema: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    files: list[str],
+    path: str,
+    kind: str,
+    uri: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in files:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    run = _sarif(_unlocated_report(path, kind), sarif_schema)["runs"][0]
+    assert len(run["results"]) == 3
+    for result in run["results"]:
+        (location,) = result["locations"]
+        assert location["physicalLocation"] == {
+            "artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
+            "region": {"startLine": 1},
+        }
+        assert location["logicalLocations"][0]["fullyQualifiedName"].startswith(path)
+    stop = next(result for result in run["results"] if result["ruleId"] == "GC101")
+    assert {item["name"] for item in stop["locations"][0]["logicalLocations"]} == {
+        "w",
+        "StopGradient",
+    }
+
+
+def test_sarif_of_a_model_outside_the_working_directory_is_a_file_uri(
+    sarif_schema: dict[str, Any], tmp_path: Path
+) -> None:
+    folder = tmp_path / "exported"
+    run = _sarif(_unlocated_report(str(folder), "savedmodel"), sarif_schema)["runs"][0]
+    artifact = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert artifact == {"uri": (folder / "saved_model.pb").as_uri()}
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"), [("<keras.Model net>", "keras"), ("<function>", "function")]
+)
+def test_sarif_of_a_model_in_the_python_process_has_only_logical_locations(
+    sarif_schema: dict[str, Any], path: str, kind: str
+) -> None:
+    run = _sarif(_unlocated_report(path, kind), sarif_schema)["runs"][0]
+    for result in run["results"]:
+        (location,) = result["locations"]
+        assert "physicalLocation" not in location and location["logicalLocations"]
+
+
 def test_sarif_fingerprints_survive_a_moved_line() -> None:
     item = _hand_report().findings[0]
     moved = Finding(**{**item.__dict__, "location": _at(70)})
     assert fingerprint(item) == fingerprint(moved)
     others = {fingerprint(other) for other in _hand_report().findings}
     assert len(others) == len(_hand_report().findings)
+
+
+def test_sarif_fingerprints_are_distinct_within_a_run() -> None:
+    note = Finding("GC002", "graph-not-fully-modelled", Severity.INFO, "op A not modelled")
+    other = Finding("GC002", "graph-not-fully-modelled", Severity.INFO, "op B not modelled")
+    first, second = fingerprints([note, other])
+    assert first == fingerprint(note) and second != first
+    report = Report(SourceInfo("model.py", "script", "loss"), (), (note, other))
+    results = json.loads(render(report, Format.SARIF))["runs"][0]["results"]
+    assert [r["partialFingerprints"]["gradcheck/v1"] for r in results] == [first, second]
+
+
+def test_sarif_runs_of_one_script_get_categories_of_their_own(
+    sarif_schema: dict[str, Any],
+) -> None:
+    # `gradcheck run`: one report per gradient request, all of the same script.
+    requests = [_clean_report(), _hand_report(), _clean_report()]
+    runs = _sarif(requests, sarif_schema)["runs"]
+    assert [run["automationDetails"]["id"] for run in runs] == [
+        "gradcheck/clean.py/",
+        "gradcheck/model.py/",
+        "gradcheck/clean.py/2/",
+    ]
 
 
 def test_sarif_of_the_seed_points_at_the_stop_gradient_line(
@@ -325,6 +523,7 @@ def test_sarif_of_the_seed_points_at_the_stop_gradient_line(
     assert line in [place["region"]["startLine"] for place in located]
     stop = next(result for result in run["results"] if result["ruleId"] == "GC101")
     assert stop["locations"][0]["physicalLocation"]["region"]["startLine"] == line
+    assert len(located) == len(run["results"]), "every result has a file and a line"
 
 
 # -- GitHub ---------------------------------------------------------------------------------------
