@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.loaders.tf_protos import protos
+from tests.error_documents import assert_error_document
 
 BAD = Path(__file__).parent / "scripts" / "bad"
 
@@ -47,9 +48,15 @@ def script_runs() -> dict[str, subprocess.CompletedProcess[str]]:
         return {name: future.result() for name, future in futures.items()}
 
 
-def _assert_one_clear_error(code: int, out: str, err: str, expected: str) -> None:
+def _assert_one_clear_error(
+    code: int, out: str, err: str, expected: str, *, json_of: str | None = None
+) -> None:
+    """`json_of`: the model whose error object `--format json` wrote; else stdout is empty."""
     assert code == ExitCode.ERROR, err
-    assert out == ""
+    if json_of is None:
+        assert out == ""
+    else:
+        assert_error_document(out, err, json_of)
     assert expected in err
     assert "Traceback" not in err
     ours = [line for line in err.splitlines() if line.startswith("gradcheck:")]
@@ -59,7 +66,9 @@ def _assert_one_clear_error(code: int, out: str, err: str, expected: str) -> Non
 @pytest.mark.parametrize("name", SCRIPT_CASES)
 def test_bad_scripts(name: str, script_runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
     run = script_runs[name]
-    _assert_one_clear_error(run.returncode, run.stdout, run.stderr, SCRIPT_CASES[name][0])
+    _assert_one_clear_error(
+        run.returncode, run.stdout, run.stderr, SCRIPT_CASES[name][0], json_of=str(BAD / name)
+    )
 
 
 def test_vector_loss_is_checked_when_asked(tmp_path: Path) -> None:

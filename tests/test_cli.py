@@ -16,6 +16,7 @@ from gradcheck_cli import cli
 from gradcheck_cli.cli import ExitCode, Options, command
 from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import Format
+from tests.error_documents import assert_error_document
 from tests.oracle import dead_in_script, dead_names
 from tests.tf_oracle_inprocess import tf_verdicts
 
@@ -141,7 +142,7 @@ def test_script_prints_never_reach_stdout() -> None:
 def test_script_errors_exit_2(script: str, message: str) -> None:
     result = _gradcheck(str(SCRIPTS / script), "--format", "json")
     assert result.returncode == ExitCode.ERROR
-    assert result.stdout == ""
+    assert_error_document(result.stdout, result.stderr, str(SCRIPTS / script))
     assert message in result.stderr and "Traceback" not in result.stderr
 
 

@@ -215,7 +215,9 @@ def test_several_models_exit_with_the_worst_code(
     code, out, err = _run(clean, missing, before, "--loss", "loss", "-f", "json")
     assert code == ExitCode.ERROR
     assert err.strip().splitlines() == [f"gradcheck: error: {missing}: no such file or directory"]
-    assert [r["source"]["path"] for r in json.loads(out)] == [str(clean), str(before)]
+    entries = json.loads(out)
+    assert [r["source"]["path"] for r in entries] == [str(clean), str(missing), str(before)]
+    assert entries[1]["error"] == f"{missing}: no such file or directory"
 
 
 def test_jobs_2_gives_the_same_reports_as_jobs_1(

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.error_documents import assert_error_document
 from tests.keras_models import fixture_models
 from tests.keras_models.keras_oracle import (
     DEAD,
@@ -358,7 +359,7 @@ def test_unanalysable_keras_files_exit_2_with_one_message(
 ) -> None:
     returncode, stdout, stderr = runs["bad"][name]
     assert returncode == 2, f"{name}: exit {returncode}\n{stdout[:2000]}\n{stderr[-2000:]}"
-    assert stdout == ""
+    assert_error_document(stdout, stderr)
     assert "Traceback" not in stderr
     assert message in stderr
     assert len(stderr.strip().splitlines()) == 1, stderr

@@ -14,6 +14,7 @@ import pytest
 from gradcheck_cli.cli import ExitCode
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.loss_finding import SCRIPT_RUN_NAME, find_loss
+from tests.error_documents import assert_error_document
 from tests.test_bad_input import _gradcheck
 
 SCRIPTS = Path(__file__).parent.parent / "scripts"
@@ -155,12 +156,13 @@ def test_training_code_is_never_taken_for_the_loss(
         )
     assert not marker.exists()
     guessed, with_arguments, model_inside, found = runs
-    for run, expected in (
-        (guessed, "main: named like training or setup code"),
-        (with_arguments, "gradcheck cannot make up (logits, labels)"),
-        (model_inside, "its variables inside the loss on every call"),
+    for run, script, expected in (
+        (guessed, training, "main: named like training or setup code"),
+        (with_arguments, training, "gradcheck cannot make up (logits, labels)"),
+        (model_inside, inside, "its variables inside the loss on every call"),
     ):
-        assert run.returncode == ExitCode.ERROR and run.stdout == "", run.stderr
+        assert run.returncode == ExitCode.ERROR, run.stderr
+        assert_error_document(run.stdout, run.stderr, str(script))
         assert expected in run.stderr and "`gradcheck run " in run.stderr, run.stderr
         assert "Traceback" not in run.stderr
     assert "compute_loss: takes arguments (logits, labels)" in guessed.stderr
