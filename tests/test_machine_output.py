@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from gradcheck_cli.cli import ExitCode, command
+from gradcheck_cli.cli import ExitCode, command, run_command
 from tests.reporters.test_formats import sarif_schema  # noqa: F401  (the SARIF 2.1.0 schema)
 from tests.test_cli import saved  # noqa: F401  (a SavedModel without debug info, dead `scale`)
 
@@ -91,6 +91,18 @@ def test_two_models_where_one_fails_are_a_list_of_two(
     (error,) = _errors(err)
     assert failed == {"schema": "gradcheck/1", "source": {"path": "missing"}, "error": error}
     assert checked["source"]["path"] == str(saved) and "error" not in checked
+
+
+@pytest.mark.parametrize("script", ["missing.py", "notes"])
+def test_a_script_run_that_fails_is_one_error_object(inputs: Path, script: str) -> None:
+    result = CliRunner().invoke(run_command, [script, "-f", "json"])
+    assert result.exit_code == ExitCode.ERROR
+    (error,) = _errors(result.stderr)
+    assert json.loads(result.stdout) == {
+        "schema": "gradcheck/1",
+        "source": {"path": script, "kind": "run"},
+        "error": error,
+    }
 
 
 @pytest.mark.parametrize("output_format", ["json", "sarif"])
