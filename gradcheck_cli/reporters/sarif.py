@@ -242,9 +242,9 @@ def artifact_location(location: SourceLocation) -> dict[str, str]:
 def fingerprint(item: Finding, occurrence: int = 1) -> str:
     """Stable across runs and line moves: the code, the variable and the op, hashed; the second
     and later findings of one run with all three the same (two GC002 notes) are numbered."""
-    parts = (item.code, item.variable or "", item.op or "")
+    parts = [item.code, item.variable or "", item.op or ""]
     if occurrence > 1:
-        parts += (str(occurrence),)
+        parts.append(str(occurrence))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 
 
