@@ -46,7 +46,7 @@ def render(
     from gradcheck_cli.findings.report import Report
 
     many = not isinstance(checked, (Report, CheckFailure))
-    batch = tuple(checked) if not isinstance(checked, (Report, CheckFailure)) else (checked,)
+    batch = (checked,) if isinstance(checked, (Report, CheckFailure)) else tuple(checked)
     assert all(isinstance(item, (Report, CheckFailure)) for item in batch)
     output_format = Format(output_format)
     if output_format is Format.JSON:

@@ -85,9 +85,12 @@ def _run(report: Report, category: str | None) -> dict[str, Any]:
 
 def _failed_run(failure: CheckFailure, category: str | None) -> dict[str, Any]:
     """No results, and an invocation that did not succeed, with the error as its notification."""
-    notification: dict[str, Any] = {"level": "error", "message": {"text": failure.error}}
     model = artifact_location(SourceLocation(failure.path, 1))
-    notification["locations"] = [{"physicalLocation": {"artifactLocation": model}}]
+    notification = {
+        "level": "error",
+        "message": {"text": failure.error},
+        "locations": [{"physicalLocation": {"artifactLocation": model}}],
+    }
     properties = {"model": display_path(failure.path), "error": failure.error}
     if failure.kind is not None:
         properties["kind"] = failure.kind
