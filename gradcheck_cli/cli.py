@@ -11,7 +11,14 @@ from typing import Any
 
 import click
 
-from gradcheck_cli.cli_options import IMPORT_OPTION, shared_options
+from gradcheck_cli.cli_options import (
+    CONTEXT_SETTINGS,
+    MODEL_OPTIONS,
+    SCRIPT_OPTIONS,
+    GroupedCommand,
+    explain_option,
+    grouped_options,
+)
 from gradcheck_cli.config import Overrides, Settings, load_settings, resolve_timeout
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.report import Report
@@ -88,42 +95,11 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
     ctx.exit(write_stdout(text) or ExitCode.CLEAN)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=GroupedCommand, context_settings=CONTEXT_SETTINGS)
 @click.argument("models", metavar="MODEL...", nargs=-1, required=True, type=click.Path())
-@click.option(
-    "--loss",
-    "-l",
-    help="The loss for every MODEL: a function path, signature, SIGNATURE:OUTPUT, or tensor name.",
-)
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Check models in this many processes.",
-)
-@click.option(
-    "--unsafe-deserialization",
-    is_flag=True,
-    help="Let Keras run Python code stored in a .keras file (Lambda layers); trusted files only.",
-)
-@IMPORT_OPTION
-@click.option(
-    "--sum-loss",
-    is_flag=True,
-    help="Check the sum of a non-scalar loss, as tf.gradients would, instead of refusing it.",
-)
-@click.option(
-    "--explain",
-    metavar="CODE",
-    is_eager=True,
-    expose_value=False,
-    callback=_explain,
-    help="Explain a rule (e.g. GC101) and exit; 'all' lists every rule.",
-)
+@explain_option(_explain)
 @click.version_option(__version__, prog_name="gradcheck")
-@shared_options
+@grouped_options(MODEL_OPTIONS)
 def command(models: tuple[str, ...], jobs: int, **flags: Any) -> None:
     """Find the trainable variables that a loss can never train in each MODEL, and say why.
 
@@ -136,20 +112,10 @@ def command(models: tuple[str, ...], jobs: int, **flags: Any) -> None:
     sys.exit(run(_options(models, flags, jobs=jobs)))
 
 
-@click.command(
-    "run",
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+@click.command("run", cls=GroupedCommand, context_settings=CONTEXT_SETTINGS)
 @click.argument("script", metavar="SCRIPT", type=click.Path())
 @click.argument("arguments", metavar="[-- SCRIPT ARGS...]", nargs=-1, type=click.UNPROCESSED)
-@click.option(
-    "--continue",
-    "run_on",
-    is_flag=True,
-    help="Let the script train on after the report (it is stopped before its first step "
-    "otherwise).",
-)
-@shared_options
+@grouped_options(SCRIPT_OPTIONS)
 def run_command(script: str, arguments: tuple[str, ...], run_on: bool, **flags: Any) -> None:
     """Run a training SCRIPT (or notebook) unchanged, as `python SCRIPT ARGS...` would, and
     check every gradient request it makes before its first training step changes a weight.
