@@ -14,6 +14,7 @@ import click
 from gradcheck_cli.cli_options import (
     CONTEXT_SETTINGS,
     MODEL_OPTIONS,
+    NO_MODEL,
     SCRIPT_OPTIONS,
     GroupedCommand,
     explain_option,
@@ -96,7 +97,7 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
 
 
 @click.command(cls=GroupedCommand, context_settings=CONTEXT_SETTINGS)
-@click.argument("models", metavar="MODEL...", nargs=-1, required=True, type=click.Path())
+@click.argument("models", metavar="[MODEL]...", nargs=-1, type=click.Path())
 @explain_option(_explain)
 @click.version_option(__version__, prog_name="gradcheck")
 @grouped_options(MODEL_OPTIONS)
@@ -104,12 +105,16 @@ def command(models: tuple[str, ...], jobs: int, **flags: Any) -> None:
     """Find the trainable variables that a loss can never train in each MODEL, and say why.
 
     MODEL is a SavedModel directory, a Python script (imported with a __name__ other than
-    "__main__") or a Keras model file. To check a training script as it runs, at its first
-    training step, use `gradcheck run SCRIPT`. Settings come from [tool.gradcheck] in the
-    nearest pyproject.toml (or --config), then these options. Exit codes: 0 nothing fails the
-    run, 1 findings (dead variables), 2 an input could not be analysed or a file read or written.
+    "__main__") or a Keras model file; without MODEL, the `models` listed in the config file
+    are checked. To check a training script as it runs, at its first training step, use
+    `gradcheck run SCRIPT`. Settings come from [tool.gradcheck] in the nearest pyproject.toml
+    (or --config), then these options. Exit codes: 0 nothing fails the run, 1 findings (dead
+    variables), 2 an input could not be analysed or a file read or written.
     """
-    sys.exit(run(_options(models, flags, jobs=jobs)))
+    options = _options(models, flags, jobs=jobs)
+    if not options.models:
+        raise click.UsageError(NO_MODEL)
+    sys.exit(run(options))
 
 
 @click.command("run", cls=GroupedCommand, context_settings=CONTEXT_SETTINGS)
@@ -155,7 +160,9 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
     }
     # Every flag left is named after a CheckOptions field (--verify, --debug...).
     check = CheckOptions(all_cuts=display["verbose"], timeout=seconds, **flags)
-    return Options(models=models, settings=settings, check=check, **display, **extra)
+    # No MODEL argument: the config's `models`.
+    chosen = models or settings.models
+    return Options(models=chosen, settings=settings, check=check, **display, **extra)
 
 
 def run(options: Options) -> ExitCode:

@@ -123,6 +123,11 @@ MODEL_OPTIONS = {
 }
 """Only `gradcheck MODEL` takes these: a script run by `gradcheck run` imports its own code,
 and its own gradient requests say what the loss is."""
+NO_MODEL = (
+    "No MODEL given: name the models to check, or list them in the config file "
+    '(models = ["model_dir", "train.py"] under [tool.gradcheck] in pyproject.toml).'
+)
+"""A bare `gradcheck` with no `models` configured."""
 SCRIPT_OPTIONS = {RUN: [CONTINUE_OPTION]}
 """Only `gradcheck run SCRIPT` takes these."""
 
