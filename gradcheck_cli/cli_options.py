@@ -123,19 +123,19 @@ MODEL_OPTIONS = {
 }
 """Only `gradcheck MODEL` takes these: a script run by `gradcheck run` imports its own code,
 and its own gradient requests say what the loss is."""
+SCRIPT_OPTIONS = {RUN: [CONTINUE_OPTION]}
+"""Only `gradcheck run SCRIPT` takes these."""
 NO_MODEL = (
     "No MODEL given: name the models to check, or list them in the config file "
     '(models = ["model_dir", "train.py"] under [tool.gradcheck] in pyproject.toml).'
 )
 """A bare `gradcheck` with no `models` configured."""
-SCRIPT_OPTIONS = {RUN: [CONTINUE_OPTION]}
-"""Only `gradcheck run SCRIPT` takes these."""
 
 
 def explain_option(
     callback: Callable[[click.Context, click.Parameter, str | None], None],
 ) -> Decorator:
-    """`--explain CODE`: eager, so it runs before click checks that MODEL was given."""
+    """`--explain CODE`: eager, so it answers before the models and settings are checked."""
     return click.option(
         "--explain",
         metavar="CODE",
