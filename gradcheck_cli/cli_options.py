@@ -117,13 +117,13 @@ CONTINUE_OPTION = click.option(
     help="Let the script train on after the report (it is stopped before its first step "
     "otherwise).",
 )
-MODEL_OPTIONS = {
+MODEL_OPTIONS: dict[str | None, list[Decorator]] = {
     INPUT: [LOSS_OPTION, IMPORT_OPTION, UNSAFE_DESERIALIZATION_OPTION, SUM_LOSS_OPTION],
     RUN: [JOBS_OPTION],
 }
 """Only `gradcheck MODEL` takes these: a script run by `gradcheck run` imports its own code,
 and its own gradient requests say what the loss is."""
-SCRIPT_OPTIONS = {RUN: [CONTINUE_OPTION]}
+SCRIPT_OPTIONS: dict[str | None, list[Decorator]] = {RUN: [CONTINUE_OPTION]}
 """Only `gradcheck run SCRIPT` takes these."""
 NO_MODEL = (
     "No MODEL given: name the models to check, or list them in the config file "
