@@ -11,7 +11,15 @@ from typing import Any
 
 import click
 
-from gradcheck_cli.cli_options import IMPORT_OPTION, shared_options
+from gradcheck_cli.cli_options import (
+    CONTEXT_SETTINGS,
+    MODEL_OPTIONS,
+    NO_MODEL,
+    SCRIPT_OPTIONS,
+    GroupedCommand,
+    explain_option,
+    grouped_options,
+)
 from gradcheck_cli.config import Overrides, Settings, load_settings, resolve_timeout
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.process_tree import Stopped, stop_on_signals
@@ -93,68 +101,31 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
     ctx.exit(write_stdout(text) or ExitCode.CLEAN)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("models", metavar="MODEL...", nargs=-1, required=True, type=click.Path())
-@click.option(
-    "--loss",
-    "-l",
-    help="The loss for every MODEL: a function path, signature, SIGNATURE:OUTPUT, or tensor name.",
-)
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Check models in this many processes.",
-)
-@click.option(
-    "--unsafe-deserialization",
-    is_flag=True,
-    help="Let Keras run Python code stored in a .keras file (Lambda layers); trusted files only.",
-)
-@IMPORT_OPTION
-@click.option(
-    "--sum-loss",
-    is_flag=True,
-    help="Check the sum of a non-scalar loss, as tf.gradients would, instead of refusing it.",
-)
-@click.option(
-    "--explain",
-    metavar="CODE",
-    is_eager=True,
-    expose_value=False,
-    callback=_explain,
-    help="Explain a rule (e.g. GC101) and exit; 'all' lists every rule.",
-)
+@click.command(cls=GroupedCommand, context_settings=CONTEXT_SETTINGS)
+@click.argument("models", metavar="[MODEL]...", nargs=-1, type=click.Path())
+@explain_option(_explain)
 @click.version_option(__version__, prog_name="gradcheck")
-@shared_options
+@grouped_options(MODEL_OPTIONS)
 def command(models: tuple[str, ...], jobs: int, **flags: Any) -> None:
     """Find the trainable variables that a loss can never train in each MODEL, and say why.
 
     MODEL is a SavedModel directory, a Python script (imported with a __name__ other than
-    "__main__") or a Keras model file. To check a training script as it runs, at its first
-    training step, use `gradcheck run SCRIPT`. Settings come from [tool.gradcheck] in the
-    nearest pyproject.toml (or --config), then these options. Exit codes: 0 nothing fails the
-    run, 1 findings (dead variables), 2 an input could not be analysed or a file read or written.
+    "__main__") or a Keras model file; without MODEL, the `models` listed in the config file
+    are checked. To check a training script as it runs, at its first training step, use
+    `gradcheck run SCRIPT`. Settings come from [tool.gradcheck] in the nearest pyproject.toml
+    (or --config), then these options. Exit codes: 0 nothing fails the run, 1 findings (dead
+    variables), 2 an input could not be analysed or a file read or written.
     """
-    sys.exit(run(_options(models, flags, jobs=jobs)))
+    options = _options(models, flags, jobs=jobs)
+    if not options.models:
+        raise click.UsageError(NO_MODEL)
+    sys.exit(run(options))
 
 
-@click.command(
-    "run",
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+@click.command("run", cls=GroupedCommand, context_settings=CONTEXT_SETTINGS)
 @click.argument("script", metavar="SCRIPT", type=click.Path())
 @click.argument("arguments", metavar="[-- SCRIPT ARGS...]", nargs=-1, type=click.UNPROCESSED)
-@click.option(
-    "--continue",
-    "run_on",
-    is_flag=True,
-    help="Let the script train on after the report (it is stopped before its first step "
-    "otherwise).",
-)
-@shared_options
+@grouped_options(SCRIPT_OPTIONS)
 def run_command(script: str, arguments: tuple[str, ...], run_on: bool, **flags: Any) -> None:
     """Run a training SCRIPT (or notebook) unchanged, as `python SCRIPT ARGS...` would, and
     check every gradient request it makes before its first training step changes a weight.
@@ -194,7 +165,9 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
     }
     # Every flag left is named after a CheckOptions field (--verify, --debug...).
     check = CheckOptions(all_cuts=display["verbose"], timeout=seconds, **flags)
-    return Options(models=models, settings=settings, check=check, **display, **extra)
+    # No MODEL argument: the config's `models`.
+    chosen = models or settings.models
+    return Options(models=chosen, settings=settings, check=check, **display, **extra)
 
 
 def run(options: Options) -> ExitCode:

@@ -1,12 +1,13 @@
-"""The command-line options `gradcheck MODEL...` and `gradcheck run SCRIPT` share."""
+"""The options of `gradcheck MODEL...` and `gradcheck run SCRIPT`, grouped for `--help`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import cloup
 
 from gradcheck_cli.config import check_codes
 from gradcheck_cli.options import timeout_seconds
@@ -47,6 +48,55 @@ class Seconds(click.ParamType):
             self.fail(str(error), param, ctx)
 
 
+Decorator = Callable[[Any], Any]
+
+INPUT = "Input"
+OUTPUT = "Output"
+POLICY = "Policy"
+RUN = "Run"
+HELP = "Help and debugging"
+GROUPS = {
+    INPUT: "What to check, and how to load it.",
+    OUTPUT: "What the report shows and where it goes.",
+    POLICY: "Which findings count, and which fail the run.",
+    RUN: "How the check runs.",
+}
+"""The `--help` sections in order, with their one-line help; HELP holds the ungrouped options."""
+
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
+class GroupedCommand(cloup.Command):
+    """A click command whose `--help` lists its options by group, the ungrouped ones (`--help`
+    included) last under HELP."""
+
+    def get_default_option_group(
+        self, ctx: click.Context, is_the_only_visible_option_group: bool = False
+    ) -> cloup.OptionGroup:
+        group = cloup.OptionGroup(HELP)
+        group.options = self.get_ungrouped_options(ctx)
+        return group
+
+
+LOSS_OPTION = click.option(
+    "--loss",
+    "-l",
+    help="The loss for every MODEL: a function path, signature, SIGNATURE:OUTPUT, or tensor name.",
+)
+JOBS_OPTION = click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Check models in this many processes.",
+)
+UNSAFE_DESERIALIZATION_OPTION = click.option(
+    "--unsafe-deserialization",
+    is_flag=True,
+    help="Let Keras run Python code stored in a .keras file (Lambda layers); trusted files only.",
+)
 IMPORT_OPTION = click.option(
     "--import",
     "imports",
@@ -55,93 +105,152 @@ IMPORT_OPTION = click.option(
     help="Import this module (importable from the working directory) or .py file before "
     "loading a Keras file: the code that registers its custom layers (repeatable).",
 )
-"""Only `gradcheck MODEL` takes it: a script run by `gradcheck run` imports its own code."""
+SUM_LOSS_OPTION = click.option(
+    "--sum-loss",
+    is_flag=True,
+    help="Check the sum of a non-scalar loss, as tf.gradients would, instead of refusing it.",
+)
+CONTINUE_OPTION = click.option(
+    "--continue",
+    "run_on",
+    is_flag=True,
+    help="Let the script train on after the report (it is stopped before its first step "
+    "otherwise).",
+)
+MODEL_OPTIONS: dict[str | None, list[Decorator]] = {
+    INPUT: [LOSS_OPTION, IMPORT_OPTION, UNSAFE_DESERIALIZATION_OPTION, SUM_LOSS_OPTION],
+    RUN: [JOBS_OPTION],
+}
+"""Only `gradcheck MODEL` takes these: a script run by `gradcheck run` imports its own code,
+and its own gradient requests say what the loss is."""
+SCRIPT_OPTIONS: dict[str | None, list[Decorator]] = {RUN: [CONTINUE_OPTION]}
+"""Only `gradcheck run SCRIPT` takes these."""
+NO_MODEL = (
+    "No MODEL given: name the models to check, or list them in the config file "
+    '(models = ["model_dir", "train.py"] under [tool.gradcheck] in pyproject.toml).'
+)
+"""A bare `gradcheck` with no `models` configured."""
 
 
-_SHARED: list[Callable[[Any], Any]] = [
-    click.option(
-        "--format",
-        "-f",
-        "output_format",
-        type=click.Choice([f.value for f in Format]),
-        help="Output format.  [default: terminal]",
-    ),
-    click.option(
-        "--output",
-        "-o",
-        type=click.Path(path_type=Path),
-        help="Write the report to FILE instead of stdout.",
-    ),
-    click.option(
-        "--fail-on",
-        type=click.Choice([f.value for f in FailOn]),
-        help="The least severe finding that fails the run (exit 1).  [default: error]",
-    ),
-    click.option(
-        "--exit-zero", is_flag=True, help="Exit 0 whatever the findings (2 is still reported)."
-    ),
-    click.option(
-        "--select", type=CodeList(), multiple=True, help="Report only these codes or prefixes."
-    ),
-    click.option("--ignore", type=CodeList(), multiple=True, help="Drop these codes or prefixes."),
-    click.option(
-        "--allow-dead",
-        metavar="PATTERN",
-        multiple=True,
-        help=(
-            "Accept dead variables whose name, path, layer or name scope matches this glob "
-            "(repeatable)."
+def explain_option(
+    callback: Callable[[click.Context, click.Parameter, str | None], None],
+) -> Decorator:
+    """`--explain CODE`: eager, so it answers before the models and settings are checked."""
+    return click.option(
+        "--explain",
+        metavar="CODE",
+        is_eager=True,
+        expose_value=False,
+        callback=callback,
+        help="Explain a rule (e.g. GC101) and exit; 'all' lists every rule.",
+    )
+
+
+_SHARED: dict[str | None, list[Decorator]] = {
+    INPUT: [
+        click.option(
+            "--config",
+            "config_file",
+            type=click.Path(path_type=Path),
+            help="Read settings from this file (a pyproject.toml or a gradcheck.toml) instead "
+            "of the nearest pyproject.toml.",
         ),
-    ),
-    click.option(
-        "--baseline",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="Fail only on dead variables not listed in this baseline file.",
-    ),
-    click.option(
-        "--write-baseline",
-        type=click.Path(path_type=Path),
-        help="Write today's dead variables to this baseline file and exit 0.",
-    ),
-    click.option(
-        "--config",
-        "config_file",
-        type=click.Path(path_type=Path),
-        help="Read settings from this file (a pyproject.toml or a gradcheck.toml) instead of "
-        "the nearest pyproject.toml.",
-    ),
-    click.option(
-        "--verify", is_flag=True, help="Also ask TensorFlow for its own gradients and compare."
-    ),
-    click.option(
-        "--color",
-        type=click.Choice(["auto", "always", "never"]),
-        default="auto",
-        show_default=True,
-        help="Colour the terminal report (NO_COLOR and FORCE_COLOR are honoured with auto).",
-    ),
-    click.option(
-        "--timeout",
-        type=Seconds(),
-        help="Seconds a script or Keras file may take to load and trace, at most 86400.  "
-        "[default: GRADCHECK_TIMEOUT, else the config's timeout, else 600]",
-    ),
-    click.option(
-        "--why",
-        metavar="VARIABLE",
-        help=(
-            "Explain one variable (a name the report prints: full name, path, short name "
-            "when unique) or a layer's variables (its name or attribute)."
+    ],
+    OUTPUT: [
+        click.option(
+            "--format",
+            "-f",
+            "output_format",
+            type=click.Choice([f.value for f in Format]),
+            help="Output format.  [default: terminal]",
         ),
-    ),
-    click.option("--quiet", "-q", is_flag=True, help="Print only the one-line verdict."),
-    click.option("--verbose", "-v", is_flag=True, help="Also show informational findings."),
-    click.option("--debug", is_flag=True, help="Show Python tracebacks for errors."),
-]
+        click.option(
+            "--output",
+            "-o",
+            type=click.Path(path_type=Path),
+            help="Write the report to FILE instead of stdout.",
+        ),
+        click.option(
+            "--color",
+            type=click.Choice(["auto", "always", "never"]),
+            default="auto",
+            show_default=True,
+            help="Colour the terminal report (NO_COLOR and FORCE_COLOR are honoured with auto).",
+        ),
+        click.option(
+            "--why",
+            metavar="VARIABLE",
+            help=(
+                "Explain one variable (a name the report prints: full name, path, short name "
+                "when unique) or a layer's variables (its name or attribute)."
+            ),
+        ),
+        click.option("--quiet", "-q", is_flag=True, help="Print only the one-line verdict."),
+        click.option("--verbose", "-v", is_flag=True, help="Also show informational findings."),
+    ],
+    POLICY: [
+        click.option(
+            "--fail-on",
+            type=click.Choice([f.value for f in FailOn]),
+            help="The least severe finding that fails the run (exit 1).  [default: error]",
+        ),
+        click.option(
+            "--exit-zero", is_flag=True, help="Exit 0 whatever the findings (2 is still reported)."
+        ),
+        click.option(
+            "--select", type=CodeList(), multiple=True, help="Report only these codes or prefixes."
+        ),
+        click.option(
+            "--ignore", type=CodeList(), multiple=True, help="Drop these codes or prefixes."
+        ),
+        click.option(
+            "--allow-dead",
+            metavar="PATTERN",
+            multiple=True,
+            help=(
+                "Accept dead variables whose name, path, layer or name scope matches this glob "
+                "(repeatable)."
+            ),
+        ),
+        click.option(
+            "--baseline",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Fail only on dead variables not listed in this baseline file.",
+        ),
+        click.option(
+            "--write-baseline",
+            type=click.Path(path_type=Path),
+            help="Write today's dead variables to this baseline file and exit 0.",
+        ),
+    ],
+    RUN: [
+        click.option(
+            "--timeout",
+            type=Seconds(),
+            help="Seconds a script or Keras file may take to load and trace, at most 86400.  "
+            "[default: GRADCHECK_TIMEOUT, else the config's timeout, else 600]",
+        ),
+        click.option(
+            "--verify", is_flag=True, help="Also ask TensorFlow for its own gradients and compare."
+        ),
+    ],
+    None: [click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")],
+}
+"""The options both commands take, by `--help` group; None: ungrouped, listed under HELP."""
 
 
-def shared_options(function: F) -> F:
-    """Add the options both commands take, in the order `--help` lists them."""
-    for option in reversed(_SHARED):
-        function = option(function)
-    return function
+def grouped_options(own: Mapping[str | None, Sequence[Decorator]]) -> Callable[[F], F]:
+    """Add a command's `own` options and the ones both commands take, grouped for `--help`
+    (a command's own first in each group), for a command of class GroupedCommand."""
+
+    def decorate(function: F) -> F:
+        for title in reversed([*GROUPS, None]):
+            options = [*own.get(title, ()), *_SHARED.get(title, ())]
+            if title is None:
+                for option in reversed(options):
+                    function = option(function)
+            elif options:
+                function = cloup.option_group(title, *options, help=GROUPS[title])(function)
+        return function
+
+    return decorate

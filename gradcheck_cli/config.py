@@ -23,6 +23,7 @@ from gradcheck_cli.options import (
 from gradcheck_cli.reporters import Format
 
 KEYS = (
+    "models",
     "loss",
     "select",
     "ignore",
@@ -38,8 +39,12 @@ CONFIG_LIMIT = 1 << 20  # bytes: a settings table is a few hundred; more is the 
 
 @dataclass(frozen=True)
 class Settings:
-    """The merged settings. Paths are absolute (config paths resolved against the file's folder)."""
+    """The merged settings. Paths are absolute (config paths resolved against the file's folder),
+    except `models`, which are shown in reports as they are."""
 
+    # What a bare `gradcheck` checks: `models = [...]`, relative to the working directory where
+    # they lie under it (as they would be typed), else absolute.
+    models: tuple[str, ...] = ()
     loss: str | None = None  # one loss for every model (from --loss or `loss = "..."`)
     # (absolute path glob, loss) from a `loss` table, first match wins.
     losses: tuple[tuple[str, str], ...] = ()
@@ -142,6 +147,10 @@ def parse_table(table: Mapping[str, Any], path: Path) -> Settings:
         raise GradcheckError(f"{where}: unknown key {unknown[0]!r} (known keys: {', '.join(KEYS)})")
     folder = path.resolve().parent
     values: dict[str, Any] = {"source": path}
+    if "models" in table:
+        if not _is_strings(table["models"]):
+            raise _wrong_type(where, "models", 'a list of model paths (["models/train.py"])')
+        values["models"] = tuple(os.path.normpath(folder / entry) for entry in table["models"])
     if "loss" in table:
         loss = table["loss"]
         if isinstance(loss, str):
@@ -196,6 +205,7 @@ def _import_entry(entry: str, folder: Path) -> str:
 def merge(base: Settings, overrides: Overrides, cwd: Path) -> Settings:
     """`base` with the command line's flags on top; flag paths are relative to `cwd`."""
     return Settings(
+        models=tuple(_as_typed(model, cwd) for model in base.models),
         loss=overrides.loss if overrides.loss is not None else base.loss,
         losses=() if overrides.loss is not None else base.losses,
         select=overrides.select if overrides.select is not None else base.select,
@@ -208,6 +218,14 @@ def merge(base: Settings, overrides: Overrides, cwd: Path) -> Settings:
         imports=base.imports,
         source=base.source,
     )
+
+
+def _as_typed(path: str, cwd: Path) -> str:
+    """`path` relative to `cwd` when it lies under it, as a user would type it; else as it is."""
+    try:
+        return str(Path(path).relative_to(cwd.resolve()))
+    except ValueError:
+        return path
 
 
 def resolve_timeout(

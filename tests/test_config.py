@@ -76,6 +76,52 @@ def test_loss_table_matches_model_paths_relative_to_the_file(
     assert load_settings(Overrides(loss="x"), config=path).loss_for("bert") == "x"
 
 
+def test_models_are_relative_to_the_file_and_shown_as_typed_from_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "sub").mkdir()
+    path = _pyproject(tmp_path, 'models = ["exported/model", "sub/train.py", "../outside.keras"]')
+    assert load_settings(config=path, cwd=tmp_path).models == (
+        "exported/model",
+        "sub/train.py",
+        str(tmp_path.resolve().parent / "outside.keras"),
+    )
+    assert load_settings(config=path, cwd=tmp_path / "sub").models == (
+        str(tmp_path.resolve() / "exported" / "model"),
+        "train.py",
+        str(tmp_path.resolve().parent / "outside.keras"),
+    )
+
+
+def test_a_bare_gradcheck_without_models_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(command, [])
+    assert result.exit_code == ExitCode.ERROR
+    assert result.stdout == ""
+    assert "No MODEL given" in result.stderr and "models = [" in result.stderr
+
+
+def test_a_bare_gradcheck_checks_the_configured_models_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "sub").mkdir()
+    _pyproject(tmp_path, 'models = ["missing_model", "sub/missing_script.py"]')
+    monkeypatch.chdir(tmp_path / "sub")
+    result = CliRunner().invoke(command, [])
+    assert result.exit_code == ExitCode.ERROR
+    errors = result.stderr.splitlines()
+    assert len(errors) == 2
+    assert f"{tmp_path.resolve() / 'missing_model'}:" in errors[0]
+    # Shown relative to the working directory, as the user would type it.
+    assert " missing_script.py:" in errors[1] and str(tmp_path) not in errors[1]
+    # MODEL arguments replace the configured models.
+    result = CliRunner().invoke(command, ["other_model"])
+    assert result.exit_code == ExitCode.ERROR
+    assert "other_model" in result.stderr and "missing" not in result.stderr
+
+
 def test_gradcheck_toml_is_the_table_itself(tmp_path: Path) -> None:
     path = tmp_path / "gradcheck.toml"
     path.write_text('fail-on = "never"\nbaseline = "b.json"\n')
@@ -128,6 +174,8 @@ def test_nearest_pyproject_with_the_table_is_found_walking_up(tmp_path: Path) ->
         ('format = "html"', "format"),
         ('fail-on = "sometimes"', "fail-on"),
         ("baseline = 3", "baseline"),
+        ('models = "train.py"', "models"),
+        ("models = [1]", "models"),
         ("loss = 3", "loss"),
         ("loss = { a = 3 }", "loss"),
         ('timeout = "10"', "timeout"),

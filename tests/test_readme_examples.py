@@ -4,32 +4,29 @@ Actions workflow parses and calls gradcheck with options it has, the pre-commit 
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
+from packaging.requirements import Requirement
+
+from tests.readme import ROOT, code_blocks
 
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
 
-
-def code_block(section: str, language: str) -> str:
-    """The first ```language block under the README heading `## section`."""
-    text = README.read_text()
-    start = text.index(f"\n## {section}\n")
-    end = text.find("\n## ", start + 1)
-    body = text[start : end if end != -1 else len(text)]
-    match = re.search(rf"```{language}\n(.*?)```", body, re.DOTALL)
-    assert match is not None, f"no ```{language} block under '## {section}'"
-    return match.group(1)
+def code_block(heading: str, language: str) -> str:
+    """The first ```language block under the README heading `## heading`."""
+    return code_blocks(heading, language)[0]
 
 
 def test_the_pytest_example_passes_on_the_fix_and_fails_on_the_seed(
@@ -75,7 +72,66 @@ def test_the_actions_workflow_runs_gradcheck_and_uploads_its_sarif() -> None:
     ]
     assert upload["with"]["sarif_file"] == output
     assert upload["if"] == "always()"
-    assert (ROOT / argv[1]).is_file()
+
+
+def test_the_actions_workflow_installs_gradcheck_pinned_from_its_git_repository() -> None:
+    # gradcheck is not on PyPI, and `pip install -e .` only works in gradcheck's own checkout.
+    (job,) = _workflow()["jobs"].values()
+    installs = [shlex.split(step["run"]) for step in job["steps"] if "pip" in step.get("run", "")]
+    assert all("-e" not in argv for argv in installs)
+    (line,) = [token for argv in installs for token in argv if token.startswith("gradcheck @")]
+    requirement = Requirement(line)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert requirement.name == project["name"]
+    assert requirement.url is not None
+    url, _, pinned = requirement.url.rpartition("@")
+    assert url.startswith("git+https://") and url.endswith("/gradcheck") and pinned
+
+
+@pytest.fixture(scope="module")
+def project_with_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project whose pyproject.toml lists one SavedModel with a dead variable as `models`."""
+    import tensorflow as tf
+
+    from tests.oracle import dead_names
+    from tests.tf_oracle_inprocess import tf_verdicts
+
+    class Small(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kernel = tf.Variable([[1.0, 2.0]], name="kernel")
+            self.scale = tf.Variable(3.0, name="scale")
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 1], tf.float32)])
+        def loss(self, x: tf.Tensor) -> tf.Tensor:
+            return tf.reduce_sum(tf.matmul(x, self.kernel) * tf.round(self.scale))
+
+    module = Small()
+    project = tmp_path_factory.mktemp("project")
+    tf.saved_model.save(module, str(project / "exported"))
+    verdicts = tf_verdicts(module.loss, [module.kernel, module.scale], [tf.ones([2, 1])])
+    assert dead_names(verdicts) == {"scale"}  # TensorFlow, not this test, says so
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "user-project"\n\n[tool.gradcheck]\nmodels = ["exported"]\n'
+        'loss = "loss"\n'
+    )
+    return project
+
+
+@pytest.mark.heavy  # imports TensorFlow to write the SavedModel
+def test_the_workflow_command_checks_the_models_of_the_users_pyproject(
+    project_with_models: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gradcheck_cli.cli import ExitCode, command
+
+    argv = _gradcheck_command(_workflow())
+    monkeypatch.chdir(project_with_models)
+    result = CliRunner().invoke(command, argv[1:])
+    assert result.exit_code == ExitCode.DEAD_VARIABLES, result.stderr
+    sarif = json.loads((project_with_models / argv[argv.index("-o") + 1]).read_text())
+    (run,) = sarif["runs"]
+    assert any("scale" in result["message"]["text"] for result in run["results"])
+    assert run["properties"]["model"] == "exported"  # the configured model, as typed
 
 
 def test_the_actions_workflow_uses_only_options_gradcheck_has() -> None:
@@ -95,14 +151,48 @@ def test_the_actions_workflow_uses_only_options_gradcheck_has() -> None:
     assert argv[argv.index("--format") + 1] in choices.group(1).split("|")
 
 
-def test_the_pre_commit_hook_runs_the_console_script_once_on_the_named_model() -> None:
+def _pre_commit(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_hook_and_the_readme_configurations_are_valid_for_pre_commit(tmp_path: Path) -> None:
+    manifest = _pre_commit("validate-manifest", str(ROOT / ".pre-commit-hooks.yaml"))
+    assert manifest.returncode == 0, manifest.stdout + manifest.stderr
+    blocks = code_blocks("Use with pre-commit", "yaml")
+    assert len(blocks) == 2
+    for index, block in enumerate(blocks):
+        path = tmp_path / f"config{index}.yaml"
+        path.write_text(block)
+        result = _pre_commit("validate-config", str(path))
+        assert result.returncode == 0, result.stdout + result.stderr
+    # The validator does refuse a broken configuration: a remote repository without `rev`.
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(re.sub(r"\n\s*rev:.*", "", blocks[0]))
+    assert _pre_commit("validate-config", str(broken)).returncode != 0
+
+
+def test_the_pre_commit_hook_runs_a_bare_gradcheck_once_on_the_configured_models() -> None:
     (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "gradcheck"
     assert hook["language"] == "python"
     assert hook["pass_filenames"] is False
     assert 'gradcheck = "gradcheck_cli.cli:main"' in (ROOT / "pyproject.toml").read_text()
     assert hook["entry"] == "gradcheck"
-    usage = yaml.safe_load(code_block("Use with pre-commit", "yaml"))
-    (configured,) = usage["repos"][0]["hooks"]
+    assert "args" not in hook  # a bare run: the `models` of [tool.gradcheck]
+    remote, local = (yaml.safe_load(block) for block in code_blocks("Use with pre-commit", "yaml"))
+    (repository,) = remote["repos"]
+    (configured,) = repository["hooks"]
     assert configured["id"] == hook["id"]
-    assert (ROOT / configured["args"][0]).is_file()
+    assert "args" not in configured
+    # A version-like `rev` must be a tag that exists; otherwise it is a commit to pin.
+    rev = str(repository["rev"])
+    tags = subprocess.run(
+        ["git", "tag", "--list", rev], capture_output=True, text=True, cwd=ROOT
+    ).stdout.split()
+    assert not re.match(r"v?\d", rev) or rev in tags
+    (local_repository,) = local["repos"]
+    (local_hook,) = local_repository["hooks"]
+    assert local_repository["repo"] == "local" and local_hook["language"] == "system"
+    assert local_hook["entry"] == hook["entry"] and local_hook["pass_filenames"] is False
