@@ -190,8 +190,16 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
         name: flags.pop(name)
         for name in ("color", "why", "quiet", "verbose", "output", "exit_zero", "write_baseline")
     }
-    # Every flag left is named after a CheckOptions field (--verify, --debug...).
-    check = CheckOptions(all_cuts=display["verbose"], timeout=seconds, **flags)
+    # Every flag left is named after a CheckOptions field (--verify, --debug...). The status
+    # line shows on a terminal's stderr, but not with -q, nor for models checked side by side.
+    alone = extra.get("jobs", 1) == 1 or len(models) == 1
+    check = CheckOptions(
+        all_cuts=display["verbose"],
+        timeout=seconds,
+        quiet=display["quiet"],
+        progress=alone and not display["quiet"] and sys.stderr.isatty(),
+        **flags,
+    )
     return Options(models=models, settings=settings, check=check, **display, **extra)
 
 

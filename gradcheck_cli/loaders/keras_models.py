@@ -13,6 +13,7 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.loaders import progress
 from gradcheck_cli.loaders.function_tracing import trace_loss
 from gradcheck_cli.loaders.keras_objective import Tape
 from gradcheck_cli.loaders.keras_weights import KerasWeights
@@ -140,6 +141,7 @@ def load_keras_file(
         raise GradcheckError(
             f"{path} cannot be loaded by Keras: {traced.error_summary(error)}{hint}"
         ) from None
+    progress.say(f"tracing the objective of {path.name}...")
     with without_warnings_gradcheck_causes():
         return trace_live_keras_model(model, loss, path.name, verify)
 
