@@ -120,7 +120,9 @@ def test_script_prints_never_reach_stdout() -> None:
     script = SCRIPTS / "noisy_tf2.py"
     result = _gradcheck(str(script), "--loss", "loss", "--format", "json")
     report = json.loads(result.stdout)
-    assert "the user's script prints this" in result.stderr
+    # Labelled with the script's name, on stderr.
+    assert "noisy_tf2.py: the user's script prints this" in result.stderr
+    assert "with TensorFlow..." not in result.stderr  # no status line off a terminal
     verdicts = dead_in_script(str(script), "loss")
     assert {v["name"] for v in report["variables"] if v["status"] in ("blocked", "unused")} == (
         dead_names(verdicts)
@@ -257,6 +259,7 @@ def test_flags_that_shape_the_check_become_one_options_value(
         sum_loss=True,
         timeout=30.0,
         debug=True,
+        quiet=True,  # -q also leaves out what the script prints (--debug keeps it)
     )
     assert options.quiet and options.verbose
     assert "GRADCHECK_DEBUG" not in os.environ  # --debug travels with the options
