@@ -392,7 +392,7 @@ def _write_summary(console: Console, report: Report, options: TerminalOptions) -
     if disagreeing:
         table.add_column("tensorflow")
     for verdict in report.variables:
-        row = [
+        row: list[str | Text] = [
             escape(verdict.name),
             _status_text(
                 verdict.status, verdict.name in report.allowed, verdict.name in report.intended

@@ -6,6 +6,7 @@ from gradcheck_cli.analysis.verdicts import PathStep
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Report
+from gradcheck_cli.findings.rules import RULES
 
 # Ops that only pass a value along; long runs of them are collapsed in a path.
 _QUIET_OPS = frozenset(
@@ -24,8 +25,6 @@ _QUIET_OPS = frozenset(
     }
 )
 _LONG_RUN = 3
-
-_DEAD_VARIABLE_CODES = "GC1"  # the 1xx rules: a dead variable and why
 
 NOT_TRAINED_HERE = "not trained by this loss (looks intended)"
 """How the report calls variables whose cut looks intended (`Report.intended`)."""
@@ -54,11 +53,16 @@ def route_items(route: tuple[PathStep, ...]) -> list[PathStep | int]:
 def failing(report: Report, fail_on: FailOn) -> tuple[Finding, ...]:
     """The findings that fail the run under `fail_on` besides the dead variables themselves
     (which the headline counts): warnings with `--fail-on warning`, a `--verify` disagreement."""
+    dead = {verdict.name for verdict in report.dead}
+
+    def counted(item: Finding) -> bool:  # a dead variable's own finding, or the loss's
+        rule = RULES[item.code]
+        return bool(dead) and (rule.whole_loss or (rule.told_in_story and item.variable in dead))
+
     return tuple(
         item
         for item in report.findings
-        if item.severity in fail_on.severities
-        and not (report.dead and item.code.startswith(_DEAD_VARIABLE_CODES))
+        if item.severity in fail_on.severities and not counted(item)
     )
 
 

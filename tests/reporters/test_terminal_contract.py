@@ -119,13 +119,35 @@ def test_with_fail_on_warning_the_verdict_names_the_warnings_that_fail_the_run()
 
 
 def test_dead_variables_and_failing_warnings_are_both_named() -> None:
-    report = _report(_blocked("w"), verdict("b", Status.OK), findings=(_warning(),))
+    rule = RULES["GC101"]
+    own = Finding(rule.code, rule.name, rule.severity, "w is cut", variable="w")
+    assert own.severity is Severity.ERROR
+    report = _report(_blocked("w"), verdict("b", Status.OK), findings=(own, _warning()))
     last = _render(report, fail_on=FailOn.WARNING, width=None).splitlines()[-1]
+    # The dead variable's own error is what the headline counts; the warning is named.
     assert last.startswith(
         "1 of 2 trainable variables is dead; also failed by 1 warning (GC201) "
         "with --fail-on warning ("
     )
+    assert (
+        _render(report, width=None)
+        .splitlines()[-1]
+        .startswith("1 of 2 trainable variables is dead (")
+    )
     assert _render(report, fail_on=FailOn.NEVER).splitlines()[-1].startswith("1 of 2 ")
+
+
+def test_a_disagreement_on_a_dead_variable_is_named_too() -> None:
+    finding = VERIFICATION_DISAGREES.finding(
+        tensorflow="gradient", name="w", gradcheck="blocked", variable="w"
+    )
+    verification = Verification("tf.gradients", (Disagreement("w", "blocked", "gradient"),))
+    report = _report(_blocked("w"), findings=(finding,), verification=verification)
+    assert (
+        _render(report, width=None)
+        .splitlines()[-1]
+        .startswith("1 of 1 trainable variables is dead; also failed by 1 error (GC002) (")
+    )
 
 
 def test_an_error_that_is_not_a_dead_variable_is_named() -> None:
