@@ -40,12 +40,14 @@ def assert_no_dead_variables(
     Takes the same options as `check`. Returns the report when every trainable variable can
     train (or is allowed dead).
     """
+    __tracebackhide__ = True  # a failing test shows the report, not gradcheck's own frames
     chosen = check_options("assert_no_dead_variables", {"loss": loss, **options})
     return require_no_dead(check_with(model, chosen, variables))
 
 
 def require_no_dead(report: Report) -> Report:
     """`report`, or AssertionError with the terminal report if a trainable variable is dead."""
+    __tracebackhide__ = True
     if report.dead:
         raise AssertionError(readable_report(report))
     return report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 from dataclasses import dataclass
@@ -75,6 +76,8 @@ class Options:
 
 
 def _use_color(choice: str, to_file: bool = False) -> bool:
+    """`--color always|never`, else: no colour in a file or with NO_COLOR, colour with
+    FORCE_COLOR (any value but empty), else colour on a terminal only."""
     if choice != "auto":
         return choice == "always"
     if to_file:
@@ -92,13 +95,13 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
         return
     from gradcheck_cli.reporters.explain import render_explanation
 
-    width = 100 if not sys.stdout.isatty() else _terminal_width()
+    color = _use_color("auto")
     try:
-        text = render_explanation(code, color=_use_color("auto"), width=width)
+        text = render_explanation(code, color=color, width=_terminal_width(to_file=False))
     except GradcheckError as error:
         click.echo(f"gradcheck: error: {error}", err=True)
         ctx.exit(ExitCode.ERROR)
-    ctx.exit(write_stdout(text) or ExitCode.CLEAN)
+    ctx.exit(write_stdout(text, color=color) or ExitCode.CLEAN)
 
 
 @click.command(cls=GroupedCommand, context_settings=CONTEXT_SETTINGS)
@@ -163,10 +166,18 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
         name: flags.pop(name)
         for name in ("color", "why", "quiet", "verbose", "output", "exit_zero", "write_baseline")
     }
-    # Every flag left is named after a CheckOptions field (--verify, --debug...).
-    check = CheckOptions(all_cuts=display["verbose"], timeout=seconds, **flags)
+    # Every flag left is named after a CheckOptions field (--verify, --debug...). The status
+    # line shows on a terminal's stderr, but not with -q, nor for models checked side by side.
     # No MODEL argument: the config's `models`.
     chosen = models or settings.models
+    alone = extra.get("jobs", 1) == 1 or len(chosen) == 1
+    check = CheckOptions(
+        all_cuts=display["verbose"],
+        timeout=seconds,
+        quiet=display["quiet"],
+        progress=alone and not display["quiet"] and sys.stderr.isatty(),
+        **flags,
+    )
     return Options(models=chosen, settings=settings, check=check, **display, **extra)
 
 
@@ -245,24 +256,25 @@ def _write_reports(outcomes: list[Outcome], options: Options) -> ExitCode | None
     to_file = options.output is not None
     terminal = TerminalOptions(
         color=_use_color(options.color, to_file),
-        width=_terminal_width() if not to_file and sys.stdout.isatty() else 100,
+        width=_terminal_width(to_file),
         focus=options.why,
         quiet=options.quiet,
         verbose=options.verbose,
+        fail_on=FailOn.NEVER if options.exit_zero else options.settings.fail_on,
     )
     text = render(
         checked[0] if len(checked) == 1 else checked, options.settings.output_format, terminal
     )
     if not text and not any(outcome.report is not None for outcome in outcomes):
         return None
-    return write_report(text, options.output)
+    return write_report(text, options.output, color=terminal.color)
 
 
-def _terminal_width() -> int:
-    try:
-        return os.get_terminal_size().columns
-    except OSError:
-        return 100
+def _terminal_width(to_file: bool) -> int | None:
+    """The columns to wrap at on a terminal (COLUMNS first); None, never wrap, elsewhere."""
+    if to_file or not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
 
 
 def main() -> None:

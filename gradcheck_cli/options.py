@@ -68,6 +68,16 @@ class CheckOptions:
     debug: bool = _option(
         False, "tracebacks and TensorFlow's start-up log from the process that loads a model"
     )
+    quiet: bool = _option(
+        False,
+        "leave out what the model's own code prints while gradcheck imports or runs it "
+        "(debug keeps it)",
+    )
+    progress: bool = _option(
+        False,
+        "when stderr is a terminal, show there what gradcheck is doing while TensorFlow "
+        "imports, loads and traces the model",
+    )
 
 
 OPTION_NAMES = tuple(item.name for item in dataclasses.fields(CheckOptions))

@@ -318,7 +318,13 @@ def _verify_saved_model(
     """TensorFlow's own gradients on the SavedModel, loaded for real in the worker."""
     from gradcheck_cli.loaders.worker_process import run_worker
 
-    request_options = CheckOptions(loss=loss_name, verify=True, debug=options.debug)
+    request_options = CheckOptions(
+        loss=loss_name,
+        verify=True,
+        debug=options.debug,
+        quiet=options.quiet,
+        progress=options.progress,
+    )
     try:
         result = run_worker(WorkerRequest(Job.VERIFY_SAVED_MODEL, path.resolve(), request_options))
     except GradcheckError as error:

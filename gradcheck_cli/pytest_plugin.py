@@ -58,9 +58,9 @@ class Gradcheck:
         self, model: Any, loss: str | None = None, *, variables: Any = None, **options: Any
     ) -> Report:
         """Fail the test with the readable report if a trainable variable can never train."""
+        __tracebackhide__ = True  # a failing test shows the report, not gradcheck's frames
         from gradcheck_cli.api import check_with, require_no_dead
 
-        __tracebackhide__ = True
         chosen = check_options("Gradcheck.assert_no_dead_variables", {"loss": loss, **options})
         return require_no_dead(check_with(model, chosen, variables))
 

@@ -71,10 +71,13 @@ def _reason(code: int) -> str:
     return os_error_reason(OSError(code, os.strerror(code)))
 
 
-def write_report(text: str, output: Path | None) -> ExitCode | None:
-    """Write the report to `output` (stdout if None); on failure say why and return 2."""
+def write_report(text: str, output: Path | None, *, color: bool = False) -> ExitCode | None:
+    """Write the report to `output` (stdout if None); on failure say why and return 2.
+
+    `color`: the text holds colour codes on purpose (`--color always`, FORCE_COLOR), kept even
+    when stdout is not a terminal."""
     if output is None:
-        return write_stdout(text)
+        return write_stdout(text, color=color)
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as error:
@@ -82,10 +85,13 @@ def write_report(text: str, output: Path | None) -> ExitCode | None:
     return None
 
 
-def write_stdout(text: str) -> ExitCode | None:
-    """Write `text` to stdout; on failure return 2, quietly when the reader is gone (EPIPE)."""
+def write_stdout(text: str, *, color: bool = False) -> ExitCode | None:
+    """Write `text` to stdout; on failure return 2, quietly when the reader is gone (EPIPE).
+
+    Without `color`, click strips colour codes from what does not go to a terminal; with it,
+    they are written as they are (the caller chose to colour)."""
     try:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=True if color else None)
     except OSError as error:
         _discard_stdout()
         if isinstance(error, BrokenPipeError):

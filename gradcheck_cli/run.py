@@ -14,7 +14,6 @@ from pathlib import Path
 
 from gradcheck_cli.config import os_error_reason, read_text_file
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.findings.finding import Severity
 from gradcheck_cli.findings.names import sharing_last_part, variables_named
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Report
@@ -200,12 +199,11 @@ def exit_code(outcomes: Iterable[Outcome], fail_on: FailOn, exit_zero: bool = Fa
     outcomes = list(outcomes)
     if any(outcome.report is None for outcome in outcomes):
         return ExitCode.ERROR
-    if exit_zero or fail_on is FailOn.NEVER:
+    if exit_zero:
         return ExitCode.CLEAN
-    failing = {Severity.ERROR} if fail_on is FailOn.ERROR else {Severity.ERROR, Severity.WARNING}
     for outcome in outcomes:
         assert outcome.report is not None
-        if any(item.severity in failing for item in outcome.report.findings):
+        if any(item.severity in fail_on.severities for item in outcome.report.findings):
             return ExitCode.DEAD_VARIABLES
     return ExitCode.CLEAN
 

@@ -121,7 +121,9 @@ def test_script_prints_never_reach_stdout() -> None:
     script = SCRIPTS / "noisy_tf2.py"
     result = _gradcheck(str(script), "--loss", "loss", "--format", "json")
     report = json.loads(result.stdout)
-    assert "the user's script prints this" in result.stderr
+    # Labelled with the script's name, on stderr.
+    assert "noisy_tf2.py: the user's script prints this" in result.stderr
+    assert "with TensorFlow..." not in result.stderr  # no status line off a terminal
     verdicts = dead_in_script(str(script), "loss")
     assert {v["name"] for v in report["variables"] if v["status"] in ("blocked", "unused")} == (
         dead_names(verdicts)
@@ -168,7 +170,42 @@ def test_quiet_prints_only_the_verdict(saved: Path) -> None:
     full_code, full, _ = _run(str(saved), "--color", "never")
     code, out, _ = _run(str(saved), "-q", "--color", "never")
     assert code == full_code
-    assert out.splitlines() == [full.splitlines()[-1]]
+    assert out.splitlines() == [f"{saved}: {full.splitlines()[-1]}"]
+    # One line per model, each naming its model.
+    _, both, _ = _run(str(saved), str(saved), "-q", "--color", "never")
+    assert both.splitlines() == [f"{saved}: {full.splitlines()[-1]}"] * 2
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "coloured"),
+    [
+        (["--color", "always"], {}, True),
+        ([], {"FORCE_COLOR": "1"}, True),
+        ([], {"FORCE_COLOR": "yes"}, True),
+        ([], {"FORCE_COLOR": ""}, False),
+        ([], {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False),
+        (["--color", "always"], {"NO_COLOR": "1"}, True),
+        (["--color", "never"], {"FORCE_COLOR": "1"}, False),
+        ([], {}, False),
+    ],
+)
+def test_colour_reaches_a_pipe_when_asked_for(
+    saved: Path, flags: list[str], env: dict[str, str], coloured: bool
+) -> None:
+    # CliRunner's stdout is not a terminal: click strips colour there unless told not to.
+    environment = {"NO_COLOR": None, "FORCE_COLOR": None, **env}
+    result = CliRunner().invoke(command, [str(saved), *flags], env=environment)
+    assert result.exit_code == ExitCode.DEAD_VARIABLES
+    assert ("\x1b[" in result.stdout) is coloured
+    quiet = CliRunner().invoke(command, [str(saved), "-q", *flags], env=environment)
+    assert ("\x1b[" in quiet.stdout) is coloured
+
+
+def test_a_pipe_is_not_wrapped_whatever_columns_says(saved: Path) -> None:
+    # COLUMNS sets the width on a terminal; a pipe gets each line whole.
+    narrow = CliRunner().invoke(command, [str(saved), "--color", "never"], env={"COLUMNS": "30"})
+    assert max(len(line) for line in narrow.stdout.splitlines()) > 30
+    assert narrow.stdout == _run(str(saved), "--color", "never")[1]
 
 
 def test_why_tells_one_story(saved: Path) -> None:
@@ -223,6 +260,7 @@ def test_flags_that_shape_the_check_become_one_options_value(
         sum_loss=True,
         timeout=30.0,
         debug=True,
+        quiet=True,  # -q also leaves out what the script prints (--debug keeps it)
     )
     assert options.quiet and options.verbose
     assert "GRADCHECK_DEBUG" not in os.environ  # --debug travels with the options

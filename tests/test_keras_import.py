@@ -7,13 +7,17 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
 from gradcheck_cli.config import parse_table
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.loaders.keras_models import import_user_code
+from gradcheck_cli.loaders.keras_models import (
+    import_user_code,
+    without_warnings_gradcheck_causes,
+)
 from gradcheck_cli.options import CheckOptions
 from tests.keras_models.keras_oracle import ROOT
 
@@ -48,11 +52,35 @@ def test_custom_layer_file_loads_with_import_and_agrees_with_tensorflow(tmp_path
     report = json.loads(out)
     dead = {v["name"] for v in report["variables"] if v["status"] in ("blocked", "unused")}
     assert dead == expected.dead == {"gated/gate", "gated/spare"}, err
+    assert "Warning" not in err  # what gradcheck's own loading makes Keras say is left out
     assert with_import.returncode == 1
     out, err = without.communicate(timeout=300)
     assert without.returncode == 2
     assert "'GatedDense'" in err and f"--import {MODULE}" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_only_the_warnings_gradcheck_causes_are_left_out() -> None:
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        with without_warnings_gradcheck_causes():
+            warnings.warn(
+                "Skipping variable loading for optimizer 'adam', because it has 1 variables "
+                "whereas the saved optimizer has 5 variables.",
+                UserWarning,
+                stacklevel=1,
+            )
+            warnings.warn(
+                "The structure of `inputs` doesn't match the expected structure.",
+                UserWarning,
+                stacklevel=1,
+            )
+            warnings.warn("the user's own layer warns", UserWarning, stacklevel=1)
+        warnings.warn("Skipping variable loading for optimizer 'sgd'", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in shown] == [
+        "the user's own layer warns",
+        "Skipping variable loading for optimizer 'sgd'",  # outside gradcheck's own calls
+    ]
 
 
 def test_a_failing_import_names_the_module_and_its_error(tmp_path: Path) -> None:

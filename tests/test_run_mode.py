@@ -240,7 +240,7 @@ def test_blockers_point_at_the_users_script(runs: Runs, case: Case) -> None:
 def test_script_arguments_and_output(runs: Runs) -> None:
     case = next(case for case in CASES if case.prints)
     finished = runs.finished("run", case.name)
-    assert case.prints in finished.stderr
+    assert f"{case.script.name}: {case.prints}" in finished.stderr  # labelled with its name
     assert case.prints not in finished.stdout
     runs.reports(case.name)  # stdout is the JSON report alone
 

@@ -23,6 +23,7 @@ from gradcheck_cli.findings.rules import (
     VARIABLE_NEVER_REACHES_LOSS,
     VERIFICATION_AGREES,
     VERIFICATION_DISAGREES,
+    VERIFICATION_DISAGREES_NEXT,
     VERIFICATION_FAILED,
 )
 from gradcheck_cli.findings.source import SourceLines
@@ -153,7 +154,11 @@ def _verification_findings(
         return [VERIFICATION_AGREES.finding(method=verification.method, compared=compared)]
     return [
         VERIFICATION_DISAGREES.finding(
-            tensorflow=d.tensorflow, name=d.variable, gradcheck=d.gradcheck, variable=d.variable
+            tensorflow=d.tensorflow,
+            name=d.variable,
+            gradcheck=d.gradcheck,
+            variable=d.variable,
+            hint=VERIFICATION_DISAGREES_NEXT,
         )
         for d in verification.disagreements
     ]

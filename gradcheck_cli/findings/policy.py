@@ -26,6 +26,15 @@ class FailOn(str, enum.Enum):
     WARNING = "warning"
     NEVER = "never"
 
+    @property
+    def severities(self) -> frozenset[Severity]:
+        """The severities of the findings that fail the run."""
+        if self is FailOn.NEVER:
+            return frozenset()
+        if self is FailOn.ERROR:
+            return frozenset({Severity.ERROR})
+        return frozenset({Severity.ERROR, Severity.WARNING})
+
 
 def apply_policy(
     report: Report,

@@ -153,6 +153,13 @@ VERIFICATION_DISAGREES = Rule(
     ),
 )
 
+VERIFICATION_DISAGREES_NEXT = (
+    "TensorFlow is the judge: trust its verdict for these variables. This is a gradcheck bug: "
+    "please report it with the command you ran, the model (or the code that builds it) if you "
+    "can share it, and the output of the same command with --debug added."
+)
+"""What to do about a `--verify` disagreement: the hint of every GC002 finding."""
+
 VERIFICATION_AGREES = Rule(
     code="GC003",
     name="verification-agrees",

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.loaders import progress
 from gradcheck_cli.loaders.function_tracing import trace_loss
 from gradcheck_cli.loaders.keras_objective import Tape
 from gradcheck_cli.loaders.keras_weights import KerasWeights
@@ -120,7 +124,8 @@ def load_keras_file(
 
     import_user_code(imports)
     try:
-        model = keras.saving.load_model(str(path), safe_mode=not unsafe, compile=True)
+        with without_warnings_gradcheck_causes():
+            model = keras.saving.load_model(str(path), safe_mode=not unsafe, compile=True)
     except Exception as error:
         from gradcheck_cli.loaders import traced
 
@@ -136,7 +141,28 @@ def load_keras_file(
         raise GradcheckError(
             f"{path} cannot be loaded by Keras: {traced.error_summary(error)}{hint}"
         ) from None
-    return trace_live_keras_model(model, loss, path.name, verify)
+    progress.say(f"tracing the objective of {path.name}...")
+    with without_warnings_gradcheck_causes():
+        return trace_live_keras_model(model, loss, path.name, verify)
+
+
+# What Keras warns about gradcheck's own calls, not about the user's model: the optimizer's
+# variables are not loaded (gradcheck never trains, so it never builds them), and gradcheck
+# calls a functional model on plain tensors where it was built on a named structure.
+_CAUSED_BY_GRADCHECK = (
+    r"Skipping variable loading for optimizer",
+    r"The structure of `inputs` doesn't match the expected structure",
+)
+
+
+@contextlib.contextmanager
+def without_warnings_gradcheck_causes() -> Iterator[None]:
+    """Keras's warnings about gradcheck's own loading and tracing calls left out; any other
+    warning still shows."""
+    with warnings.catch_warnings():
+        for message in _CAUSED_BY_GRADCHECK:
+            warnings.filterwarnings("ignore", message=message, category=UserWarning)
+        yield
 
 
 def _unregistered_class(error: str) -> str | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.loaders import progress
 from gradcheck_cli.loaders.run_capture import Capture, CaptureFailed, ScriptStopped
 from gradcheck_cli.loaders.worker_protocol import RunResult, WorkerRequest
 
@@ -23,6 +24,7 @@ def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> 
     capture.install()
     sys.argv = [str(path), *request.arguments]
     sys.path.insert(0, str(path.parent))
+    progress.say(f"running {path.name} up to its first training step...")
     try:
         _run_as_main(path)
     except ScriptStopped:

@@ -10,6 +10,7 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.loaders import progress
 from gradcheck_cli.loaders.eager_fallback import eager_fallback
 from gradcheck_cli.loaders.eager_reads import mark_frozen_reads, recording_eager_reads
 from gradcheck_cli.loaders.function_tracing import concrete_function, trace_loss
@@ -39,6 +40,7 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
         with recording_eager_reads() as reads:
             namespace = _run(path)
         name, value = find_loss(namespace, loss, path)
+        progress.say(f"tracing {name}...")
         if is_graph_tensor(value):
             graph = traced.traced_graph(value.graph, value, name)
             if verify:

@@ -12,11 +12,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.process_tree import ProcessTree
+from gradcheck_cli.loaders.progress import Status
 from gradcheck_cli.loaders.worker_protocol import (
     EagerResult,
     Job,
@@ -46,6 +48,59 @@ def _without_tensorflow_start_up_noise(text: str) -> str:
         for line in text.splitlines(keepends=True)
         if not _START_UP_NOISE.match(line.rstrip("\n"))
     )
+
+
+# What the worker itself says (a note, why a script failed) is gradcheck's, never labelled.
+_GRADCHECK_LINE = "gradcheck: "
+
+
+@dataclass(frozen=True)
+class _Relay:
+    """How the worker's output reaches our stderr: TensorFlow's start-up noise left out unless
+    debugging; each line labelled `train.py: ` when the worker runs the user's script; nothing
+    of the user's code with `quiet` (unless debugging), gradcheck's own lines still shown."""
+
+    debug: bool = False
+    label: str | None = None
+    quiet: bool = False
+
+    def shown(self, text: str, continued: bool = False) -> str:
+        """The part of `text` to show; `continued`: it goes on a line shown before."""
+        if not self.debug:
+            text = _without_tensorflow_start_up_noise(text)
+        if self.label is None and not (self.quiet and not self.debug):
+            return text
+        lines = []
+        for index, line in enumerate(text.splitlines(keepends=True)):
+            if index == 0 and continued:
+                lines.append(line if not self.quiet or self.debug else "")
+            elif line.startswith(_GRADCHECK_LINE):
+                lines.append(line)
+            elif self.quiet and not self.debug:
+                continue
+            elif self.label is not None:
+                space = " " if line.strip("\r\n") else ""
+                lines.append(f"{self.label}:{space}{line}")
+            else:
+                lines.append(line)
+        return "".join(lines)
+
+
+def _relay_for(request: WorkerRequest) -> _Relay:
+    options = request.options
+    user_code = request.job in (Job.RUN, Job.SCRIPT)
+    return _Relay(
+        debug=options.debug, label=request.path.name if user_code else None, quiet=options.quiet
+    )
+
+
+def _first_step(request: WorkerRequest) -> str:
+    """The status line while the worker starts, before it says anything itself."""
+    if request.job in (Job.RUN, Job.SCRIPT):
+        return f"importing {request.path.name} with TensorFlow..."
+    if request.job is Job.KERAS_FILE:
+        return f"loading {request.path.name} with Keras..."
+    return f"asking TensorFlow for the gradients of {request.path.name}..."
 
 
 # What gradcheck holds of the worker's output at once: a read, and the unfinished last line.
@@ -79,10 +134,12 @@ def run_worker(
         with request_path.open("wb") as request_file:
             pickle.dump(request, request_file)
         tree = ProcessTree()
+        status = Status(options.progress, _first_step(request), Path(scratch))
         env = tree.environment(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
         env["PYTHONUNBUFFERED"] = "1"
+        env.update(status.environment())
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -98,12 +155,14 @@ def run_worker(
             start_new_session=True,
         )
         relays: list[threading.Thread] = []
+        relay = _relay_for(request)
         try:
-            for stream in (process.stdout, process.stderr):
-                assert stream is not None
-                relays.append(_relay(stream, options.debug))
-            watch = result_path if request.run_on and on_result is not None else None
-            finished = _wait_for_exit(process.pid, timeout, watch)
+            with status:
+                for stream in (process.stdout, process.stderr):
+                    assert stream is not None
+                    relays.append(_start_relay(stream, relay))
+                watch = result_path if request.run_on and on_result is not None else None
+                finished = _wait_for_exit(process.pid, timeout, watch, status.poll)
             if finished and watch is not None and process.poll() is None:
                 assert on_result is not None
                 delivered = _read_result(result_path)
@@ -114,8 +173,8 @@ def run_worker(
             tree.end([process.pid])
             process.wait()
             deadline = time.monotonic() + _DRAIN_SECONDS
-            for relay in relays:
-                relay.join(max(0.0, deadline - time.monotonic()))
+            for thread in relays:
+                thread.join(max(0.0, deadline - time.monotonic()))
         if not finished and request.job is Job.RUN:
             raise GradcheckError(
                 f"{request.path} did not ask TensorFlow for gradients within {timeout:g} s "
@@ -147,10 +206,16 @@ def _read_result(path: Path) -> WorkerResult:
     return result
 
 
-def _wait_for_exit(pid: int, timeout: float | None, result: Path | None = None) -> bool:
+def _wait_for_exit(
+    pid: int,
+    timeout: float | None,
+    result: Path | None = None,
+    meanwhile: Callable[[], None] | None = None,
+) -> bool:
     """Whether the worker ended within `timeout` (None: no limit), or wrote `result` if given;
     it is left unreaped, so its process group's id cannot be reused before the group is killed.
-    Its pipes may stay open much longer: any child it started holds them."""
+    Its pipes may stay open much longer: any child it started holds them. `meanwhile` runs at
+    each look (the status line's update)."""
     import psutil
 
     deadline = time.monotonic() + (timeout if timeout is not None else float("inf"))
@@ -159,6 +224,8 @@ def _wait_for_exit(pid: int, timeout: float | None, result: Path | None = None) 
         while worker.status() != psutil.STATUS_ZOMBIE:
             if result is not None and result.exists():
                 return True
+            if meanwhile is not None:
+                meanwhile()
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
@@ -168,34 +235,35 @@ def _wait_for_exit(pid: int, timeout: float | None, result: Path | None = None) 
     return True
 
 
-def _relay(stream: IO[bytes], debug: bool) -> threading.Thread:
-    thread = threading.Thread(target=_pump, args=(stream, debug), daemon=True)
+def _start_relay(stream: IO[bytes], relay: _Relay) -> threading.Thread:
+    thread = threading.Thread(target=_pump, args=(stream, relay), daemon=True)
     thread.start()
     return thread
 
 
-def _pump(stream: IO[bytes], debug: bool) -> None:
+def _pump(stream: IO[bytes], relay: _Relay) -> None:
     """Copy complete lines from the worker's pipe to our stderr as they come, until EOF."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     pending = ""
     shown = True
+    continued = False  # the last write ended inside an overlong line
     with stream:
         while chunk := os.read(stream.fileno(), _READ_BYTES):
             text = pending + decoder.decode(chunk)
             end = text.rfind("\n") + 1
             if len(text) - end > _LONGEST_LINE:
                 end = len(text)
-            shown = shown and _show(text[:end], debug)
+            if end:
+                shown = shown and _show(relay.shown(text[:end], continued))
+                continued = not text[:end].endswith("\n")
             pending = text[end:]
     if shown:
-        _show(pending + decoder.decode(b"", final=True), debug)
+        _show(relay.shown(pending + decoder.decode(b"", final=True), continued))
 
 
-def _show(text: str, debug: bool) -> bool:
+def _show(text: str) -> bool:
     """Write the worker's lines to our stderr; False once our stderr is gone (the relay then
     only drains the pipe, so the worker never blocks on a full one)."""
-    if not debug:
-        text = _without_tensorflow_start_up_noise(text)
     if not text:
         return True
     try:

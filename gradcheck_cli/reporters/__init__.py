@@ -79,7 +79,8 @@ def render(
     from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
 
     options = terminal if isinstance(terminal, TerminalOptions) else TerminalOptions()
-    return "\n".join(render_terminal(report, options) for report in reports)
+    between = "" if options.quiet else "\n"  # -q: one line per model, nothing between
+    return between.join(render_terminal(report, options) for report in reports)
 
 
 def display_path(path: str) -> str:

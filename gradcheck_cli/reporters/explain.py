@@ -20,16 +20,21 @@ _GROUPS = {
     "2": "2xx  suspicious, but nothing is dead because of it",
 }
 _INDENT = 4
+# The width that stands for "never wrap" (width None: a pipe or a file): wider than any paragraph;
+# the padding rich adds up to it is stripped from every line.
+_UNWRAPPED = 10_000
 
 
-def render_explanation(code: str, *, color: bool = False, width: int = 100) -> str:
-    """The rule `code` (any case), or the catalogue for `all`; GradcheckError if unknown."""
+def render_explanation(code: str, *, color: bool = False, width: int | None = 100) -> str:
+    """The rule `code` (any case), or the catalogue for `all`; GradcheckError if unknown.
+
+    `width` None: no line is wrapped (output to a pipe or a file)."""
     if code.strip().lower() == "all":
         return render_catalogue(color=color, width=width)
     return render_rule(rule_for_code(code), color=color, width=width)
 
 
-def render_rule(rule: Rule, *, color: bool, width: int) -> str:
+def render_rule(rule: Rule, *, color: bool, width: int | None) -> str:
     """One rule as a small document: title, summary, then the four sections."""
     title = Text.assemble(
         (rule.code, "bold"),
@@ -46,7 +51,7 @@ def render_rule(rule: Rule, *, color: bool, width: int) -> str:
     return _render(Group(*parts), color=color, width=width)
 
 
-def render_catalogue(*, color: bool = False, width: int = 100) -> str:
+def render_catalogue(*, color: bool = False, width: int | None = 100) -> str:
     """Every rule, grouped by hundreds: code, name, severity and summary."""
     rules = [RULES[code] for code in sorted(RULES)]
     name_width = max(len(rule.name) for rule in rules)
@@ -92,11 +97,11 @@ def _code(snippet: str, lexer: str) -> RenderableType:
     return Padding(syntax, (0, 0, 0, _INDENT))
 
 
-def _render(renderable: RenderableType, *, color: bool, width: int) -> str:
+def _render(renderable: RenderableType, *, color: bool, width: int | None) -> str:
     buffer = io.StringIO()
     console = Console(
         file=buffer,
-        width=width,
+        width=width or _UNWRAPPED,
         force_terminal=color,
         no_color=not color,
         color_system="standard" if color else None,

@@ -15,8 +15,14 @@ from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, Unreached
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.names import variables_named
+from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Report
-from gradcheck_cli.findings.rules import RULES, why_unused
+from gradcheck_cli.findings.rules import (
+    RULES,
+    VERIFICATION_DISAGREES,
+    VERIFICATION_DISAGREES_NEXT,
+    why_unused,
+)
 from gradcheck_cli.findings.source import assigned_name
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import display_path
@@ -31,7 +37,12 @@ from gradcheck_cli.reporters.grouping import (
     same_but_for_the_variable,
     scope_lines,
 )
-from gradcheck_cli.reporters.verdict_text import NOT_TRAINED_HERE, route_items, verdict_parts
+from gradcheck_cli.reporters.verdict_text import (
+    NOT_TRAINED_HERE,
+    failing,
+    route_items,
+    verdict_parts,
+)
 
 _STATUS_STYLE = {
     Status.OK: "green",
@@ -43,20 +54,29 @@ _INTENDED_HEADER = f"[bold yellow]{NOT_TRAINED_HERE}[/]"
 _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
+# How wide the lists of layers are when lines are not wrapped (output to a pipe or a file).
+_LIST_WIDTH = 100
+
+
 @dataclass(frozen=True)
 class TerminalOptions:
     color: bool = False
-    width: int = 100
+    # Columns to wrap at, continuation lines indented like their line; None: never wrap (a pipe
+    # or a file gets every line whole, as ruff, mypy and pytest write them).
+    width: int | None = 100
     focus: str | None = None  # --why VAR
-    quiet: bool = False  # -q: the verdict only
+    quiet: bool = False  # -q: one line, the model and its verdict
     verbose: bool = False  # info findings, every variable's own story, a row per variable
+    fail_on: FailOn = FailOn.ERROR  # what fails the run: the verdict says so when it does
 
 
 def render_terminal(report: Report, options: TerminalOptions) -> str:
     buffer = io.StringIO()
     console = Console(
         file=buffer,
-        width=options.width,
+        # Unwrapped lines still need a width for the table's layout: one no line reaches.
+        width=options.width or UNWRAPPED_WIDTH,
+        soft_wrap=options.width is None,
         force_terminal=options.color,
         no_color=not options.color,
         color_system="standard" if options.color else None,
@@ -67,14 +87,23 @@ def render_terminal(report: Report, options: TerminalOptions) -> str:
     return buffer.getvalue()
 
 
+UNWRAPPED_WIDTH = 1 << 20
+"""The console width that stands for "never wrap" (`TerminalOptions.width` None)."""
+
+
 def write(console: Console, report: Report, options: TerminalOptions) -> None:
     if options.quiet:
-        console.print(_verdict_line(report))
+        where = display_path(report.source.path)
+        if report.source.kind == "run":  # one line per gradient request of the script
+            where += f" ({report.source.loss})"
+        # One line per model, even on a narrow terminal: scripts read it line by line.
+        console.print(Text(f"{where}: ") + _verdict_text(report, options.fail_on), soft_wrap=True)
         return
     source = report.source
-    console.print(
+    _print(
+        console,
         f"[bold]gradcheck[/] {escape(display_path(source.path))} ({escape(source.kind)}), "
-        f"loss [bold]{escape(source.loss)}[/]"
+        f"loss [bold]{escape(source.loss)}[/]",
     )
     if options.focus is not None:
         chosen = variables_named(report.variables, options.focus, report.code_at)
@@ -88,12 +117,13 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
             for verdict in group.members:
                 _write_story(console, report, verdict)
         else:
-            _write_group_story(console, report, group, options.width)
+            _write_group_story(console, report, group, options.width or _LIST_WIDTH)
     _write_findings(console, report, options)
+    _write_disagreements(console, report)
     console.print()
     _write_summary(console, report, options)
     console.print()
-    console.print(_verdict_line(report))
+    _print(console, _verdict_text(report, options.fail_on))
 
 
 # -- a group of variables with one root cause ----------------------------------------------------
@@ -104,28 +134,30 @@ def _write_group_story(console: Console, report: Report, group: Group, width: in
     console.print()
     first, count = group.first, len(group.members)
     if group.intended is not None:
-        console.print(f"{_INTENDED_HEADER} [bold]{plural(count, 'variable')}[/]")
-        console.print(f"  {escape(group.intended)}")
+        _print(console, f"{_INTENDED_HEADER} [bold]{plural(count, 'variable')}[/]")
+        _print(console, f"  {escape(group.intended)}")
     else:
         style = _STATUS_STYLE[first.status]
         cuts = (
             "the same cut" if len(first.blockers) == 1 else f"the same {len(first.blockers)} cuts"
         )
         by = f" by {cuts}" if first.blockers else ", for the same reason"
-        console.print(f"[{style}]{first.status.value}[/] [bold]{plural(count, 'variable')}[/]{by}")
+        _print(
+            console, f"[{style}]{first.status.value}[/] [bold]{plural(count, 'variable')}[/]{by}"
+        )
     scopes = scope_lines(group.members)
     for heading, items in scopes:
         plain = len(scopes) == 1 and "/" not in first.name  # the header already counts them
         if not plain:
-            console.print(f"  [bold]{escape(heading)}[/]")
+            _print(console, f"  [bold]{escape(heading)}[/]")
         indent = "  " if plain else "    "
         for line in capped(
             items, width - len(indent), "layer" if "/" in first.name else "variable"
         ):
-            console.print(f"{indent}{escape(line)}")
+            _print(console, f"{indent}{escape(line)}")
     created = {v.location for v in group.members}
     if len(created) == 1 and first.location is not None:
-        console.print(f"  all created at {escape(_where(first.location))}")
+        _print(console, f"  all created at {escape(_where(first.location))}")
         _write_code(console, report, first.location)
     if first.status is Status.UNUSED:
         in_layers = all("/" in v.name for v in group.members)
@@ -134,15 +166,17 @@ def _write_group_story(console: Console, report: Report, group: Group, width: in
             if in_layers
             else f"never reaches the loss: {why_unused(first) or ''}"
         )
-        console.print(f"  {escape(reason)}")
+        _print(console, f"  {escape(reason)}")
     else:
         heading = f"  path to the loss, from {escape(first.name)}:"
         _write_cuts(console, report, first, heading, first.name.split("/")[-1])
     _write_fix(console, group.fix)
     if group.fix is not None and group.fix_names_member:
-        console.print(f"  (written for {escape(first.name)}: the same for each, with its own name)")
+        _print(
+            console, f"  (written for {escape(first.name)}: the same for each, with its own name)"
+        )
     why = f"--why {escape(group.scope)}, or -v" if group.scope else "-v, or --why NAME"
-    console.print(f"  [dim]each variable's own story: {why}[/]")
+    _print(console, f"  [dim]each variable's own story: {why}[/]")
 
 
 # -- one variable ---------------------------------------------------------------------------------
@@ -153,22 +187,22 @@ def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> 
     intended = report.intended.get(verdict.name)
     style = _STATUS_STYLE[verdict.status]
     status = f"[{style}]{verdict.status.value}[/]" if intended is None else _INTENDED_HEADER
-    console.print(
-        f"{status} [bold]{escape(verdict.name)}[/] [dim]shape {escape(_shape(verdict))}[/]"
+    _print(
+        console, f"{status} [bold]{escape(verdict.name)}[/] [dim]shape {escape(_shape(verdict))}[/]"
     )
     if intended is not None:
-        console.print(f"  {escape(intended)}")
+        _print(console, f"  {escape(intended)}")
     if verdict.location is not None:
-        console.print(f"  created at {escape(_where(verdict.location))}")
+        _print(console, f"  created at {escape(_where(verdict.location))}")
         _write_code(console, report, verdict.location)
     if verdict.status is Status.OK:
-        console.print("  gets gradient from the loss")
+        _print(console, "  gets gradient from the loss")
         return
     if verdict.status is Status.FROZEN:
-        console.print("  trainable=False: the optimizer leaves it alone on purpose")
+        _print(console, "  trainable=False: the optimizer leaves it alone on purpose")
         return
     if verdict.status is Status.UNUSED:
-        console.print(f"  never reaches the loss: {escape(why_unused(verdict) or '')}")
+        _print(console, f"  never reaches the loss: {escape(why_unused(verdict) or '')}")
     else:
         name = assigned_name(report.code_at(verdict.location)) or verdict.name.split("/")[-1]
         _write_cuts(console, report, verdict, "  path to the loss:", name)
@@ -181,20 +215,20 @@ def _write_cuts(
     """A blocked variable's path to the loss, each cut with its line, the cuts hiding behind
     its tf.stop_gradients."""
     if verdict.route:
-        console.print(heading)
-        console.print(Text("    ") + _route_text(name, verdict.route))
+        _print(console, heading)
+        _print(console, Text("    ") + _route_text(name, verdict.route))
     for number, blocker in enumerate(verdict.blockers, start=1):
         _write_cut(console, report, number, blocker)
     hidden = _hidden_cuts_sentence(verdict)
     if hidden:
-        console.print(f"  {escape(hidden)}")
+        _print(console, f"  {escape(hidden)}")
 
 
 def _write_fix(console: Console, fix: str | None) -> None:
     """`fix:` and its first line, then the code to paste, never folded."""
     if fix:
         head, *code = fix.splitlines()
-        console.print(f"  [bold]fix:[/] {escape(head)}")
+        _print(console, f"  [bold]fix:[/] {escape(head)}")
         for line in code:
             console.print(f"  [green]{escape(line)}[/]", soft_wrap=True)
 
@@ -208,13 +242,13 @@ def _write_layer_story(console: Console, report: Report, group: Group) -> None:
     attribute = first.path.rpartition(".")[0] if first.path and first.path != first.name else None
     holder = f" ({attribute})" if attribute else ""
     status = "[bold yellow]unused[/]" if group.intended is None else _INTENDED_HEADER
-    console.print(f"{status} layer [bold]{escape(layer)}[/]{escape(holder)}: {escape(weights)}")
+    _print(console, f"{status} layer [bold]{escape(layer)}[/]{escape(holder)}: {escape(weights)}")
     if group.intended is not None:
-        console.print(f"  {escape(group.intended)}")
+        _print(console, f"  {escape(group.intended)}")
     if first.location is not None:
-        console.print(f"  created at {escape(_where(first.location))}")
+        _print(console, f"  created at {escape(_where(first.location))}")
         _write_code(console, report, first.location)
-    console.print(f"  {_unused_layer_reason(first)}")
+    _print(console, f"  {_unused_layer_reason(first)}")
     _write_fix(console, group.fix)
 
 
@@ -233,12 +267,13 @@ def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) 
         where = f"op {blocker.op}" + (f" in name scope {scope}" if scope else "")
     if blocker.function is not None:
         where += f" in function {function_name(blocker.function)}"
-    console.print(
+    _print(
+        console,
         f"  [red]cut {number}[/] [bold]{escape(blocker.op_type)}[/] "
-        f"[dim]({blocker.reason.value})[/] at {escape(where)}"
+        f"[dim]({blocker.reason.value})[/] at {escape(where)}",
     )
     _write_code(console, report, blocker.location)
-    console.print(f"      {escape(blocker.message)}")
+    _print(console, f"      {escape(blocker.message)}")
 
 
 def _write_code(console: Console, report: Report, location: SourceLocation | None) -> None:
@@ -300,15 +335,39 @@ def _write_findings(console: Console, report: Report, options: TerminalOptions) 
     if not shown:
         return
     console.print()
-    console.print("[bold]warnings and notes[/]")
+    _print(console, "[bold]warnings and notes[/]")
     for item, others in (
         same_but_for_the_variable(shown) if not options.verbose else ((item, 0) for item in shown)
     ):
         style = _SEVERITY_STYLE[item.severity]
         where = f" at {escape(_where(item.location))}" if item.location else ""
         more = f" (the same for {plural(others, 'more variable')})" if others else ""
-        console.print(f"  [{style}]{item.code}[/]{where}: {escape(item.message)}{more}")
+        _print(console, f"  [{style}]{item.code}[/]{where}: {escape(item.message)}{more}")
         _write_code(console, report, item.location)
+
+
+def _write_disagreements(console: Console, report: Report) -> None:
+    """`--verify` found TensorFlow disagreeing: a gradcheck bug, and what to do about it."""
+    disagreeing = _disagreements(report)
+    if not disagreeing:
+        return
+    console.print()
+    _print(
+        console,
+        f"[bold red]TensorFlow disagrees with gradcheck on {plural(len(disagreeing), 'variable')}"
+        f"[/] ({VERIFICATION_DISAGREES.code}, the tensorflow column below)",
+    )
+    _print(console, f"  next: {escape(VERIFICATION_DISAGREES_NEXT)}")
+
+
+def _disagreements(report: Report) -> dict[str, str]:
+    """What TensorFlow said of each variable it disagrees on, as long as GC002 is reported."""
+    verification = report.verification
+    if verification is None or not any(
+        f.code == VERIFICATION_DISAGREES.code for f in report.findings
+    ):
+        return {}
+    return {d.variable: d.tensorflow for d in verification.disagreements}
 
 
 def _shown(item: Finding, options: TerminalOptions) -> bool:
@@ -329,15 +388,22 @@ def _write_summary(console: Console, report: Report, options: TerminalOptions) -
     table.add_column("status")
     table.add_column("shape")
     table.add_column("cuts", justify="right")
+    disagreeing = _disagreements(report)
+    if disagreeing:
+        table.add_column("tensorflow")
     for verdict in report.variables:
-        table.add_row(
+        row: list[str | Text] = [
             escape(verdict.name),
             _status_text(
                 verdict.status, verdict.name in report.allowed, verdict.name in report.intended
             ),
             escape(_shape(verdict)),
             str(len(verdict.blockers)) if verdict.blockers else "",
-        )
+        ]
+        if disagreeing:
+            said = disagreeing.get(verdict.name)
+            row.append(Text(f"{said} (disagrees)", style="bold red") if said else Text(""))
+        table.add_row(*row)
     console.print(table)
 
 
@@ -380,7 +446,21 @@ def _shape(verdict: VariableVerdict) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in verdict.shape) + "]"
 
 
-def _verdict_line(report: Report) -> str:
-    headline, counts = verdict_parts(report)
-    style = "bold red" if report.dead else "bold green"
-    return f"[{style}]{headline}[/] ({counts})"
+def _verdict_text(report: Report, fail_on: FailOn) -> Text:
+    headline, counts = verdict_parts(report, fail_on)
+    style = "bold red" if report.dead or failing(report, fail_on) else "bold green"
+    return Text.assemble((headline, style), f" ({counts})")
+
+
+def _print(console: Console, line: str | Text) -> None:
+    """One line of the report (markup, or Text). Too long for the console, it folds at a space,
+    its continuation lines indented like the line itself; with `soft_wrap` it stays whole."""
+    text = Text.from_markup(line) if isinstance(line, str) else line
+    if console.soft_wrap:
+        console.print(text)
+        return
+    indent = len(text.plain) - len(text.plain.lstrip(" "))
+    body = text[indent:]
+    for part in body.wrap(console, max(console.width - indent, 20)):
+        part.rstrip()
+        console.print(Text(" " * indent) + part, soft_wrap=True)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from gradcheck_cli.analysis.verdicts import PathStep
+from gradcheck_cli.findings.finding import Finding, Severity
+from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Report
+from gradcheck_cli.findings.rules import RULES
 
 # Ops that only pass a value along; long runs of them are collapsed in a path.
 _QUIET_OPS = frozenset(
@@ -47,19 +50,61 @@ def route_items(route: tuple[PathStep, ...]) -> list[PathStep | int]:
     return items
 
 
-def verdict_parts(report: Report) -> tuple[str, str]:
-    """The verdict, plain: the headline (`1 of 4 trainable variables is dead`) and the counts."""
+def failing(report: Report, fail_on: FailOn) -> tuple[Finding, ...]:
+    """The findings that fail the run under `fail_on` besides the dead variables themselves
+    (which the headline counts): warnings with `--fail-on warning`, a `--verify` disagreement."""
+    dead = {verdict.name for verdict in report.dead}
+
+    def counted(item: Finding) -> bool:  # a dead variable's own finding, or the loss's
+        rule = RULES[item.code]
+        return bool(dead) and (rule.whole_loss or (rule.told_in_story and item.variable in dead))
+
+    return tuple(
+        item
+        for item in report.findings
+        if item.severity in fail_on.severities and not counted(item)
+    )
+
+
+def _failed_by(findings: tuple[Finding, ...]) -> str:
+    """`2 warnings (GC201, GC207) with --fail-on warning`: what failed the run, by severity."""
+    parts = []
+    for severity in (Severity.ERROR, Severity.WARNING):
+        chosen = [item for item in findings if item.severity is severity]
+        if chosen:
+            codes = ", ".join(sorted({item.code for item in chosen}))
+            noun = severity.value if len(chosen) == 1 else f"{severity.value}s"
+            parts.append(f"{len(chosen)} {noun} ({codes})")
+    warned = any(item.severity is Severity.WARNING for item in findings)
+    return " and ".join(parts) + (" with --fail-on warning" if warned else "")
+
+
+def verdict_parts(report: Report, fail_on: FailOn = FailOn.ERROR) -> tuple[str, str]:
+    """The verdict, plain: the headline (`1 of 4 trainable variables is dead`, or what else
+    fails the run under `fail_on`: `failed: 2 warnings (GC207) with --fail-on warning`) and the
+    counts."""
     summary = report.summary
     counts = ", ".join(f"{summary[k]} {k}" for k in ("ok", "blocked", "unused", "frozen"))
     if report.allowed:
         counts += f"; {len(report.allowed)} dead but allowed"
+    headline = _headline(report)
+    others = failing(report, fail_on)
+    if not others:
+        return headline, counts
+    if report.dead:
+        return f"{headline}; also failed by {_failed_by(others)}", counts
+    return f"failed: {_failed_by(others)}", counts
+
+
+def _headline(report: Report) -> str:
+    summary = report.summary
     dead = len(report.dead)
     intended = len(report.untrained) - dead
     if intended:
-        return f"{dead} dead, {intended} {NOT_TRAINED_HERE}", counts
+        return f"{dead} dead, {intended} {NOT_TRAINED_HERE}"
     if dead:
         verb = "is" if dead == 1 else "are"
-        return f"{dead} of {summary['trainable']} trainable variables {verb} dead", counts
+        return f"{dead} of {summary['trainable']} trainable variables {verb} dead"
     if report.allowed:
-        return "no dead trainable variable beyond those allowed", counts
-    return "every trainable variable gets gradient", counts
+        return "no dead trainable variable beyond those allowed"
+    return "every trainable variable gets gradient"

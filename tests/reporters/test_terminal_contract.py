@@ -1,0 +1,196 @@
+"""The terminal report's contract with the terminal and with pipes, on hand-made reports.
+
+Wrapping: on a terminal, a long line folds at the terminal's width with its continuation lines
+indented like the line; to a pipe or a file (width None) no line is ever wrapped. `-q`: one
+line per model, naming it. The verdict names what failed the run, and a `--verify`
+disagreement says what to do next and shows in the table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
+from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.findings.finding import Finding, Severity
+from gradcheck_cli.findings.policy import FailOn
+from gradcheck_cli.findings.report import Disagreement, Report, SourceInfo, Verification
+from gradcheck_cli.findings.rules import RULES, VERIFICATION_DISAGREES, VERIFICATION_DISAGREES_NEXT
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+from gradcheck_cli.run import ExitCode, Outcome, exit_code
+from tests.reporters.factories import verdict
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL = str(REPO / "train.py")
+LONG_MESSAGE = " ".join(f"word{i}" for i in range(60))  # about 400 characters, with spaces
+CUT = Blocker("StopGradient", "StopGradient", Reason.STOP_GRADIENT, LONG_MESSAGE, None, None)
+
+
+@pytest.fixture(autouse=True)
+def _in_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)  # paths inside the repository print relative to it
+    for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _blocked(name: str) -> VariableVerdict:
+    route = (PathStep(name, "_Arg"), PathStep("StopGradient", "StopGradient", cut=CUT.reason))
+    return verdict(name, Status.BLOCKED, blockers=(CUT,), route=route)
+
+
+def _report(*variables: VariableVerdict, **fields: object) -> Report:
+    source = fields.pop("source", SourceInfo(MODEL, "script", "loss"))
+    return Report(source, variables, **fields)  # type: ignore[arg-type]
+
+
+def _warning(code: str = "GC201") -> Finding:
+    rule = RULES[code]
+    assert rule.severity is Severity.WARNING
+    return Finding(
+        code, rule.name, Severity.WARNING, "a warning", location=SourceLocation(MODEL, 3)
+    )
+
+
+def _render(report: Report, **options: object) -> str:
+    return render_terminal(report, TerminalOptions(color=False, **options))  # type: ignore[arg-type]
+
+
+# -- wrapping -------------------------------------------------------------------------------------
+
+
+def test_a_terminal_folds_long_lines_with_the_indentation_of_their_block() -> None:
+    text = _render(_report(_blocked("dense/kernel")), width=60)
+    lines = text.splitlines()
+    assert all(len(line) <= 60 for line in lines)
+    message = [line for line in lines if "word" in line]
+    assert len(message) > 1
+    # The cut's message is indented by 6: so is every line it folds into.
+    assert all(line.startswith("      word") for line in message)
+    assert " ".join(line.strip() for line in message if "word" in line) == LONG_MESSAGE
+
+
+def test_a_pipe_gets_every_line_whole() -> None:
+    report = _report(_blocked("dense/kernel"))
+    text = _render(report, width=None)
+    assert f"      {LONG_MESSAGE}\n" in text
+    # Everything else reads as on a wide terminal: only the long line differs.
+    wide = _render(report, width=1000)
+    assert text == wide
+
+
+# -- -q --------------------------------------------------------------------------------------------
+
+
+def test_quiet_is_one_line_naming_the_model_even_on_a_narrow_terminal() -> None:
+    dead = _render(_report(_blocked("dense/kernel"), verdict("b", Status.OK)), quiet=True, width=30)
+    assert (
+        dead
+        == "train.py: 1 of 2 trainable variables is dead (1 ok, 1 blocked, 0 unused, 0 frozen)\n"
+    )
+    clean = _render(_report(verdict("b", Status.OK)), quiet=True, width=None)
+    assert clean == (
+        "train.py: every trainable variable gets gradient (1 ok, 0 blocked, 0 unused, 0 frozen)\n"
+    )
+
+
+def test_quiet_names_each_gradient_request_of_a_run() -> None:
+    source = SourceInfo(MODEL, "run", "GradientTape.gradient at train.py:12")
+    line = _render(_report(verdict("b", Status.OK), source=source), quiet=True, width=None)
+    assert line.startswith("train.py (GradientTape.gradient at train.py:12): every trainable")
+
+
+# -- why the run failed ---------------------------------------------------------------------------
+
+
+def test_with_fail_on_warning_the_verdict_names_the_warnings_that_fail_the_run() -> None:
+    report = _report(verdict("b", Status.OK), findings=(_warning("GC201"), _warning("GC202")))
+    assert exit_code([Outcome(MODEL, report=report)], FailOn.WARNING) is ExitCode.DEAD_VARIABLES
+    text = _render(report, fail_on=FailOn.WARNING)
+    assert text.splitlines()[-1] == (
+        "failed: 2 warnings (GC201, GC202) with --fail-on warning "
+        "(1 ok, 0 blocked, 0 unused, 0 frozen)"
+    )
+    # The same report under the default policy passes, and says so.
+    assert exit_code([Outcome(MODEL, report=report)], FailOn.ERROR) is ExitCode.CLEAN
+    assert _render(report).splitlines()[-1].startswith("every trainable variable gets gradient")
+
+
+def test_dead_variables_and_failing_warnings_are_both_named() -> None:
+    rule = RULES["GC101"]
+    own = Finding(rule.code, rule.name, rule.severity, "w is cut", variable="w")
+    assert own.severity is Severity.ERROR
+    report = _report(_blocked("w"), verdict("b", Status.OK), findings=(own, _warning()))
+    last = _render(report, fail_on=FailOn.WARNING, width=None).splitlines()[-1]
+    # The dead variable's own error is what the headline counts; the warning is named.
+    assert last.startswith(
+        "1 of 2 trainable variables is dead; also failed by 1 warning (GC201) "
+        "with --fail-on warning ("
+    )
+    assert (
+        _render(report, width=None)
+        .splitlines()[-1]
+        .startswith("1 of 2 trainable variables is dead (")
+    )
+    assert _render(report, fail_on=FailOn.NEVER).splitlines()[-1].startswith("1 of 2 ")
+
+
+def test_a_disagreement_on_a_dead_variable_is_named_too() -> None:
+    finding = VERIFICATION_DISAGREES.finding(
+        tensorflow="gradient", name="w", gradcheck="blocked", variable="w"
+    )
+    verification = Verification("tf.gradients", (Disagreement("w", "blocked", "gradient"),))
+    report = _report(_blocked("w"), findings=(finding,), verification=verification)
+    assert (
+        _render(report, width=None)
+        .splitlines()[-1]
+        .startswith("1 of 1 trainable variables is dead; also failed by 1 error (GC002) (")
+    )
+
+
+def test_an_error_that_is_not_a_dead_variable_is_named() -> None:
+    report = _verify_disagreeing()
+    assert exit_code([Outcome(MODEL, report=report)], FailOn.ERROR) is ExitCode.DEAD_VARIABLES
+    assert _render(report).splitlines()[-1].startswith("failed: 1 error (GC002) (")
+
+
+def test_the_verdict_is_red_when_the_run_fails() -> None:
+    report = _report(verdict("b", Status.OK), findings=(_warning(),))
+    failed = render_terminal(report, TerminalOptions(color=True, fail_on=FailOn.WARNING))
+    passed = render_terminal(report, TerminalOptions(color=True))
+    assert "\x1b[1;31mfailed: 1 warning" in failed
+    assert "\x1b[1;32mevery trainable variable gets gradient" in passed
+
+
+# -- --verify disagreements -----------------------------------------------------------------------
+
+
+def _verify_disagreeing() -> Report:
+    finding = VERIFICATION_DISAGREES.finding(
+        tensorflow="none", name="scale", gradcheck="ok", variable="scale"
+    )
+    verification = Verification("tf.gradients", (Disagreement("scale", "ok", "none"),))
+    return _report(
+        verdict("scale", Status.OK),
+        verdict("kernel", Status.OK),
+        findings=(finding,),
+        verification=verification,
+    )
+
+
+def test_a_verify_disagreement_says_what_to_do_and_shows_in_the_table() -> None:
+    text = _render(_verify_disagreeing(), width=None)
+    assert "TensorFlow disagrees with gradcheck on 1 variable (GC002" in text
+    assert f"  next: {VERIFICATION_DISAGREES_NEXT}\n" in text
+    assert "--debug" in VERIFICATION_DISAGREES_NEXT and "report" in VERIFICATION_DISAGREES_NEXT
+    rows = {line.split()[0]: line.split() for line in text.splitlines() if line[:1].isalpha()}
+    assert rows["variable"][-1] == "tensorflow"
+    assert rows["scale"][-2:] == ["none", "(disagrees)"]
+    assert "disagrees" not in " ".join(rows["kernel"])
+
+
+def test_no_tensorflow_column_when_tensorflow_agrees() -> None:
+    agreed = _report(verdict("scale", Status.OK), verification=Verification("tf.gradients"))
+    assert "tensorflow" not in _render(agreed)
