@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from gradcheck_cli.analysis.verdicts import Edge, Status, VariableVerdict
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters.sanitise import printable
 
 _LOSS = "loss"
 _VARIABLE_STYLE = {
@@ -78,6 +79,7 @@ class _Graph:
 def render_dot(report: Report) -> str:
     """A Graphviz digraph: dead variables (boxes), the ops on their paths (ellipses, with
     cut edges red and bold, labelled with the reason), the loss, and an "unused" cluster."""
+    report = printable(report)
     return _document(_title(report), _body(report, prefix="", indent="  "))
 
 
@@ -85,7 +87,7 @@ def render_dot_clusters(reports: Sequence[Report]) -> str:
     """Several models in one digraph: each model's graph (as render_dot draws it) in a cluster
     of its own, node names prefixed with the model's number so models never share a node."""
     lines: list[str] = []
-    for number, report in enumerate(reports, start=1):
+    for number, report in enumerate(map(printable, reports), start=1):
         lines += [
             f"  subgraph {quote(f'cluster_model_{number}')} {{",
             f"    label={quote(_title(report))};",

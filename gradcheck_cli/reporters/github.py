@@ -9,6 +9,7 @@ from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.source import notebook_cell
 from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters.sanitise import printable
 
 _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -17,7 +18,7 @@ def render_github(reports: Sequence[Report]) -> str:
     """One `::error` per dead variable (a variable cut in three places is one annotation, at
     its first cut, naming every cut), and one `::warning` or `::notice` per other finding."""
     lines: list[str] = []
-    for report in reports:
+    for report in map(printable, reports):
         verdicts = {verdict.name: verdict for verdict in report.variables}
         # Each entry is a finding alone, or the error findings of one variable.
         entries: list[list[Finding]] = []

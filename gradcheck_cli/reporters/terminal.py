@@ -31,6 +31,7 @@ from gradcheck_cli.reporters.grouping import (
     same_but_for_the_variable,
     scope_lines,
 )
+from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.verdict_text import NOT_TRAINED_HERE, route_items, verdict_parts
 
 _STATUS_STYLE = {
@@ -68,6 +69,7 @@ def render_terminal(report: Report, options: TerminalOptions) -> str:
 
 
 def write(console: Console, report: Report, options: TerminalOptions) -> None:
+    report = printable(report)
     if options.quiet:
         console.print(_verdict_line(report))
         return
