@@ -17,7 +17,14 @@ from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.loaders.process_tree import Stopped, stop_on_signals
 from gradcheck_cli.options import CheckOptions
-from gradcheck_cli.report_output import cannot_write, report_error, write_report, write_stdout
+from gradcheck_cli.report_output import (
+    cannot_write,
+    report_error,
+    say_error,
+    say_traceback,
+    write_report,
+    write_stdout,
+)
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.terminal import TerminalOptions
 from gradcheck_cli.run import (
@@ -83,7 +90,7 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
     try:
         text = render_explanation(code, color=_use_color("auto"), width=width)
     except GradcheckError as error:
-        click.echo(f"gradcheck: error: {error}", err=True)
+        report_error(error)
         ctx.exit(ExitCode.ERROR)
     ctx.exit(write_stdout(text) or ExitCode.CLEAN)
 
@@ -181,7 +188,7 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
         settings = load_settings(overrides, config_file)
         seconds = resolve_timeout(timeout, settings)
     except GradcheckError as error:
-        click.echo(f"gradcheck: error: {error}", err=True)
+        report_error(error)
         sys.exit(ExitCode.ERROR)
     display = {
         name: flags.pop(name)
@@ -200,7 +207,7 @@ def run(options: Options) -> ExitCode:
     for target in (options.output, options.write_baseline):
         problem = None if target is None else cannot_write(target)
         if problem is not None:
-            click.echo(f"gradcheck: error: cannot write {target}: {problem}", err=True)
+            say_error(f"gradcheck: error: cannot write {target}: {problem}")
             return ExitCode.ERROR
     settings = options.settings
     checks = [
@@ -235,8 +242,8 @@ def run(options: Options) -> ExitCode:
     failed = [outcome for outcome in outcomes if outcome.report is None]
     for outcome in failed:
         if options.check.debug and outcome.trace:
-            click.echo(outcome.trace, err=True, nl=False)
-        click.echo(outcome.message, err=True)
+            say_traceback(outcome.trace)
+        say_error(outcome.message)
     reports = [outcome.report for outcome in outcomes if outcome.report is not None]
     if options.write_baseline is not None:
         if failed:
@@ -249,7 +256,7 @@ def run(options: Options) -> ExitCode:
     if options.why is not None and reports:
         problem = missing_variable(reports, options.why)
         if problem is not None:
-            click.echo(problem, err=True)
+            say_error(problem)
             return ExitCode.ERROR
     failure = shown[0] if shown else _write_reports(reports, options)
     if failure is not None:

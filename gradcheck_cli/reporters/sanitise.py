@@ -20,8 +20,9 @@ from gradcheck_cli.findings.report import Report
 # C0 (tab, line feed and carriage return included), DEL and C1: an ESC or a C1 CSI starts a
 # terminal command (a window title, an OSC 52 clipboard write, an OSC 8 link); a line break
 # in a name starts a line of its own (a forged `::error` workflow command, a fake finding).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-_CONTROL_BUT_LINE_FEED = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+# Lone surrogates too: a file name that is not UTF-8 holds them, and no stream can write them.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_CONTROL_BUT_LINE_FEED = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 ECHO_LIMIT = 200
@@ -40,8 +41,9 @@ _Value = TypeVar("_Value")
 
 
 def escape_controls(text: str) -> str:
-    """`text` with every C0 and C1 control character and DEL as a visible escape (`\\x1b`,
-    `\\n`, `\\x9b`), so it prints as one line and commands no terminal."""
+    """`text` with every C0 and C1 control character, DEL and lone surrogate as a visible
+    escape (`\\x1b`, `\\n`, `\\x9b`, `\\udc9b`), so it prints as one line and commands no
+    terminal."""
     return _CONTROL.sub(_escape, text)
 
 
@@ -77,7 +79,8 @@ def printable(report: Report) -> Report:
 
 def _escape(match: re.Match[str]) -> str:
     character = match.group()
-    return _NAMED.get(character) or f"\\x{ord(character):02x}"
+    code = ord(character)
+    return _NAMED.get(character) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def _capped_run(run: str) -> str:
