@@ -20,7 +20,7 @@ from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.report_output import (
     cannot_write,
     report_error,
-    say_error,
+    say,
     say_traceback,
     write_report,
     write_stdout,
@@ -207,7 +207,7 @@ def run(options: Options) -> ExitCode:
     for target in (options.output, options.write_baseline):
         problem = None if target is None else cannot_write(target)
         if problem is not None:
-            say_error(f"gradcheck: error: cannot write {target}: {problem}")
+            say(f"gradcheck: error: cannot write {target}: {problem}")
             return ExitCode.ERROR
     settings = options.settings
     checks = [
@@ -243,20 +243,20 @@ def run(options: Options) -> ExitCode:
     for outcome in failed:
         if options.check.debug and outcome.trace:
             say_traceback(outcome.trace)
-        say_error(outcome.message)
+        say(outcome.message)
     reports = [outcome.report for outcome in outcomes if outcome.report is not None]
     if options.write_baseline is not None:
         if failed:
             return ExitCode.ERROR
         try:
-            click.echo(write_baseline(options.write_baseline, outcomes), err=True)
+            say(write_baseline(options.write_baseline, outcomes))
         except GradcheckError as error:
             return report_error(error)
         return ExitCode.CLEAN
     if options.why is not None and reports:
         problem = missing_variable(reports, options.why)
         if problem is not None:
-            say_error(problem)
+            say(problem)
             return ExitCode.ERROR
     failure = shown[0] if shown else _write_reports(reports, options)
     if failure is not None:

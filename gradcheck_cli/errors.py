@@ -1,7 +1,72 @@
-"""The one error type for input that gradcheck cannot analyse (exit code 2)."""
+"""The one error type for input that gradcheck cannot analyse (exit code 2), and the one way
+text from outside (names, paths, what the user typed) is shown: as data, never as commands."""
 
 from __future__ import annotations
 
+import re
+
+# C0 (tab, line feed and carriage return included), DEL and C1: an ESC or a C1 CSI starts a
+# terminal command (a window title, an OSC 52 clipboard write, an OSC 8 link); a line break
+# in a name starts a line of its own (a forged `::error` workflow command, a fake finding).
+# Lone surrogates too: a file name that is not UTF-8 holds them, and no stream can write them.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_CONTROL_BUT_LINE_FEED = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+ECHO_LIMIT = 200
+"""How much of a value the user typed (a `--loss`, a path) an error line or report echoes."""
+
+# An echoed value: a quoted one (as repr() writes it), or a run without spaces (a path).
+_LONG_RUN = re.compile(
+    rf"'[^'\n]{{{ECHO_LIMIT},}}'|\"[^\"\n]{{{ECHO_LIMIT},}}\"|\S{{{ECHO_LIMIT + 1},}}"
+)
+
+_CAPPED = re.compile(r"… \(\d+ characters\)$")
+
 
 class GradcheckError(Exception):
-    """Bad input: a missing path, an unreadable model, a loss that cannot be found."""
+    """Bad input: a missing path, an unreadable model, a loss that cannot be found.
+
+    Its text is one line, whatever the names and paths it quotes hold: `error_line`.
+    """
+
+    def __str__(self) -> str:
+        return error_line(super().__str__())
+
+
+def escape_controls(text: str, keep_line_feeds: bool = False) -> str:
+    """`text` with every C0 and C1 control character, DEL and lone surrogate as a visible
+    escape (`\\x1b`, `\\n`, `\\x9b`, `\\udc9b`), so it commands no terminal; one line, unless
+    `keep_line_feeds` (gradcheck's own multi-line sentences)."""
+    return (_CONTROL_BUT_LINE_FEED if keep_line_feeds else _CONTROL).sub(_escape, text)
+
+
+def has_controls(text: str) -> bool:
+    return _CONTROL.search(text) is not None
+
+
+def capped(text: str, limit: int = ECHO_LIMIT) -> str:
+    """`text`, or its first `limit` characters, an ellipsis and its length when longer."""
+    already = _CAPPED.search(text)
+    if len(text) <= limit or already is not None and already.start() <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
+
+
+def error_line(text: str) -> str:
+    """An error message as the one line gradcheck prints: control characters escaped, and
+    every long value it echoes (a quoted name, a run without spaces) capped."""
+    return _LONG_RUN.sub(lambda match: _capped_run(match.group()), escape_controls(text))
+
+
+def _escape(match: re.Match[str]) -> str:
+    character = match.group()
+    code = ord(character)
+    return _NAMED.get(character) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def _capped_run(run: str) -> str:
+    quote = run[0] if run[0] in "'\"" and run[-1] == run[0] and len(run) > 1 else ""
+    if quote:
+        return quote + capped(run[1:-1]) + quote
+    return capped(run)

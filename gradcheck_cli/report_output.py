@@ -12,20 +12,20 @@ from pathlib import Path
 import click
 
 from gradcheck_cli.config import os_error_reason
-from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.reporters.sanitise import error_line, escape_controls
+from gradcheck_cli.errors import GradcheckError, error_line, escape_controls
 from gradcheck_cli.run import ExitCode
 
 
 def report_error(problem: GradcheckError) -> ExitCode:
     """Say why on stderr, in one line; the exit code for it."""
-    say_error(f"gradcheck: error: {problem}")
+    say(f"gradcheck: error: {problem}")
     return ExitCode.ERROR
 
 
-def say_error(line: str) -> None:
-    """Write an error line to stderr as one line: the names and paths it quotes may hold
-    control characters (shown as escapes) and be as long as the user typed them (capped)."""
+def say(line: str) -> None:
+    """Write a line (an error, what was done) to stderr as one line: the names and paths it
+    quotes may hold control characters (shown as escapes) and be as long as the user typed
+    them (capped)."""
     click.echo(error_line(line), err=True)
 
 

@@ -1,63 +1,28 @@
 """Names are data: control characters in what a model or a user gave shown as visible escapes.
 
 Every human-readable format (terminal, text, github, markdown, dot) renders a `printable`
-copy of its report, and every error line goes through `error_line`; each format still adds
-its own escaping (Markdown pipes, DOT quotes, workflow-command `%0A`) on top. JSON and SARIF
-are data formats: their own string escaping carries every character safely, so they get
-the report as it is.
+copy of its report, escaped by `errors.escape_controls`, as every error line is; each format
+still adds its own escaping (Markdown pipes, DOT quotes, workflow-command `%0A`) on top. JSON
+and SARIF are data formats: their own string escaping carries every character safely, so
+they get the report as it is.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from gradcheck_cli.errors import ECHO_LIMIT, capped, escape_controls, has_controls
 from gradcheck_cli.findings.report import Report
-
-# C0 (tab, line feed and carriage return included), DEL and C1: an ESC or a C1 CSI starts a
-# terminal command (a window title, an OSC 52 clipboard write, an OSC 8 link); a line break
-# in a name starts a line of its own (a forged `::error` workflow command, a fake finding).
-# Lone surrogates too: a file name that is not UTF-8 holds them, and no stream can write them.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_CONTROL_BUT_LINE_FEED = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-ECHO_LIMIT = 200
-"""How much of a value the user typed (a `--loss`, a path) an error line or report echoes."""
 
 # Fields of gradcheck's own sentences, which keep their line breaks (a fix's code line);
 # every other string in a report is a value: a name, a path, an op type.
 _PROSE_FIELDS = frozenset({"message", "hint", "error", "detail"})
 _PROSE_MAPPINGS = frozenset({"fixes", "intended", "allowed"})
-# An echoed value: a quoted one (as repr() writes it), or a run without spaces (a path).
-_LONG_RUN = re.compile(
-    rf"'[^'\n]{{{ECHO_LIMIT},}}'|\"[^\"\n]{{{ECHO_LIMIT},}}\"|\S{{{ECHO_LIMIT + 1},}}"
-)
 
 _Value = TypeVar("_Value")
-
-
-def escape_controls(text: str) -> str:
-    """`text` with every C0 and C1 control character, DEL and lone surrogate as a visible
-    escape (`\\x1b`, `\\n`, `\\x9b`, `\\udc9b`), so it prints as one line and commands no
-    terminal."""
-    return _CONTROL.sub(_escape, text)
-
-
-def capped(text: str, limit: int = ECHO_LIMIT) -> str:
-    """`text`, or its first `limit` characters, an ellipsis and its length when longer."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text)} characters)"
-
-
-def error_line(text: str) -> str:
-    """An error message as the one line gradcheck prints: control characters escaped, and
-    every long value it echoes (a quoted name, a run without spaces) capped."""
-    return _LONG_RUN.sub(lambda match: _capped_run(match.group()), escape_controls(text))
 
 
 def printable(report: Report) -> Report:
@@ -69,25 +34,12 @@ def printable(report: Report) -> Report:
     capped. Equal strings stay equal, so lookups by name (fixes, intended) still match.
     """
     names = _names_with_line_breaks(report)
-    if names or any(_CONTROL.search(text) for text in _strings(report)):
+    if names or any(has_controls(text) for text in _strings(report)):
         report = _Cleaner(names).value(report)
     if len(report.source.loss) > ECHO_LIMIT:
         loss = capped(report.source.loss)
         report = dataclasses.replace(report, source=dataclasses.replace(report.source, loss=loss))
     return report
-
-
-def _escape(match: re.Match[str]) -> str:
-    character = match.group()
-    code = ord(character)
-    return _NAMED.get(character) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-
-
-def _capped_run(run: str) -> str:
-    quote = run[0] if run[0] in "'\"" and run[-1] == run[0] and len(run) > 1 else ""
-    if quote:
-        return quote + capped(run[1:-1]) + quote
-    return capped(run)
 
 
 class _Cleaner:
@@ -121,7 +73,7 @@ class _Cleaner:
     def _sentence(self, text: str) -> str:
         for name in self._names:
             text = text.replace(name, escape_controls(name))
-        return _CONTROL_BUT_LINE_FEED.sub(_escape, text)
+        return escape_controls(text, keep_line_feeds=True)
 
 
 def _is_record(value: object) -> bool:

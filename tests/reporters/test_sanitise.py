@@ -13,12 +13,13 @@ from click.testing import CliRunner
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, Unreached
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.errors import GradcheckError, capped, error_line, escape_controls
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders.tf_protos import protos
 from gradcheck_cli.reporters import Format, render
-from gradcheck_cli.reporters.sanitise import capped, error_line, escape_controls, printable
+from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
 from tests.reporters.factories import verdict
 
@@ -162,8 +163,17 @@ def test_escape_controls_and_capped() -> None:
         r"a\x1b[2J\tb\r\n\x7f\x9b\x00\udcff"
     )
     assert escape_controls("dense/kernel:0 ünïcode") == "dense/kernel:0 ünïcode"
+    assert escape_controls("fix:\n    y = x\r", keep_line_feeds=True) == "fix:\n    y = x\\r"
     assert capped("abc", 5) == "abc"
     assert capped("abcdefgh", 5) == "abcde… (8 characters)"
+    assert capped(capped("abcdefgh", 5), 5) == "abcde… (8 characters)"  # once only
+
+
+def test_a_gradcheck_error_reads_as_one_escaped_line_wherever_it_is_shown() -> None:
+    # The CLI, the Python API and pytest all show str() of the error.
+    error = GradcheckError(f"cannot read {PATH}")
+    assert str(error) == r"cannot read models/evil\n::error file=x.py,line=1::forged\x9b/model.py"
+    assert error.args == (f"cannot read {PATH}",)  # the raw text stays with the exception
 
 
 def test_error_line_is_one_line_with_long_values_capped() -> None:
