@@ -137,10 +137,15 @@ def test_a_sentence_keeps_its_own_line_breaks_and_escapes_the_names_in_it() -> N
 def test_a_name_is_not_read_as_rich_markup() -> None:
     report = Report(
         SourceInfo("model.py", "script", "loss"),
-        (verdict("[bold]w[/bold] [link=https://example.com]x[/link]", Status.UNUSED),),
+        (
+            verdict("[bold]w[/bold] [link=https://example.com]x[/link]", Status.UNUSED),
+            # A backslash before the tag, and an escaped ESC before it: still plain text.
+            verdict("a\\[bold]x[/bold] \x1b[red]y", Status.UNUSED),
+        ),
     )
     text = render_terminal(report, TerminalOptions(color=True))
     assert "[bold]w[/bold] [link=https://example.com]x[/link]" in text
+    assert "a\\[bold]x[/bold] \\x1b[red]y" in text
     assert "\x1b]8;" not in text  # no hyperlink was made of the name
 
 
