@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -19,8 +20,8 @@ from gradcheck_cli.findings.report import Report
 
 # Fields of gradcheck's own sentences, which keep their line breaks (a fix's code line);
 # every other string in a report is a value: a name, a path, an op type.
-_PROSE_FIELDS = frozenset({"message", "hint", "error", "detail"})
-_PROSE_MAPPINGS = frozenset({"fixes", "intended", "allowed"})
+# (In a Mapping of sentences, the keys are names: `fixes`, `intended`, `allowed`.)
+_SENTENCES = frozenset({"message", "hint", "error", "detail", "fixes", "intended", "allowed"})
 
 _Value = TypeVar("_Value")
 
@@ -33,9 +34,11 @@ def printable(report: Report) -> Report:
     first, so no line break in a sentence comes from a model. The loss the user named is
     capped. Equal strings stay equal, so lookups by name (fixes, intended) still match.
     """
-    names = _names_with_line_breaks(report)
-    if names or any(has_controls(text) for text in _strings(report)):
-        report = _Cleaner(names).value(report)
+    values: set[str] = set()
+    sentences: set[str] = set()
+    _collect(report, values, sentences)
+    if has_controls("".join(values) + "".join(sentences)):
+        report = _Cleaner(_names_with_line_breaks(values)).value(report)
     if len(report.source.loss) > ECHO_LIMIT:
         loss = capped(report.source.loss)
         report = dataclasses.replace(report, source=dataclasses.replace(report.source, loss=loss))
@@ -50,24 +53,36 @@ class _Cleaner:
         self._names = sorted(names, key=len, reverse=True)
 
     def value(self, value: _Value, prose: bool = False) -> _Value:
+        """`value` with its strings escaped; the very same object when none needs it."""
         result: Any = value
-        if isinstance(value, enum.Enum):
+        fields = _fields(type(value))
+        if fields is not None:
+            changed = {
+                name: cleaned
+                for name, sentence in fields
+                if (cleaned := self.value(original := getattr(value, name), sentence))
+                is not original
+            }
+            if changed:
+                kind = type(value)
+                result = kind(
+                    **{name: getattr(value, name) for name in _init_fields(kind)} | changed
+                )
+        elif isinstance(value, enum.Enum):
             pass
         elif isinstance(value, str):
-            result = self._sentence(value) if prose else escape_controls(value)
+            escaped = self._sentence(value) if prose else escape_controls(value)
+            result = value if escaped == value else escaped
         elif isinstance(value, tuple):
-            result = tuple(self.value(item, prose) for item in value)
+            items = [self.value(item, prose) for item in value]
+            if any(new is not old for new, old in zip(items, value)):
+                result = tuple(items)
         elif isinstance(value, Mapping):
-            result = {self.value(key): self.value(item, prose) for key, item in value.items()}
-        elif _is_record(value):
-            changed = {
-                item.name: self.value(
-                    getattr(value, item.name),
-                    prose=item.name in _PROSE_FIELDS | _PROSE_MAPPINGS,
-                )
-                for item in _own_fields(value)
-            }
-            result = dataclasses.replace(value, **changed)  # type: ignore[type-var]
+            pairs = [(self.value(key), self.value(item, prose)) for key, item in value.items()]
+            if any(
+                k is not key or v is not item for (k, v), (key, item) in zip(pairs, value.items())
+            ):
+                result = dict(pairs)
         return result  # type: ignore[no-any-return]
 
     def _sentence(self, text: str) -> str:
@@ -76,42 +91,49 @@ class _Cleaner:
         return escape_controls(text, keep_line_feeds=True)
 
 
-def _is_record(value: object) -> bool:
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+@functools.cache
+def _fields(kind: type) -> tuple[tuple[str, bool], ...] | None:
+    """A record type's own fields, each with whether it holds gradcheck's sentences; None
+    for a type that is not a dataclass. Fields left out of comparison link back into the
+    graph (an op's node, a call stack): no reporter prints them, and they stay as they are."""
+    if not dataclasses.is_dataclass(kind):
+        return None
+    return tuple(
+        (item.name, item.name in _SENTENCES)
+        for item in dataclasses.fields(kind)
+        if item.init and item.compare
+    )
 
 
-def _own_fields(value: object) -> list[dataclasses.Field[Any]]:
-    # Fields left out of comparison link back into the graph (an op's node, a call stack):
-    # no reporter prints them, and they stay as they are.
-    return [item for item in dataclasses.fields(value) if item.init and item.compare]  # type: ignore[arg-type]
+@functools.cache
+def _init_fields(kind: type) -> tuple[str, ...]:
+    return tuple(item.name for item in dataclasses.fields(kind) if item.init)
 
 
-def _strings(value: object, values_only: bool = False) -> list[str]:
-    """Every string `value` holds; with `values_only`, gradcheck's own sentences left out."""
-    if isinstance(value, enum.Enum):
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, tuple):
-        return [text for item in value for text in _strings(item, values_only)]
-    if isinstance(value, Mapping):
-        return [text for pair in value.items() for text in _strings(pair, values_only)]
-    if not _is_record(value):
-        return []
-    sentences = _PROSE_FIELDS | _PROSE_MAPPINGS if values_only else frozenset()
-    return [
-        text
-        for item in _own_fields(value)
-        if item.name not in sentences
-        for text in _strings(getattr(value, item.name), values_only)
-    ]
+def _collect(value: object, values: set[str], sentences: set[str], prose: bool = False) -> None:
+    """Every string `value` holds, into `values` or, in gradcheck's own sentences, `sentences`."""
+    fields = _fields(type(value))
+    if fields is not None:
+        for name, sentence in fields:
+            _collect(getattr(value, name), values, sentences, sentence)
+    elif isinstance(value, enum.Enum):
+        pass
+    elif isinstance(value, str):
+        (sentences if prose else values).add(value)
+    elif isinstance(value, tuple):
+        for item in value:
+            _collect(item, values, sentences, prose)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _collect(key, values, sentences)
+            _collect(item, values, sentences, prose)
 
 
-def _names_with_line_breaks(report: Report) -> set[str]:
-    """The report's values (names, paths, op types) that hold a line break, and every run of
-    their `/`-separated parts: the pieces gradcheck's sentences quote."""
+def _names_with_line_breaks(values: set[str]) -> set[str]:
+    """The values (names, paths, op types) that hold a line break, and every run of their
+    `/`-separated parts: the pieces gradcheck's sentences quote."""
     found: set[str] = set()
-    for text in _strings(report, values_only=True):
+    for text in values:
         if "\n" in text or "\r" in text:
             parts = text.split("/")
             found |= {
