@@ -21,8 +21,6 @@ _LONG_RUN = re.compile(
     rf"'[^'\n]{{{ECHO_LIMIT},}}'|\"[^\"\n]{{{ECHO_LIMIT},}}\"|\S{{{ECHO_LIMIT + 1},}}"
 )
 
-_CAPPED = re.compile(r"… \(\d+ characters\)$")
-
 
 class GradcheckError(Exception):
     """Bad input: a missing path, an unreadable model, a loss that cannot be found.
@@ -46,11 +44,12 @@ def has_controls(text: str) -> bool:
 
 
 def capped(text: str, limit: int = ECHO_LIMIT) -> str:
-    """`text`, or its first `limit` characters, an ellipsis and its length when longer."""
-    already = _CAPPED.search(text)
-    if len(text) <= limit or already is not None and already.start() <= limit:
+    """`text`, or when longer than `limit` its start and its end (a path's file name) around
+    an ellipsis, and its length: `/home/me/…/model.py (4000 characters)`. Capped once only."""
+    half = limit // 2
+    if len(text) <= limit or re.fullmatch(rf"(?s).{{{half}}}….{{{half}}} \(\d+ characters\)", text):
         return text
-    return f"{text[:limit]}… ({len(text)} characters)"
+    return f"{text[:half]}…{text[-half:]} ({len(text)} characters)"
 
 
 def error_line(text: str) -> str:
