@@ -69,6 +69,12 @@ def render_terminal(report: Report, options: TerminalOptions) -> str:
 
 
 def write(console: Console, report: Report, options: TerminalOptions) -> None:
+    # --why NAME names a variable as the model does: looked up before names are escaped.
+    focus = None
+    if options.focus is not None:
+        position = {id(verdict): index for index, verdict in enumerate(report.variables)}
+        chosen = variables_named(report.variables, options.focus, report.code_at)
+        focus = [position[id(verdict)] for verdict in chosen]
     report = printable(report)
     if options.quiet:
         console.print(_verdict_line(report))
@@ -78,10 +84,9 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
         f"[bold]gradcheck[/] {escape(display_path(source.path))} ({escape(source.kind)}), "
         f"loss [bold]{escape(source.loss)}[/]"
     )
-    if options.focus is not None:
-        chosen = variables_named(report.variables, options.focus, report.code_at)
-        for verdict in chosen:
-            _write_story(console, report, verdict)
+    if focus is not None:
+        for index in focus:
+            _write_story(console, report, report.variables[index])
         return
     for group in group_dead(report):
         if group.whole_layer:

@@ -231,3 +231,10 @@ def test_a_130_kb_loss_is_not_echoed_whole(tmp_path: Path) -> None:
     assert len(err) < 1_000
     assert f"'{'x' * 100}…{'x' * 100} (130000 characters)'" in err
     assert err.startswith("gradcheck: error: no loss named 'xxx")
+
+
+def test_why_finds_a_variable_by_its_own_name_and_tells_its_story_escaped() -> None:
+    text = render_terminal(_hostile_report(), TerminalOptions(width=300, focus=VARIABLE))
+    assert not _RAW_CONTROL.findall(text)
+    assert "blocked dense/kernel\\x1b]52;c;cm0gLXJmIH4=\\x07\\r\\n::error" in text
+    assert "y = tf.round(w)" in text
