@@ -92,8 +92,9 @@ class _Graph:
 
 
 def render_dot(report: Report) -> str:
-    """A Graphviz digraph: dead variables (boxes), the ops on their paths (ellipses, with
-    cut edges red and bold, labelled with the reason), the loss, and an "unused" cluster."""
+    """A Graphviz digraph, top-down: dead variables (boxes) with their fix (a note), the ops
+    on their paths (ellipses, with cut edges red and bold, labelled with the reason; a long
+    chain folded into rows), the loss, and an "unused" cluster."""
     report = printable(report)
     return _document(_title(report), _body(report, prefix="", indent="  "))
 
