@@ -3,14 +3,17 @@ text from outside (names, paths, what the user typed) is shown: as data, never a
 
 from __future__ import annotations
 
+import enum
 import re
 
 # C0 (tab, line feed and carriage return included), DEL and C1: an ESC or a C1 CSI starts a
 # terminal command (a window title, an OSC 52 clipboard write, an OSC 8 link); a line break
 # in a name starts a line of its own (a forged `::error` workflow command, a fake finding).
 # Lone surrogates too: a file name that is not UTF-8 holds them, and no stream can write them.
+# A tab commands nothing and breaks no line: gradcheck's sentences and the user's code keep it.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_CONTROL_BUT_LINE_FEED = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_CONTROL_IN_CODE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
+_CONTROL_IN_SENTENCE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 ECHO_LIMIT = 200
@@ -32,11 +35,26 @@ class GradcheckError(Exception):
         return error_line(super().__str__())
 
 
-def escape_controls(text: str, keep_line_feeds: bool = False) -> str:
+class TextKind(enum.Enum):
+    """What a piece of text is, for `escape_controls`."""
+
+    VALUE = "value"  # a name, a path, an op type: one line, every control character escaped
+    CODE = "code"  # a line of the user's code: its tabs kept
+    SENTENCE = "sentence"  # gradcheck's own words (a fix and its code line): tabs, line feeds
+
+
+_CONTROLS = {
+    TextKind.VALUE: _CONTROL,
+    TextKind.CODE: _CONTROL_IN_CODE,
+    TextKind.SENTENCE: _CONTROL_IN_SENTENCE,
+}
+
+
+def escape_controls(text: str, kind: TextKind = TextKind.VALUE) -> str:
     """`text` with every C0 and C1 control character, DEL and lone surrogate as a visible
-    escape (`\\x1b`, `\\n`, `\\x9b`, `\\udc9b`), so it commands no terminal; one line, unless
-    `keep_line_feeds` (gradcheck's own multi-line sentences)."""
-    return (_CONTROL_BUT_LINE_FEED if keep_line_feeds else _CONTROL).sub(_escape, text)
+    escape (`\\x1b`, `\\n`, `\\t`, `\\x9b`, `\\udc9b`), so it commands no terminal and
+    starts no line; what `kind` of text keeps, it keeps."""
+    return _CONTROLS[kind].sub(_escape, text)
 
 
 def has_controls(text: str) -> bool:

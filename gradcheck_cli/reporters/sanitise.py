@@ -15,13 +15,14 @@ import functools
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from gradcheck_cli.errors import ECHO_LIMIT, capped, escape_controls, has_controls
+from gradcheck_cli.errors import ECHO_LIMIT, TextKind, capped, escape_controls, has_controls
 from gradcheck_cli.findings.report import Report
 
-# Fields of gradcheck's own sentences, which keep their line breaks (a fix's code line);
-# every other string in a report is a value: a name, a path, an op type.
-# (In a Mapping of sentences, the keys are names: `fixes`, `intended`, `allowed`.)
+# Fields of gradcheck's own sentences, which keep their line breaks (a fix's code line), and
+# of the user's code (`Report.code`); every other string in a report is a value: a name, a
+# path, an op type. The keys of a Mapping are values: `fixes`, `intended`, `allowed` by name.
 _SENTENCES = frozenset({"message", "hint", "error", "detail", "fixes", "intended", "allowed"})
+_CODE = frozenset({"code"})
 
 _Value = TypeVar("_Value")
 
@@ -35,9 +36,9 @@ def printable(report: Report) -> Report:
     capped. Equal strings stay equal, so lookups by name (fixes, intended) still match.
     """
     values: set[str] = set()
-    sentences: set[str] = set()
-    _collect(report, values, sentences)
-    if has_controls("".join(values) + "".join(sentences)):
+    others: set[str] = set()
+    _collect(report, values, others)
+    if has_controls("".join(values) + "".join(others)):
         report = _Cleaner(_names_with_line_breaks(values)).value(report)
     if len(report.source.loss) > ECHO_LIMIT:
         loss = capped(report.source.loss)
@@ -52,15 +53,15 @@ class _Cleaner:
         # Longest first, so a whole name is escaped before any of its parts.
         self._names = sorted(names, key=len, reverse=True)
 
-    def value(self, value: _Value, prose: bool = False) -> _Value:
+    def value(self, value: _Value, kind: TextKind = TextKind.VALUE) -> _Value:
         """`value` with its strings escaped; the very same object when none needs it."""
         result: Any = value
         fields = _fields(type(value))
         if fields is not None:
             changed = {
                 name: cleaned
-                for name, sentence in fields
-                if (cleaned := self.value(original := getattr(value, name), sentence))
+                for name, field_kind in fields
+                if (cleaned := self.value(original := getattr(value, name), field_kind))
                 is not original
             }
             if changed:
@@ -71,14 +72,17 @@ class _Cleaner:
         elif isinstance(value, enum.Enum):
             pass
         elif isinstance(value, str):
-            escaped = self._sentence(value) if prose else escape_controls(value)
+            if kind is TextKind.SENTENCE:
+                escaped = self._sentence(value)
+            else:
+                escaped = escape_controls(value, kind)
             result = value if escaped == value else escaped
         elif isinstance(value, tuple):
-            items = [self.value(item, prose) for item in value]
+            items = [self.value(item, kind) for item in value]
             if any(new is not old for new, old in zip(items, value)):
                 result = tuple(items)
         elif isinstance(value, Mapping):
-            pairs = [(self.value(key), self.value(item, prose)) for key, item in value.items()]
+            pairs = [(self.value(key), self.value(item, kind)) for key, item in value.items()]
             if any(
                 k is not key or v is not item for (k, v), (key, item) in zip(pairs, value.items())
             ):
@@ -88,21 +92,27 @@ class _Cleaner:
     def _sentence(self, text: str) -> str:
         for name in self._names:
             text = text.replace(name, escape_controls(name))
-        return escape_controls(text, keep_line_feeds=True)
+        return escape_controls(text, TextKind.SENTENCE)
 
 
 @functools.cache
-def _fields(kind: type) -> tuple[tuple[str, bool], ...] | None:
-    """A record type's own fields, each with whether it holds gradcheck's sentences; None
-    for a type that is not a dataclass. Fields left out of comparison link back into the
+def _fields(kind: type) -> tuple[tuple[str, TextKind], ...] | None:
+    """A record type's own fields, each with the kind of text it holds; None for a type that
+    is not a dataclass. Fields left out of comparison link back into the
     graph (an op's node, a call stack): no reporter prints them, and they stay as they are."""
     if not dataclasses.is_dataclass(kind):
         return None
     return tuple(
-        (item.name, item.name in _SENTENCES)
+        (item.name, _kind_of(item.name))
         for item in dataclasses.fields(kind)
         if item.init and item.compare
     )
+
+
+def _kind_of(field: str) -> TextKind:
+    if field in _SENTENCES:
+        return TextKind.SENTENCE
+    return TextKind.CODE if field in _CODE else TextKind.VALUE
 
 
 @functools.cache
@@ -110,23 +120,25 @@ def _init_fields(kind: type) -> tuple[str, ...]:
     return tuple(item.name for item in dataclasses.fields(kind) if item.init)
 
 
-def _collect(value: object, values: set[str], sentences: set[str], prose: bool = False) -> None:
-    """Every string `value` holds, into `values` or, in gradcheck's own sentences, `sentences`."""
+def _collect(
+    value: object, values: set[str], others: set[str], kind: TextKind = TextKind.VALUE
+) -> None:
+    """Every string `value` holds, into `values` (names, paths) or `others` (sentences, code)."""
     fields = _fields(type(value))
     if fields is not None:
-        for name, sentence in fields:
-            _collect(getattr(value, name), values, sentences, sentence)
+        for name, field_kind in fields:
+            _collect(getattr(value, name), values, others, field_kind)
     elif isinstance(value, enum.Enum):
         pass
     elif isinstance(value, str):
-        (sentences if prose else values).add(value)
+        (values if kind is TextKind.VALUE else others).add(value)
     elif isinstance(value, tuple):
         for item in value:
-            _collect(item, values, sentences, prose)
+            _collect(item, values, others, kind)
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            _collect(key, values, sentences)
-            _collect(item, values, sentences, prose)
+            _collect(key, values, others)
+            _collect(item, values, others, kind)
 
 
 def _names_with_line_breaks(values: set[str]) -> set[str]:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, Unreached
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.errors import GradcheckError, capped, error_line, escape_controls
+from gradcheck_cli.errors import GradcheckError, TextKind, capped, error_line, escape_controls
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.graph.model import SourceLocation
@@ -38,8 +38,8 @@ LOSS = f"loss{TITLE}"
 UNUSED = "head/bias\x7f\n::warning::also forged"
 
 HUMAN_FORMATS = (Format.TERMINAL, Format.TEXT, Format.GITHUB, Format.MARKDOWN, Format.DOT)
-# Any control character but the line feeds that end a format's own lines.
-_RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+# Any control character but the line feeds that end a format's own lines and the tabs of code.
+_RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _at(line: int) -> SourceLocation:
@@ -168,7 +168,10 @@ def test_escape_controls_and_capped() -> None:
         r"a\x1b[2J\tb\r\n\x7f\x9b\x00\udcff"
     )
     assert escape_controls("dense/kernel:0 ünïcode") == "dense/kernel:0 ünïcode"
-    assert escape_controls("fix:\n    y = x\r", keep_line_feeds=True) == "fix:\n    y = x\\r"
+    sentence = "fix:\n\ty = x\r"
+    assert escape_controls(sentence, TextKind.SENTENCE) == "fix:\n\ty = x\\r"
+    assert escape_controls(sentence, TextKind.CODE) == "fix:\\n\ty = x\\r"
+    assert escape_controls(sentence) == "fix:\\n\\ty = x\\r"
     assert capped("abc", 5) == "abc"
     assert capped("abcdefgh", 6) == "abc…fgh (8 characters)"
     assert capped(capped("abcdefgh", 6), 6) == "abc…fgh (8 characters)"  # once only
@@ -231,6 +234,22 @@ def test_a_130_kb_loss_is_not_echoed_whole(tmp_path: Path) -> None:
     assert len(err) < 1_000
     assert f"'{'x' * 100}…{'x' * 100} (130000 characters)'" in err
     assert err.startswith("gradcheck: error: no loss named 'xxx")
+
+
+def test_a_tab_is_escaped_in_a_name_and_kept_in_the_code() -> None:
+    location = SourceLocation("model.py", 3)
+    report = Report(
+        SourceInfo("model.py", "script", "loss"),
+        (verdict("dense\tkernel", Status.UNUSED, location=location),),
+        code={("model.py", 3): "\tw = tf.Variable(1.0)"},
+    )
+    shown = printable(report)
+    assert shown.variables[0].name == "dense\\tkernel"
+    assert shown.code_at(location) == "\tw = tf.Variable(1.0)"
+    text = render_terminal(report, TerminalOptions())
+    assert "unused dense\\tkernel" in text
+    code = next(line for line in text.splitlines() if "w = tf.Variable(1.0)" in line)
+    assert "\\t" not in code  # the console expands the tab to spaces
 
 
 def test_why_finds_a_variable_by_its_own_name_and_tells_its_story_escaped() -> None:
