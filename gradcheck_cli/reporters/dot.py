@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -21,6 +22,7 @@ _FIX_STYLE = {"shape": "note", "color": "darkgreen", "fontcolor": "darkgreen"}
 # folded into rows of ROW, read left to right, one under the other.
 ROW = 4
 FOLD = 2 * ROW
+FIX_WIDTH = 60
 
 
 class _LeftAligned(tuple[str, ...]):
@@ -277,13 +279,15 @@ def _statements(
     nodes.update({node: _variable_attrs(v) for node, v in graph.variables.items()})
     nodes.update({node: _op_attrs(node, facts) for node, facts in graph.ops.items()})
     edges = dict(graph.edges)
-    # The fix under each dead variable, as the terminal report words it; one note per fix.
+    # The fix beside each dead variable, as the terminal report words it; one note per fix.
+    beside: dict[str, list[str]] = {}
     for node, verdict in graph.variables.items():
         fix = report.fixes.get(verdict.name)
         if fix:
             note = f"fix:{fix}"
-            nodes[note] = {"label": _LeftAligned(("fix: " + fix).splitlines()), **_FIX_STYLE}
+            nodes[note] = {"label": _fix_label(fix), **_FIX_STYLE}
             edges[(node, note)] = _EdgeFacts(note=True)
+            beside.setdefault(note, []).append(node)
     lines = [
         f"{indent}{_statement(node_id(node), attrs)};" for node, attrs in sorted(nodes.items())
     ]
@@ -312,10 +316,19 @@ def _statements(
         for row, below in zip(rows, rows[1:]):
             head = f"{node_id(row[0])} -> {node_id(below[0])}"
             lines.append(f"{indent}{_statement(head, {'style': 'invis', 'weight': '10'})};")
-        for row in rows:
-            listed = " ".join(f"{node_id(node)};" for node in row)
-            lines.append(f"{indent}{{rank=same; {listed}}}")
+    # A note on its variable's rank: beside it, not in the way of the path below.
+    ranks = [row for rows in folded for row in rows]
+    ranks += [[*variables, note] for note, variables in sorted(beside.items())]
+    for row in ranks:
+        listed = " ".join(f"{node_id(node)};" for node in row)
+        lines.append(f"{indent}{{rank=same; {listed}}}")
     return lines
+
+
+def _fix_label(fix: str) -> _LeftAligned:
+    """`fix: ` and the fix's words folded at FIX_WIDTH, then its code, each line whole."""
+    head, *code = fix.splitlines()
+    return _LeftAligned((*textwrap.wrap(f"fix: {head}", FIX_WIDTH), *code))
 
 
 def _rows(chain: list[str]) -> list[list[str]]:

@@ -365,6 +365,8 @@ def test_the_fix_is_a_note_beside_its_variable_as_the_terminal_words_it() -> Non
         "fix: remove the tf.stop_gradient at line 3:",
         "    y = x + tf.stop_gradient(q(x) - x)",
     ]
-    assert dot.edge(dot.node_labelled("model/w", "box"), notes[0])["arrowhead"] == "none"
+    variable = dot.node_labelled("model/w", "box")
+    assert dot.edge(variable, notes[0])["arrowhead"] == "none"
+    assert [variable, notes[0]] in dot.rows  # beside the variable, not in the path's way
     without = _check_structure(render_dot(_chain_report(2)))
     assert not any(attrs.get("shape") == "note" for attrs in without.nodes.values())

@@ -9,8 +9,10 @@ from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableV
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.reporters import Format, render
+from gradcheck_cli.reporters.dot import FIX_WIDTH
 from gradcheck_cli.reporters.terminal import TerminalOptions
 from tests.reporters.factories import verdict
+from tests.reporters.test_dot import parse
 
 FN = "__inference_loss_17"
 FIX = (
@@ -61,8 +63,13 @@ def test_markdown_shows_the_terminal_fix() -> None:
 def test_dot_shows_the_terminal_fix() -> None:
     report = _report({"w": FIX})
     head, code = _terminal_fix(report)
-    dot = render(report, Format.DOT)
-    assert f'label="fix: {head}\\l{code}\\l"' in dot
+    dot = parse(render(report, Format.DOT))
+    [label] = [attrs["label"] for attrs in dot.nodes.values() if attrs.get("shape") == "note"]
+    *words, code_line, end = label.split("\\l")
+    # The words folded into lines of at most FIX_WIDTH, the code line whole, as the terminal.
+    assert all(len(line) <= FIX_WIDTH for line in words) and len(words) > 1
+    assert " ".join(words) == f"fix: {head}"
+    assert (code_line, end) == (code, "")
 
 
 def test_no_fix_no_fix_anywhere() -> None:
