@@ -29,6 +29,8 @@ from gradcheck_cli.report_output import (
     cannot_write,
     checked_models,
     report_error,
+    say,
+    say_traceback,
     write_report,
     write_stdout,
 )
@@ -99,7 +101,7 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
     try:
         text = render_explanation(code, color=color, width=_terminal_width(to_file=False))
     except GradcheckError as error:
-        click.echo(f"gradcheck: error: {error}", err=True)
+        report_error(error)
         ctx.exit(ExitCode.ERROR)
     ctx.exit(write_stdout(text, color=color) or ExitCode.CLEAN)
 
@@ -160,7 +162,7 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
         settings = load_settings(overrides, config_file)
         seconds = resolve_timeout(timeout, settings)
     except GradcheckError as error:
-        click.echo(f"gradcheck: error: {error}", err=True)
+        report_error(error)
         sys.exit(ExitCode.ERROR)
     display = {
         name: flags.pop(name)
@@ -189,7 +191,7 @@ def run(options: Options) -> ExitCode:
     for target in (options.output, options.write_baseline):
         problem = None if target is None else cannot_write(target)
         if problem is not None:
-            click.echo(f"gradcheck: error: cannot write {target}: {problem}", err=True)
+            say(f"gradcheck: error: cannot write {target}: {problem}")
             return ExitCode.ERROR
     settings = options.settings
     checks = [
@@ -224,21 +226,21 @@ def run(options: Options) -> ExitCode:
     failed = [outcome for outcome in outcomes if outcome.report is None]
     for outcome in failed:
         if options.check.debug and outcome.trace:
-            click.echo(outcome.trace, err=True, nl=False)
-        click.echo(outcome.message, err=True)
+            say_traceback(outcome.trace)
+        say(outcome.message)
     reports = [outcome.report for outcome in outcomes if outcome.report is not None]
     if options.write_baseline is not None:
         if failed:
             return ExitCode.ERROR
         try:
-            click.echo(write_baseline(options.write_baseline, outcomes), err=True)
+            say(write_baseline(options.write_baseline, outcomes))
         except GradcheckError as error:
             return report_error(error)
         return ExitCode.CLEAN
     if options.why is not None and reports:
         problem = missing_variable(reports, options.why)
         if problem is not None:
-            click.echo(problem, err=True)
+            say(problem)
             return ExitCode.ERROR
     failure = shown[0] if shown else _write_reports(outcomes, options)
     if failure is not None:

@@ -1,7 +1,89 @@
-"""The one error type for input that gradcheck cannot analyse (exit code 2)."""
+"""The one error type for input that gradcheck cannot analyse (exit code 2), and the one way
+text from outside (names, paths, what the user typed) is shown: as data, never as commands."""
 
 from __future__ import annotations
 
+import enum
+import re
+
+# C0 (tab, line feed and carriage return included), DEL and C1: an ESC or a C1 CSI starts a
+# terminal command (a window title, an OSC 52 clipboard write, an OSC 8 link); a line break
+# in a name starts a line of its own (a forged `::error` workflow command, a fake finding).
+# Lone surrogates too: a file name that is not UTF-8 holds them, and no stream can write them.
+# A tab commands nothing and breaks no line: gradcheck's sentences and the user's code keep it.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_CONTROL_IN_CODE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
+_CONTROL_IN_SENTENCE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+ECHO_LIMIT = 200
+"""How much of a value the user typed (a `--loss`, a path) an error line or report echoes."""
+
+# An echoed value: a quoted one (as repr() writes it), or a run without spaces (a path).
+_LONG_RUN = re.compile(
+    rf"'[^'\n]{{{ECHO_LIMIT},}}'|\"[^\"\n]{{{ECHO_LIMIT},}}\"|\S{{{ECHO_LIMIT + 1},}}"
+)
+
 
 class GradcheckError(Exception):
-    """Bad input: a missing path, an unreadable model, a loss that cannot be found."""
+    """Bad input: a missing path, an unreadable model, a loss that cannot be found.
+
+    Its text is one line, whatever the names and paths it quotes hold: `error_line`.
+    """
+
+    def __str__(self) -> str:
+        return error_line(super().__str__())
+
+
+class TextKind(enum.Enum):
+    """What a piece of text is, for `escape_controls`."""
+
+    VALUE = "value"  # a name, a path, an op type: one line, every control character escaped
+    CODE = "code"  # a line of the user's code: its tabs kept
+    SENTENCE = "sentence"  # gradcheck's own words (a fix and its code line): tabs, line feeds
+
+
+_CONTROLS = {
+    TextKind.VALUE: _CONTROL,
+    TextKind.CODE: _CONTROL_IN_CODE,
+    TextKind.SENTENCE: _CONTROL_IN_SENTENCE,
+}
+
+
+def escape_controls(text: str, kind: TextKind = TextKind.VALUE) -> str:
+    """`text` with every C0 and C1 control character, DEL and lone surrogate as a visible
+    escape (`\\x1b`, `\\n`, `\\t`, `\\x9b`, `\\udc9b`), so it commands no terminal and
+    starts no line; what `kind` of text keeps, it keeps."""
+    return _CONTROLS[kind].sub(_escape, text)
+
+
+def has_controls(text: str) -> bool:
+    return _CONTROL.search(text) is not None
+
+
+def capped(text: str, limit: int = ECHO_LIMIT) -> str:
+    """`text`, or when longer than `limit` its start and its end (a path's file name) around
+    an ellipsis, and its length: `/home/me/…/model.py (4000 characters)`. Capped once only."""
+    half = limit // 2
+    if len(text) <= limit or re.fullmatch(rf"(?s).{{{half}}}….{{{half}}} \(\d+ characters\)", text):
+        return text
+    return f"{text[:half]}…{text[-half:]} ({len(text)} characters)"
+
+
+def error_line(text: str) -> str:
+    """An error message as the one line gradcheck prints: control characters escaped, and
+    every long value it echoes (a quoted name, a run without spaces) capped."""
+    return _LONG_RUN.sub(lambda match: _capped_run(match.group()), escape_controls(text))
+
+
+def _escape(match: re.Match[str]) -> str:
+    character = match.group()
+    code = ord(character)
+    return _NAMED.get(character) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def _capped_run(run: str) -> str:
+    quote = run[0] if run[0] in "'\"" and run[-1] == run[0] and len(run) > 1 else ""
+    if quote:
+        return quote + capped(run[1:-1]) + quote
+    return capped(run)

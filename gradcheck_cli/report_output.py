@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from gradcheck_cli.config import os_error_reason
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, error_line, escape_controls
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.reporters import CheckFailure
 from gradcheck_cli.run import ExitCode, Outcome
@@ -43,8 +43,22 @@ def _failure(outcome: Outcome, *, run: bool) -> CheckFailure:
 
 def report_error(problem: GradcheckError) -> ExitCode:
     """Say why on stderr, in one line; the exit code for it."""
-    click.echo(f"gradcheck: error: {problem}", err=True)
+    say(f"gradcheck: error: {problem}")
     return ExitCode.ERROR
+
+
+def say(line: str) -> None:
+    """Write a line (an error, what was done) to stderr as one line: the names and paths it
+    quotes may hold control characters (shown as escapes) and be as long as the user typed
+    them (capped)."""
+    click.echo(error_line(line), err=True)
+
+
+def say_traceback(trace: str) -> None:
+    """Write a traceback (`--debug`) to stderr, its lines kept, control characters escaped."""
+    click.echo(
+        "".join(escape_controls(line) + "\n" for line in trace.splitlines()), err=True, nl=False
+    )
 
 
 def cannot_write(path: Path) -> str | None:

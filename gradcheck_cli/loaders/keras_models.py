@@ -132,14 +132,15 @@ def load_keras_file(
         unlocated = _unregistered_class(str(error))
         if unlocated is not None:
             raise GradcheckError(f"{path} cannot be loaded by Keras: {unlocated}") from None
-        hint = (
-            "; it holds Python code (a Lambda layer?): if you trust it, pass "
-            "--unsafe-deserialization"
-            if "safe_mode" in str(error) or "unsafe" in str(error).lower()
-            else ""
-        )
+        code = _code_refused_by_safe_mode(str(error))
+        if code is not None:
+            raise GradcheckError(
+                f"{path} holds {code}, and loading it would run code stored in the file, which "
+                "Keras's safe mode refuses; if you trust the file, pass "
+                "--unsafe-deserialization (unsafe_deserialization=True from Python)"
+            ) from None
         raise GradcheckError(
-            f"{path} cannot be loaded by Keras: {traced.error_summary(error)}{hint}"
+            f"{path} cannot be loaded by Keras: {traced.error_summary(error)}"
         ) from None
     progress.say(f"tracing the objective of {path.name}...")
     with without_warnings_gradcheck_causes():
@@ -163,6 +164,16 @@ def without_warnings_gradcheck_causes() -> Iterator[None]:
         for message in _CAUSED_BY_GRADCHECK:
             warnings.filterwarnings("ignore", message=message, category=UserWarning)
         yield
+
+
+def _code_refused_by_safe_mode(error: str) -> str | None:
+    """What Keras's safe mode refused to deserialize ("a Lambda layer", "a Python lambda"),
+    or None when that is not the error. Keras's own advice (`safe_mode=False`,
+    `enable_unsafe_deserialization()`) names its Python API, not gradcheck's option."""
+    if "safe_mode" not in error and "unsafe_deserialization" not in error:
+        return None
+    found = re.search(r"deserialization of (an? .+?)(?: whose| which|[.,])", error)
+    return found.group(1).replace("`", "") if found else "Python code"
 
 
 def _unregistered_class(error: str) -> str | None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from gradcheck_cli.analysis.verdicts import Edge, Status, VariableVerdict
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters.sanitise import printable
 
 _LOSS = "loss"
 _VARIABLE_STYLE = {
@@ -15,6 +17,17 @@ _VARIABLE_STYLE = {
     Status.UNUSED: {"color": "orange", "fontcolor": "darkorange"},
 }
 _CUT_STYLE = {"color": "red", "fontcolor": "red", "penwidth": "2"}
+_FIX_STYLE = {"shape": "note", "color": "darkgreen", "fontcolor": "darkgreen"}
+# Top-down, a long chain of ops is a column as tall as the chain: past FOLD ops it is
+# folded into rows of ROW, read left to right, one under the other.
+ROW = 4
+FOLD = 2 * ROW
+FIX_WIDTH = 60
+
+
+class _LeftAligned(tuple[str, ...]):
+    """The lines of a label, each aligned left (a fix's code keeps its indentation)."""
+
 
 # An attribute value: a string, or the lines of a label (joined with DOT's own line break).
 _Value = str | tuple[str, ...]
@@ -50,10 +63,15 @@ class _EdgeFacts:
     reasons: frozenset[str] = frozenset()
     # Dashed: the ops between the two ends are not known.
     dashed: bool = False
+    # From a variable to the note with its fix: no data flows there.
+    note: bool = False
 
     def merge(self, other: _EdgeFacts) -> _EdgeFacts:
         return _EdgeFacts(
-            self.cut or other.cut, self.reasons | other.reasons, self.dashed and other.dashed
+            self.cut or other.cut,
+            self.reasons | other.reasons,
+            self.dashed and other.dashed,
+            self.note and other.note,
         )
 
 
@@ -76,8 +94,10 @@ class _Graph:
 
 
 def render_dot(report: Report) -> str:
-    """A Graphviz digraph: dead variables (boxes), the ops on their paths (ellipses, with
-    cut edges red and bold, labelled with the reason), the loss, and an "unused" cluster."""
+    """A Graphviz digraph, top-down: dead variables (boxes) with their fix (a note), the ops
+    on their paths (ellipses, with cut edges red and bold, labelled with the reason; a long
+    chain folded into rows), the loss, and an "unused" cluster."""
+    report = printable(report)
     return _document(_title(report), _body(report, prefix="", indent="  "))
 
 
@@ -85,7 +105,7 @@ def render_dot_clusters(reports: Sequence[Report]) -> str:
     """Several models in one digraph: each model's graph (as render_dot draws it) in a cluster
     of its own, node names prefixed with the model's number so models never share a node."""
     lines: list[str] = []
-    for number, report in enumerate(reports, start=1):
+    for number, report in enumerate(map(printable, reports), start=1):
         lines += [
             f"  subgraph {quote(f'cluster_model_{number}')} {{",
             f"    label={quote(_title(report))};",
@@ -223,6 +243,8 @@ def _op_attrs(name: str, facts: _OpFacts) -> dict[str, _Value]:
 
 def _edge_attrs(facts: _EdgeFacts) -> dict[str, _Value]:
     attrs: dict[str, _Value] = {}
+    if facts.note:
+        return {"style": "dotted", "arrowhead": "none", "color": "darkgreen"}
     if facts.cut:
         attrs.update(_CUT_STYLE)
         attrs["style"] = "bold,dashed" if facts.dashed else "bold"
@@ -236,7 +258,7 @@ def _edge_attrs(facts: _EdgeFacts) -> dict[str, _Value]:
 def _document(title: str, body: list[str]) -> str:
     lines = [
         "digraph gradcheck {",
-        f"  graph [label={quote(title)}, labelloc=t, rankdir=LR];",
+        f"  graph [label={quote(title)}, labelloc=t, rankdir=TB, newrank=true];",
         '  node [fontname="Helvetica"];',
         '  edge [fontname="Helvetica"];',
         *body,
@@ -256,6 +278,16 @@ def _statements(
     }
     nodes.update({node: _variable_attrs(v) for node, v in graph.variables.items()})
     nodes.update({node: _op_attrs(node, facts) for node, facts in graph.ops.items()})
+    edges = dict(graph.edges)
+    # The fix beside each dead variable, as the terminal report words it; one note per fix.
+    beside: dict[str, list[str]] = {}
+    for node, verdict in graph.variables.items():
+        fix = report.fixes.get(verdict.name)
+        if fix:
+            note = f"fix:{fix}"
+            nodes[note] = {"label": _fix_label(fix), **_FIX_STYLE}
+            edges[(node, note)] = _EdgeFacts(note=True)
+            beside.setdefault(note, []).append(node)
     lines = [
         f"{indent}{_statement(node_id(node), attrs)};" for node, attrs in sorted(nodes.items())
     ]
@@ -270,10 +302,61 @@ def _statements(
             f"{indent}  {_statement(node_id(_variable_id(v)), _variable_attrs(v))};" for v in unused
         ]
         lines.append(f"{indent}}}")
-    for (source, target), facts in sorted(graph.edges.items()):
+    folded = [_rows(chain) for chain in _chains(graph.edges) if len(chain) > FOLD]
+    # A row's last op leads to the next row's first without pulling it sideways; an unseen
+    # edge keeps the first ops of the rows in one column, so the rows read like lines.
+    wraps = {(row[-1], below[0]) for rows in folded for row, below in zip(rows, rows[1:])}
+    for (source, target), facts in sorted(edges.items()):
         head = f"{node_id(source)} -> {node_id(target)}"
-        lines.append(f"{indent}{_statement(head, _edge_attrs(facts))};")
+        attrs = _edge_attrs(facts)
+        if (source, target) in wraps:
+            attrs["constraint"] = "false"
+        lines.append(f"{indent}{_statement(head, attrs)};")
+    for rows in folded:
+        for row, below in zip(rows, rows[1:]):
+            head = f"{node_id(row[0])} -> {node_id(below[0])}"
+            lines.append(f"{indent}{_statement(head, {'style': 'invis', 'weight': '10'})};")
+    # A note on its variable's rank: beside it, not in the way of the path below.
+    ranks = [row for rows in folded for row in rows]
+    ranks += [[*variables, note] for note, variables in sorted(beside.items())]
+    for row in ranks:
+        listed = " ".join(f"{node_id(node)};" for node in row)
+        lines.append(f"{indent}{{rank=same; {listed}}}")
     return lines
+
+
+def _fix_label(fix: str) -> _LeftAligned:
+    """`fix: ` and the fix's words folded at FIX_WIDTH, then its code, each line whole."""
+    head, *code = fix.splitlines()
+    return _LeftAligned((*textwrap.wrap(f"fix: {head}", FIX_WIDTH), *code))
+
+
+def _rows(chain: list[str]) -> list[list[str]]:
+    return [chain[at : at + ROW] for at in range(0, len(chain), ROW)]
+
+
+def _chains(edges: Iterable[tuple[str, str]]) -> list[list[str]]:
+    """Every chain of ops with one edge in and one out, one after the other."""
+    successors: dict[str, list[str]] = {}
+    predecessors: dict[str, list[str]] = {}
+    for source, target in sorted(edges):
+        successors.setdefault(source, []).append(target)
+        predecessors.setdefault(target, []).append(source)
+
+    def links(node: str) -> bool:
+        return len(predecessors.get(node, ())) == 1 and len(successors.get(node, ())) == 1
+
+    chains: list[list[str]] = []
+    for start in sorted(successors):
+        if links(start):
+            continue  # inside a chain: its chain starts where it has more than one edge
+        for node in successors[start]:
+            chain: list[str] = []
+            while links(node) and node not in chain:
+                chain.append(node)
+                node = successors[node][0]
+            chains.append(chain)
+    return chains
 
 
 def _statement(head: str, attrs: dict[str, _Value]) -> str:
@@ -286,4 +369,6 @@ def _statement(head: str, attrs: dict[str, _Value]) -> str:
 def _value(value: _Value) -> str:
     if isinstance(value, str):
         return quote(value)
+    if isinstance(value, _LeftAligned):
+        return '"' + "".join(quote(line)[1:-1] + "\\l" for line in value) + '"'
     return '"' + "\\n".join(quote(line)[1:-1] for line in value) + '"'

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gradcheck_cli.analysis.verdicts import VariableVerdict
+from gradcheck_cli.errors import escape_controls
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.source import notebook_cell
 from gradcheck_cli.reporters import CheckFailure, display_path
+from gradcheck_cli.reporters.sanitise import printable
 
 _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -19,11 +21,13 @@ def render_github(checked: Sequence[Report | CheckFailure]) -> str:
     its first cut, naming every cut), one `::warning` or `::notice` per other finding, and one
     `::error` per model that could not be checked, in the order of the models."""
     lines: list[str] = []
-    for report in checked:
-        if isinstance(report, CheckFailure):
-            title = f"gradcheck could not check {display_path(report.path)}"
-            lines.append(f"::error title={escape_property(title)}::{escape_data(report.error)}")
+    for item in checked:
+        if isinstance(item, CheckFailure):
+            title = f"gradcheck could not check {escape_controls(display_path(item.path))}"
+            error = escape_controls(item.error)
+            lines.append(f"::error title={escape_property(title)}::{escape_data(error)}")
             continue
+        report = printable(item)
         verdicts = {verdict.name: verdict for verdict in report.variables}
         # Each entry is a finding alone, or the error findings of one variable.
         entries: list[list[Finding]] = []

@@ -20,6 +20,7 @@ from gradcheck_cli.reporters.grouping import (
     plural,
     scope_lines,
 )
+from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.verdict_text import NOT_TRAINED_HERE, route_items, verdict_parts
 
 _SEVERITY_MARK = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -30,6 +31,7 @@ def render_markdown(reports: Sequence[Report]) -> str:
     """`## gradcheck`, the verdict, then per model: the dead variables' table (a row per root
     cause), the warnings, and per root cause a Mermaid flowchart of the path to the loss, its
     cuts marked, the variables it cuts and the fix."""
+    reports = [printable(report) for report in reports]
     lines = ["## gradcheck", ""]
     if len(reports) == 1:
         lines += [_verdict(reports[0]), ""]

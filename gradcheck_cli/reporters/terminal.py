@@ -37,6 +37,7 @@ from gradcheck_cli.reporters.grouping import (
     same_but_for_the_variable,
     scope_lines,
 )
+from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.verdict_text import (
     NOT_TRAINED_HERE,
     failing,
@@ -92,6 +93,13 @@ UNWRAPPED_WIDTH = 1 << 20
 
 
 def write(console: Console, report: Report, options: TerminalOptions) -> None:
+    # --why NAME names a variable as the model does: looked up before names are escaped.
+    focus = None
+    if options.focus is not None:
+        position = {id(verdict): index for index, verdict in enumerate(report.variables)}
+        chosen = variables_named(report.variables, options.focus, report.code_at)
+        focus = [position[id(verdict)] for verdict in chosen]
+    report = printable(report)
     if options.quiet:
         where = display_path(report.source.path)
         if report.source.kind == "run":  # one line per gradient request of the script
@@ -105,10 +113,9 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
         f"[bold]gradcheck[/] {escape(display_path(source.path))} ({escape(source.kind)}), "
         f"loss [bold]{escape(source.loss)}[/]",
     )
-    if options.focus is not None:
-        chosen = variables_named(report.variables, options.focus, report.code_at)
-        for verdict in chosen:
-            _write_story(console, report, verdict)
+    if focus is not None:
+        for index in focus:
+            _write_story(console, report, report.variables[index])
         return
     for group in group_dead(report):
         if group.whole_layer:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters.sanitise import printable
 
 
 def render_text(reports: Sequence[Report]) -> str:
@@ -15,7 +16,8 @@ def render_text(reports: Sequence[Report]) -> str:
 
     A finding without a source line is placed at the model's path, with no line number.
     """
-    lines = [finding_line(report, item) for report in reports for item in report.findings]
+    shown = [printable(report) for report in reports]
+    lines = [finding_line(report, item) for report in shown for item in report.findings]
     return "".join(line + "\n" for line in lines)
 
 

@@ -352,7 +352,10 @@ def test_export_archive_trainability_comes_from_the_archive(runs: dict[str, Any]
 
 @pytest.mark.parametrize(
     ("name", "message"),
-    [("uncompiled without --loss", "--loss"), ("lambda layer (safe_mode)", "")],
+    [
+        ("uncompiled without --loss", "--loss"),
+        ("lambda layer (safe_mode)", "--unsafe-deserialization"),
+    ],
 )
 def test_unanalysable_keras_files_exit_2_with_one_message(
     runs: dict[str, Any], name: str, message: str

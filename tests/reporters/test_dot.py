@@ -11,7 +11,7 @@ from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep, Status, Unr
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.reporters import Format, render
-from gradcheck_cli.reporters.dot import render_dot
+from gradcheck_cli.reporters.dot import FOLD, ROW, render_dot
 from tests.import_probe import imported_after
 from tests.reporters.factories import verdict
 
@@ -53,6 +53,8 @@ class Dot:
     nodes: dict[str, dict[str, str]] = field(default_factory=dict)
     edges: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     clusters: dict[str, list[str]] = field(default_factory=dict)
+    # `{rank=same; ...}`: nodes drawn side by side.
+    rows: list[list[str]] = field(default_factory=list)
 
     def node_labelled(self, first_line: str, shape: str = "ellipse") -> str:
         """The one node of this shape whose label starts with `first_line`."""
@@ -93,7 +95,13 @@ def parse(text: str) -> Dot:
 
     while i < len(tokens):
         token = tokens[i]
-        if token == "{":
+        if token == "{" and tokens[i + 1 : i + 5] == ["rank", "=", "same", ";"]:
+            end = tokens.index("}", i)
+            row = tokens[i + 5 : end]
+            assert row[1::2] == [";"] * (len(row) // 2), row
+            dot.rows.append([_unquote(node) for node in row[::2]])
+            i = end + 1
+        elif token == "{":
             depth, i = depth + 1, i + 1
         elif token == "}":
             depth, i = depth - 1, i + 1
@@ -279,3 +287,86 @@ def test_the_format_enum_dispatches_to_dot() -> None:
 
 def test_the_dot_reporter_does_not_import_tensorflow() -> None:
     assert not imported_after("import gradcheck_cli.reporters.dot, gradcheck_cli.reporters.explain")
+
+
+# -- layout: top-down, long chains folded into rows; the fix beside its variable ----------------
+
+
+def _chain_report(ops: int, fix: str | None = None) -> Report:
+    """A variable whose route to the loss runs through `ops` MatMuls, then a StopGradient."""
+    steps = (
+        PathStep("w", "_Arg", FN),
+        *(PathStep(f"block{i}/dense/MatMul", "MatMul", FN) for i in range(ops)),
+        PathStep("sg", "StopGradient", FN, cut=Reason.STOP_GRADIENT),
+        PathStep("loss", "Mean", FN),
+    )
+    blocked = verdict(
+        "model/w",
+        Status.BLOCKED,
+        blockers=(Blocker("sg", "StopGradient", Reason.STOP_GRADIENT, "m", FN),),
+        route=steps,
+    )
+    fixes = {"model/w": fix} if fix else {}
+    return Report(SourceInfo("m.py", "script", "loss"), (blocked,), fixes=fixes)
+
+
+def _svg_size(text: str) -> tuple[int, int] | None:
+    if not shutil.which("dot"):
+        return None
+    svg = subprocess.run(["dot", "-Tsvg"], input=text, capture_output=True, text=True).stdout
+    size = re.search(r'<svg width="(\d+)pt" height="(\d+)pt"', svg)
+    assert size, svg[:200]
+    return int(size[1]), int(size[2])
+
+
+def test_a_long_chain_is_laid_out_top_down_in_rows() -> None:
+    text = render_dot(_chain_report(40))
+    assert "rankdir=TB" in text
+    dot = _check_structure(text)
+    chain = [dot.node_labelled("w")]
+    chain += [dot.node_labelled(f"block{i}/dense/MatMul") for i in range(40)]
+    chain += [dot.node_labelled("sg"), dot.node_labelled("loss")]
+    # The chain, in order, in rows of ROW ops, each row one rank.
+    assert [node for row in dot.rows for node in row] == chain
+    assert all(len(row) == ROW for row in dot.rows[:-1]) and len(dot.rows) == 11
+    for row, below in zip(dot.rows, dot.rows[1:]):
+        # The row's end leads on to the next row without pulling it sideways...
+        assert dot.edge(row[-1], below[0]).get("constraint") == "false"
+        # ... and the rows start in one column.
+        assert dot.edge(row[0], below[0])["style"] == "invis"
+    size = _svg_size(text)
+    if size is not None:  # Graphviz draws it narrow, not as one 10,000-point row
+        width, height = size
+        assert width < 1600 and height > width / 2, size
+
+
+def test_a_short_chain_stays_one_column() -> None:
+    text = render_dot(_chain_report(FOLD - 3))  # with w, sg and the loss's Mean: FOLD ops
+    dot = _check_structure(text)
+    assert dot.rows == []
+    assert not any(attrs.get("style") == "invis" for _, _, attrs in dot.edges)
+
+
+def test_rows_fold_inside_each_model_cluster() -> None:
+    text = render([_chain_report(9), _chain_report(1)], Format.DOT)
+    dot = _check_structure(text)
+    assert len(dot.rows) == 3
+    assert all(node.startswith("model 1/") for row in dot.rows for node in row)
+
+
+def test_the_fix_is_a_note_beside_its_variable_as_the_terminal_words_it() -> None:
+    fix = "remove the tf.stop_gradient at line 3:\n    y = x + tf.stop_gradient(q(x) - x)"
+    dot = _check_structure(render_dot(_chain_report(2, fix)))
+    notes = [node for node, attrs in dot.nodes.items() if attrs.get("shape") == "note"]
+    assert len(notes) == 1
+    label = dot.nodes[notes[0]]["label"]
+    # Left-aligned lines (`\l`), the code keeping its indentation.
+    assert label.split("\\l")[:-1] == [
+        "fix: remove the tf.stop_gradient at line 3:",
+        "    y = x + tf.stop_gradient(q(x) - x)",
+    ]
+    variable = dot.node_labelled("model/w", "box")
+    assert dot.edge(variable, notes[0])["arrowhead"] == "none"
+    assert [variable, notes[0]] in dot.rows  # beside the variable, not in the path's way
+    without = _check_structure(render_dot(_chain_report(2)))
+    assert not any(attrs.get("shape") == "note" for attrs in without.nodes.values())
