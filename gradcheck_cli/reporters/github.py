@@ -24,8 +24,8 @@ def render_github(checked: Sequence[Report | CheckFailure]) -> str:
     for item in checked:
         if isinstance(item, CheckFailure):
             title = f"gradcheck could not check {escape_controls(display_path(item.path))}"
-            error = escape_controls(item.error)
-            lines.append(f"::error title={escape_property(title)}::{escape_data(error)}")
+            # The error is gradcheck's own sentence, its user values escaped when it was made.
+            lines.append(f"::error title={escape_property(title)}::{escape_data(item.error)}")
             continue
         report = printable(item)
         verdicts = {verdict.name: verdict for verdict in report.variables}
