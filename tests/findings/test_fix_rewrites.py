@@ -22,10 +22,9 @@ from gradcheck_cli.findings.fixes import offered_rewrite
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.findings.transform_source import Rewrite
-from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+from tests.golden import assert_matches_golden, fixed_machine, golden_terminal
 
 REPO = Path(__file__).resolve().parents[2]
-GOLDEN = REPO / "tests" / "reporters" / "golden"
 PROBE = Path(__file__).with_name("gradient_probe.py")
 MODELS = {
     "quantizer": "sample_models/module_tf2.py",
@@ -137,13 +136,8 @@ def test_golden_reports(
     request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.chdir(REPO)  # paths inside the repository print relative to it
-    text = render_terminal(reports[case], TerminalOptions(color=False, width=80))
-    golden = GOLDEN / golden_name
-    if request.config.getoption("--update-goldens"):
-        golden.write_text(text)
-    assert golden.is_file(), f"no golden file {golden.name}; run with --update-goldens"
-    assert text == golden.read_text()
+    fixed_machine(monkeypatch)
+    assert_matches_golden(golden_terminal(reports[case]), golden_name, request)
 
 
 @pytest.mark.parametrize(

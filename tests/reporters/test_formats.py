@@ -27,12 +27,12 @@ from gradcheck_cli.reporters.github import escape_data, escape_property
 from gradcheck_cli.reporters.markdown import mermaid_label
 from gradcheck_cli.reporters.sarif import fingerprint
 from gradcheck_cli.reporters.terminal import TerminalOptions
+from tests.golden import assert_matches_golden
 from tests.import_probe import imported_after
 from tests.reporters.factories import verdict
 from tests.reporters.test_dot import parse
 
 REPO = Path(__file__).resolve().parents[2]
-GOLDEN = Path(__file__).parent / "golden"
 SEED_SCRIPT = "sample_models/faulty_weights_tf1.py"
 FN = "__inference_loss_17"
 MACHINE_FORMATS = (Format.JSON, Format.SARIF)
@@ -432,12 +432,7 @@ def test_markdown_of_the_seed_has_a_diagram_per_dead_variable(seed: Report) -> N
 def test_seed_formats_match_golden(
     seed: Report, output_format: Format, golden_name: str, request: pytest.FixtureRequest
 ) -> None:
-    text = render(seed, output_format).replace(str(REPO), "<repo>")
-    golden = GOLDEN / golden_name
-    if request.config.getoption("--update-goldens"):
-        golden.write_text(text)
-    assert golden.is_file(), f"no golden file {golden.name}; run with --update-goldens"
-    assert text == golden.read_text()
+    assert_matches_golden(render(seed, output_format), golden_name, request)
 
 
 def test_the_new_reporters_do_not_import_tensorflow() -> None:
