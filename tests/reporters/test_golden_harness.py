@@ -3,7 +3,7 @@ COLUMNS, a user's colour settings. Hand-built reports, no TensorFlow.
 
 The real goldens are also checked that way before a release (README, Development):
     TMPDIR=$(mktemp -d -t a-much-much-longer-temporary-path-XXXXXXXXXXXX) COLUMNS=57 \\
-        python -m pytest -q tests -k golden
+        python -m pytest -q tests -k "golden or harness"
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The heavy tier names tests that exist, and `-m "not heavy"` leaves the fast ones."""
+"""How the suite itself runs: CI runs the README's test command, and the heavy tier names tests
+that exist, behind a registered marker."""
 
 from __future__ import annotations
 
@@ -24,3 +25,11 @@ def test_every_heavy_entry_names_a_test_module_or_a_test(entry: str) -> None:
 def test_the_marker_is_registered_for_the_readme_s_fast_loop(pytestconfig: pytest.Config) -> None:
     markers = pytestconfig.getini("markers")
     assert any(marker.startswith("heavy: ") for marker in markers)
+
+
+def test_ci_runs_the_readme_s_test_command() -> None:
+    readme_command = (ROOT / "README.md").read_text().split("```bash\n", 1)[1].splitlines()[1]
+    assert readme_command.startswith("python -m pip install -e '.[test]' && python -m pytest")
+    ci_commands = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci_commands[-1] == readme_command
+    assert " -m " not in readme_command.split("pytest", 1)[1]  # every test, heavy ones too
