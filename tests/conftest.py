@@ -1,10 +1,14 @@
-"""Shared test set-up: quiet TensorFlow before anything imports it, and the heavy test tier."""
+"""Shared test set-up: quiet TensorFlow before anything imports it, the heavy test tier, and
+the repository's script reports shared between modules."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
+
+from tests.shared_checks import RepositoryChecks
 
 # Must run before the first `import tensorflow`: C++ log noise off, and oneDNN's reordered
 # float arithmetic off so gradients that are exactly zero stay exactly zero.
@@ -55,8 +59,39 @@ def pytest_addoption(parser):  # type: ignore[no-untyped-def]
     )
 
 
+# The xdist group of the modules that share `repository_checks`.
+SHARING_CHECKS = "repository_checks"
+
+
+@pytest.fixture(scope="session")
+def repository_checks() -> Iterator[RepositoryChecks]:
+    checks = RepositoryChecks()
+    yield checks
+    checks.close()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         test = item.nodeid.split("[")[0]
         if test.split("::")[0] in HEAVY or test in HEAVY:
             item.add_marker(pytest.mark.heavy)
+    if config.pluginmanager.hasplugin("xdist"):
+        _group_by_module(items)
+
+
+def _group_by_module(items: list[pytest.Item]) -> None:
+    """`--dist loadgroup` sends a group to one worker: a group per module, so a module fixture
+    runs once, and one group for every module that uses `repository_checks`."""
+    fixtures = {item.nodeid: getattr(item, "fixturenames", ()) for item in items}
+    sharing = {_module(item) for item in items if SHARING_CHECKS in fixtures[item.nodeid]}
+    for item in items:
+        if not any(item.iter_markers("xdist_group")):
+            module = _module(item)
+            item.add_marker(
+                pytest.mark.xdist_group(SHARING_CHECKS if module in sharing else module)
+            )
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]

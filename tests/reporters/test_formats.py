@@ -15,7 +15,6 @@ from typing import Any
 import jsonschema
 import pytest
 
-from gradcheck_cli import check
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, Unreached
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
@@ -31,6 +30,7 @@ from tests.golden import assert_matches_golden
 from tests.import_probe import imported_after
 from tests.reporters.factories import verdict
 from tests.reporters.test_dot import parse
+from tests.shared_checks import RepositoryChecks
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_SCRIPT = "sample_models/faulty_weights_tf1.py"
@@ -46,9 +46,9 @@ def _in_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def seed() -> Report:
+def seed(repository_checks: RepositoryChecks) -> Report:
     """The real seed script, checked by TensorFlow in a subprocess (a few seconds)."""
-    return check(str(REPO / SEED_SCRIPT), "loss")
+    return repository_checks.start(SEED_SCRIPT, "loss").result()
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from gradcheck_cli.findings.report import Report
 from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
 from tests import oracle
 from tests.golden import assert_matches_golden, fixed_machine, golden_terminal, redacted
+from tests.shared_checks import RepositoryChecks
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = {
@@ -32,7 +32,10 @@ SCRIPTS = {
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Report, Path]]:
+def reports(
+    tmp_path_factory: pytest.TempPathFactory, repository_checks: RepositoryChecks
+) -> dict[str, tuple[Report, Path]]:
+    scripts = {name: repository_checks.start(path, loss) for name, (path, loss) in SCRIPTS.items()}
     scratch = tmp_path_factory.mktemp("golden")
     saved = scratch / "with_debug_info"
     subprocess.run(
@@ -43,12 +46,11 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Report,
     bare = scratch / "without_debug_info"
     shutil.copytree(saved, bare)
     shutil.rmtree(bare / "debug")
-    jobs = {name: (str(REPO / path), loss) for name, (path, loss) in SCRIPTS.items()}
-    jobs["savedmodel_with_debug_info"] = (str(saved), "loss")
-    jobs["savedmodel_without_debug_info"] = (str(bare), "loss")
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {name: pool.submit(check, path, loss) for name, (path, loss) in jobs.items()}
-        return {name: (future.result(), scratch) for name, future in futures.items()}
+    # A SavedModel is read without TensorFlow, in this process.
+    checked = {name: future.result() for name, future in scripts.items()}
+    checked["savedmodel_with_debug_info"] = check(str(saved), "loss")
+    checked["savedmodel_without_debug_info"] = check(str(bare), "loss")
+    return {name: (report, scratch) for name, report in checked.items()}
 
 
 @pytest.mark.parametrize(
