@@ -1,9 +1,8 @@
 """The golden harness gives the same text on any machine: temporary paths of any length, any
 COLUMNS, a user's colour settings. Hand-built reports, no TensorFlow.
 
-The real goldens are also checked that way before a release (README, Development):
-    TMPDIR=$(mktemp -d -t a-much-much-longer-temporary-path-XXXXXXXXXXXX) COLUMNS=57 \\
-        python -m pytest -q tests -k "golden or harness"
+The real goldens are checked the same way with a long TMPDIR and COLUMNS=57 and 200: the
+commands are in the README's Development section.
 """
 
 from __future__ import annotations
