@@ -1,13 +1,53 @@
-"""Shared test set-up: quiet TensorFlow before anything imports it."""
+"""Shared test set-up: quiet TensorFlow before anything imports it, the heavy test tier, and
+the repository's script reports shared between modules."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.shared_checks import RepositoryChecks
 
 # Must run before the first `import tensorflow`: C++ log noise off, and oneDNN's reordered
 # float arithmetic off so gradients that are exactly zero stay exactly zero.
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
+
+# The tests that start TensorFlow subprocesses or build many models (> 10 s each, or behind a
+# module fixture that does): marked `heavy`, so `-m "not heavy"` is a fast local loop. CI and the
+# README's test command run them all. A path names a whole module, `path::test` one test (every
+# parametrization of it); a module fixture only saves time if every test using it is listed.
+HEAVY = (
+    "tests/analysis/test_control_flow_tensorflow.py",
+    "tests/analysis/test_structural_zeros_tensorflow.py",
+    "tests/findings/test_fix_rewrites.py",
+    "tests/keras_models/test_keras_models.py",
+    "tests/loaders/test_eager_recording.py",
+    "tests/loaders/test_gradient_override.py",
+    "tests/loaders/test_keras_creation_lines.py",
+    "tests/loaders/test_loss_finding.py",
+    "tests/loaders/test_script_loading.py",
+    "tests/loaders/test_saved_model.py::test_verify_asks_tensorflow_in_its_own_process",
+    "tests/loaders/test_worker_process.py",
+    "tests/reporters/test_terminal_golden.py",
+    "tests/test_api.py::test_assert_no_dead_variables_takes_the_worker_options",
+    "tests/test_bad_input.py",
+    "tests/test_cli.py",
+    "tests/test_cli_policy.py",
+    "tests/test_intended_cuts.py",
+    "tests/test_keras_import.py",
+    "tests/test_keras_train_step.py",
+    "tests/test_oracle_generated.py",
+    "tests/test_oracle_keras_architectures.py",
+    "tests/test_process_tree.py",
+    "tests/test_pytest_plugin.py",
+    "tests/test_readme_examples.py::test_the_pytest_example_passes_on_the_fix_and_fails_on_the_seed",
+    "tests/test_run_findings.py",
+    "tests/test_run_mode.py",
+    "tests/test_sample_models.py",
+)
 
 
 def pytest_addoption(parser):  # type: ignore[no-untyped-def]
@@ -17,3 +57,41 @@ def pytest_addoption(parser):  # type: ignore[no-untyped-def]
         default=False,
         help="rewrite the golden report files from the current output instead of comparing",
     )
+
+
+# The xdist group of the modules that share `repository_checks`.
+SHARING_CHECKS = "repository_checks"
+
+
+@pytest.fixture(scope="session")
+def repository_checks() -> Iterator[RepositoryChecks]:
+    checks = RepositoryChecks()
+    yield checks
+    checks.close()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        test = item.nodeid.split("[")[0]
+        if test.split("::")[0] in HEAVY or test in HEAVY:
+            item.add_marker(pytest.mark.heavy)
+    if config.pluginmanager.hasplugin("xdist"):
+        _group_by_module(items)
+
+
+def _group_by_module(items: list[pytest.Item]) -> None:
+    """`--dist loadgroup` sends a group to one worker: a group per module, so a module fixture
+    runs once, and one group for every module that uses `repository_checks`."""
+    fixtures = {item.nodeid: getattr(item, "fixturenames", ()) for item in items}
+    sharing = {_module(item) for item in items if SHARING_CHECKS in fixtures[item.nodeid]}
+    for item in items:
+        if not any(item.iter_markers("xdist_group")):
+            module = _module(item)
+            item.add_marker(
+                pytest.mark.xdist_group(SHARING_CHECKS if module in sharing else module)
+            )
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]

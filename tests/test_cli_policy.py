@@ -16,6 +16,7 @@ from gradcheck_cli import api
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.options import CheckOptions
+from tests.shared_checks import RepositoryChecks
 from tests.tf_oracle_inprocess import dead_names, tf_verdicts
 
 FAULTY = Path(__file__).parent.parent / "sample_models" / "faulty_weights_tf1.py"
@@ -30,8 +31,8 @@ def _run(*args: str | Path) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def faulty_report() -> Report:
-    return api.check(FAULTY, "loss")
+def faulty_report(repository_checks: RepositoryChecks) -> Report:
+    return repository_checks.start("sample_models/faulty_weights_tf1.py", "loss").result()
 
 
 @pytest.fixture

@@ -24,15 +24,14 @@ import pytest
 from gradcheck_cli import check, check_script_run
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.reporters.json_reporter import as_dict
-from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
 from gradcheck_cli.reporters.verdict_text import verdict_parts
+from tests.golden import assert_matches_golden, fixed_machine, golden_terminal
 from tests.oracle import dead_in_script, dead_names
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "scripts" / "intent"
 RUN_SCRIPT = SCRIPTS / "intended_cuts.py"
 PLAIN_SCRIPT = SCRIPTS / "gan_losses.py"
-GOLDEN = ROOT / "tests" / "reporters" / "golden"
 
 # The gradient request of each step, in the order train_step makes them, and a variable it lists.
 STEPS = {
@@ -187,11 +186,5 @@ def test_terminal_report_matches_golden(
     case: str, checked: Checked, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     report = checked["plain"] if case == "plain" else checked["reports"][case]
-    monkeypatch.chdir(ROOT)
-    text = render_terminal(report, TerminalOptions(color=False, width=80))
-    text = text.replace(str(ROOT), "<repo>")
-    golden = GOLDEN / f"intent_{case}.txt"
-    if request.config.getoption("--update-goldens"):
-        golden.write_text(text)
-    assert golden.is_file(), f"no golden file {golden.name}; run with --update-goldens"
-    assert text == golden.read_text()
+    fixed_machine(monkeypatch)
+    assert_matches_golden(golden_terminal(report), f"intent_{case}.txt", request)

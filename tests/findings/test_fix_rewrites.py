@@ -12,20 +12,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from gradcheck_cli import check
 from gradcheck_cli.findings.fixes import offered_rewrite
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.findings.transform_source import Rewrite
-from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+from tests.golden import assert_matches_golden, fixed_machine, golden_terminal
+from tests.shared_checks import RepositoryChecks
 
 REPO = Path(__file__).resolve().parents[2]
-GOLDEN = REPO / "tests" / "reporters" / "golden"
 PROBE = Path(__file__).with_name("gradient_probe.py")
 MODELS = {
     "quantizer": "sample_models/module_tf2.py",
@@ -48,12 +46,8 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def reports() -> dict[str, Report]:
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {
-            case: pool.submit(check, str(REPO / path), "loss") for case, path in MODELS.items()
-        }
-        return {case: future.result() for case, future in futures.items()}
+def reports(repository_checks: RepositoryChecks) -> dict[str, Report]:
+    return repository_checks.reports({case: (path, "loss") for case, path in MODELS.items()})
 
 
 def _rewrites(reports: dict[str, Report]) -> dict[tuple[str, str], Rewrite]:
@@ -137,13 +131,8 @@ def test_golden_reports(
     request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.chdir(REPO)  # paths inside the repository print relative to it
-    text = render_terminal(reports[case], TerminalOptions(color=False, width=80))
-    golden = GOLDEN / golden_name
-    if request.config.getoption("--update-goldens"):
-        golden.write_text(text)
-    assert golden.is_file(), f"no golden file {golden.name}; run with --update-goldens"
-    assert text == golden.read_text()
+    fixed_machine(monkeypatch)
+    assert_matches_golden(golden_terminal(reports[case]), golden_name, request)
 
 
 @pytest.mark.parametrize(

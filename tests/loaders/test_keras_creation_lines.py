@@ -12,11 +12,10 @@ import pytest
 
 from gradcheck_cli import check, check_script_run
 from gradcheck_cli.findings.report import Report
-from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+from tests.golden import assert_matches_golden, fixed_machine, golden_terminal
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests/scripts/keras_creation_lines.py"
-GOLDEN = REPO / "tests/reporters/golden/keras_creation_lines.txt"
 LAYERS = {
     "hidden",
     "logits",
@@ -70,14 +69,12 @@ def test_why_a_model_or_a_layer_tells_each_weight_at_its_layers_line(
 ) -> None:
     """The functional model by the script's variable (`functional`), the others by their Keras
     name scope (`sequential`, `tower`), as `--why NAME` tells them."""
-    monkeypatch.chdir(REPO)
+    fixed_machine(monkeypatch)
     # Weights that tracing creates come in TensorFlow's capture order, which varies by run.
     report = reports["plain"]
     report = replace(report, variables=tuple(sorted(report.variables, key=lambda v: v.name)))
     text = "".join(
-        render_terminal(report, TerminalOptions(color=False, width=100, focus=name))
+        golden_terminal(report, width=100, focus=name)
         for name in ("functional", "sequential", "tower")
     )
-    if request.config.getoption("--update-goldens"):
-        GOLDEN.write_text(text)
-    assert text == GOLDEN.read_text()
+    assert_matches_golden(text, "keras_creation_lines.txt", request)

@@ -15,7 +15,6 @@ from typing import Any
 import jsonschema
 import pytest
 
-from gradcheck_cli import check
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, Unreached
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
@@ -27,12 +26,13 @@ from gradcheck_cli.reporters.github import escape_data, escape_property
 from gradcheck_cli.reporters.markdown import mermaid_label
 from gradcheck_cli.reporters.sarif import fingerprint, fingerprints
 from gradcheck_cli.reporters.terminal import TerminalOptions
+from tests.golden import assert_matches_golden
 from tests.import_probe import imported_after
 from tests.reporters.factories import verdict
 from tests.reporters.test_dot import parse
+from tests.shared_checks import RepositoryChecks
 
 REPO = Path(__file__).resolve().parents[2]
-GOLDEN = Path(__file__).parent / "golden"
 SEED_SCRIPT = "sample_models/faulty_weights_tf1.py"
 FN = "__inference_loss_17"
 MACHINE_FORMATS = (Format.JSON, Format.SARIF)
@@ -46,9 +46,9 @@ def _in_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def seed() -> Report:
+def seed(repository_checks: RepositoryChecks) -> Report:
     """The real seed script, checked by TensorFlow in a subprocess (a few seconds)."""
-    return check(str(REPO / SEED_SCRIPT), "loss")
+    return repository_checks.start(SEED_SCRIPT, "loss").result()
 
 
 @pytest.fixture(scope="module")
@@ -632,12 +632,7 @@ def test_markdown_of_the_seed_has_a_diagram_per_dead_variable(seed: Report) -> N
 def test_seed_formats_match_golden(
     seed: Report, output_format: Format, golden_name: str, request: pytest.FixtureRequest
 ) -> None:
-    text = render(seed, output_format).replace(str(REPO), "<repo>")
-    golden = GOLDEN / golden_name
-    if request.config.getoption("--update-goldens"):
-        golden.write_text(text)
-    assert golden.is_file(), f"no golden file {golden.name}; run with --update-goldens"
-    assert text == golden.read_text()
+    assert_matches_golden(render(seed, output_format), golden_name, request)
 
 
 def test_the_new_reporters_do_not_import_tensorflow() -> None:

@@ -1,4 +1,4 @@
-"""The terminal report, compared with golden files (colour off, 80 columns, paths redacted).
+"""The terminal report, compared with golden files (tests/golden.py: the same on every machine).
 
 Regenerate after an intended change with: python -m pytest tests/reporters --update-goldens
 """
@@ -8,8 +8,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,9 +16,10 @@ from gradcheck_cli import check
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
 from tests import oracle
+from tests.golden import assert_matches_golden, fixed_machine, golden_terminal, redacted
+from tests.shared_checks import RepositoryChecks
 
 REPO = Path(__file__).resolve().parents[2]
-GOLDEN = Path(__file__).parent / "golden"
 SCRIPTS = {
     "seed_script": ("sample_models/faulty_weights_tf1.py", "loss"),
     "straight_through_fix": ("sample_models/faulty_weights_fixed.py", "loss"),
@@ -33,7 +32,10 @@ SCRIPTS = {
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Report, Path]]:
+def reports(
+    tmp_path_factory: pytest.TempPathFactory, repository_checks: RepositoryChecks
+) -> dict[str, tuple[Report, Path]]:
+    scripts = {name: repository_checks.start(path, loss) for name, (path, loss) in SCRIPTS.items()}
     scratch = tmp_path_factory.mktemp("golden")
     saved = scratch / "with_debug_info"
     subprocess.run(
@@ -44,12 +46,11 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Report,
     bare = scratch / "without_debug_info"
     shutil.copytree(saved, bare)
     shutil.rmtree(bare / "debug")
-    jobs = {name: (str(REPO / path), loss) for name, (path, loss) in SCRIPTS.items()}
-    jobs["savedmodel_with_debug_info"] = (str(saved), "loss")
-    jobs["savedmodel_without_debug_info"] = (str(bare), "loss")
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {name: pool.submit(check, path, loss) for name, (path, loss) in jobs.items()}
-        return {name: (future.result(), scratch) for name, future in futures.items()}
+    # A SavedModel is read without TensorFlow, in this process.
+    checked = {name: future.result() for name, future in scripts.items()}
+    checked["savedmodel_with_debug_info"] = check(str(saved), "loss")
+    checked["savedmodel_without_debug_info"] = check(str(bare), "loss")
+    return {name: (report, scratch) for name, report in checked.items()}
 
 
 @pytest.mark.parametrize(
@@ -62,24 +63,9 @@ def test_terminal_report_matches_golden(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     report, scratch = reports[case]
-    monkeypatch.chdir(REPO)  # paths inside the repository print relative to it
-    text = render_terminal(_redacted(report, scratch), TerminalOptions(color=False, width=80))
-    text = text.replace(str(scratch), "<tmp>").replace(str(REPO), "<repo>")
-    golden = GOLDEN / f"{case}.txt"
-    if request.config.getoption("--update-goldens"):
-        golden.write_text(text)
-    assert golden.is_file(), f"no golden file {golden.name}; run with --update-goldens"
-    assert text == golden.read_text()
-
-
-def _redacted(report: Report, scratch: Path) -> Report:
-    """The report with pytest's temporary folder named `<tmp>` before rendering, so that lines
-    wrap the same whatever the length of the machine's temporary path."""
-    path = report.source.path
-    if not path.startswith(str(scratch)):
-        return report
-    source = replace(report.source, path="<tmp>" + path.removeprefix(str(scratch)))
-    return replace(report, source=source)
+    fixed_machine(monkeypatch)
+    text = golden_terminal(redacted(report, scratch))
+    assert_matches_golden(text, f"{case}.txt", request)
 
 
 def test_colour_is_off_without_a_terminal(reports: dict[str, tuple[Report, Path]]) -> None:

@@ -1,0 +1,65 @@
+"""Golden files that read the same on every machine: one way to render, redact and compare them.
+
+A golden is rendered at a fixed width, with no colour, from the repository root (so repository
+paths print relative), with the test's temporary folder already renamed `<tmp>` in the report:
+redacting before rendering keeps line wrapping independent of the temporary path's length.
+Whatever machine path still reaches the text fails the comparison on every machine alike.
+Files are UTF-8 whatever the locale. `--update-goldens` rewrites them instead of comparing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gradcheck_cli.findings.report import Report
+from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = REPO / "tests" / "reporters" / "golden"
+WIDTH = 80
+TMP = "<tmp>"
+# What a terminal, the user or the locale may set that rendering could follow.
+MACHINE_ENVIRONMENT = ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "CLICOLOR_FORCE")
+
+
+def fixed_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Render from the repository root with no terminal settings from the environment."""
+    monkeypatch.chdir(REPO)
+    for name in MACHINE_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+
+
+def redacted(report: Report, scratch: Path) -> Report:
+    """The report with the temporary folder `scratch` named `<tmp>` in its source path."""
+    path = report.source.path
+    if not path.startswith(str(scratch)):
+        return report
+    source = replace(report.source, path=TMP + path.removeprefix(str(scratch)))
+    return replace(report, source=source)
+
+
+def golden_terminal(report: Report, *, width: int = WIDTH, focus: str | None = None) -> str:
+    """The terminal report as goldens hold it: no colour, `width` columns."""
+    return render_terminal(report, TerminalOptions(color=False, width=width, focus=focus))
+
+
+def machine_paths() -> list[str]:
+    """Folders whose names differ between machines and must never reach a golden."""
+    folders = {str(REPO), tempfile.gettempdir(), os.path.expanduser("~")}
+    return sorted(folder.rstrip(os.sep) + os.sep for folder in folders if len(folder) > 1)
+
+
+def assert_matches_golden(text: str, name: str, request: pytest.FixtureRequest) -> None:
+    """Compare `text` with the golden file `name`, or rewrite it under --update-goldens."""
+    leaked = [folder for folder in machine_paths() if folder in text]
+    assert not leaked, f"machine paths {leaked} in the output for {name}; redact them first"
+    golden = GOLDEN / name
+    if request.config.getoption("--update-goldens"):
+        golden.write_text(text, encoding="utf-8")
+    assert golden.is_file(), f"no golden file {name}; run with --update-goldens"
+    assert text == golden.read_text(encoding="utf-8")
