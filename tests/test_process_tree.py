@@ -174,7 +174,9 @@ def test_a_script_s_output_is_streamed_line_by_line_with_bounded_memory(
     relayed = _Relayed(run.process)
     gradcheck = psutil.Process(run.process.pid)
     assert relayed.first_line.wait(START_SECONDS), "the first line waited for the worker's end"
-    assert relayed.head.startswith(b"the first line\n")
+    # Each line the script prints reaches stderr labelled with the script's name.
+    label = b"prints_100_mb.py: "
+    assert relayed.head.startswith(label + b"the first line\n")
     baseline = peak = gradcheck.memory_info().rss
     go.touch()
     while run.process.poll() is None:
@@ -187,7 +189,7 @@ def test_a_script_s_output_is_streamed_line_by_line_with_bounded_memory(
     code, out, _ = run.finish(timeout=START_SECONDS)
     assert code == 0, relayed.tail
     assert json.loads(out)["summary"]["ok"] == 1
-    assert relayed.size == len(b"the first line\n") + 100 * 10_000 * 100
+    assert relayed.size == len(label + b"the first line\n") + 100 * 10_000 * (len(label) + 100)
     print(f"peak RSS {peak / MIB:.0f} MiB, {(peak - baseline) / MIB:.0f} MiB above the baseline")
     assert peak - baseline < 150 * MIB
 
