@@ -145,6 +145,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
             + ["-f", "json"],
             {},
         ),
+        ("run -q", "crashes_before_training"): (
+            ["-m", "gradcheck_cli", "run", _relative(SCRIPTS / "crashes_before_training.py")]
+            + ["-q"],
+            {},
+        ),
         ("static", "faulty_weights_tf1"): (
             ["-m", "gradcheck_cli", _relative(SEED), "--loss", "loss", "-f", "json"],
             {},
@@ -282,3 +287,12 @@ def test_script_that_raises_shows_its_traceback(runs: Runs) -> None:
     assert "Traceback" not in finished.stdout
     if finished.stdout.strip():
         json.loads(finished.stdout)
+
+
+def test_quiet_says_where_the_hidden_traceback_is(runs: Runs) -> None:
+    finished = runs.finished("run -q", "crashes_before_training")
+    assert finished.returncode == 2
+    assert "Traceback" not in finished.stderr + finished.stdout
+    assert "raised ValueError" in finished.stderr
+    assert "run without -q to see its traceback" in finished.stderr
+    assert "its traceback is above" not in finished.stderr

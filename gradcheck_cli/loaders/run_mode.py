@@ -57,9 +57,14 @@ def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> 
             _finish(capture)
             return
         _print_script_traceback(error, path)
+        # -q keeps the script's output, its traceback included, off stderr (unless debugging).
+        hidden = request.options.quiet and not request.options.debug
+        where_traceback = (
+            "run without -q to see its traceback" if hidden else "its traceback is above"
+        )
         raise GradcheckError(
             f"{path} raised {type(error).__name__}{at} before it asked TensorFlow for gradients: "
-            f"{error} (its traceback is above)"
+            f"{error} ({where_traceback})"
         ) from None
     if capture.delivered:
         return
