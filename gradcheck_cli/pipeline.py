@@ -56,20 +56,21 @@ def check_path(path: Path, options: CheckOptions) -> Report:
         return _report(source, analysis, context)
     if path.is_dir():
         raise GradcheckError(f"{path} is a folder without saved_model.pb: not a SavedModel")
-    if path.suffix in (".keras", ".h5"):
-        kind, job = "keras", Job.KERAS_FILE
-    elif path.suffix == ".py":
-        kind, job = "script", Job.SCRIPT
-    else:
+    kind = MODEL_FILE_KINDS.get(path.suffix)
+    if kind is None:
         raise GradcheckError(
             f"{path} is neither a SavedModel directory, a Python script (.py) nor a Keras "
             "model file (.keras, .h5)"
         )
+    job = Job.SCRIPT if kind == "script" else Job.KERAS_FILE
     result = run_worker(WorkerRequest(job, path.resolve(), options))
     assert isinstance(result, (TracedFunction, TracedGraph, EagerResult))
     source = SourceInfo(str(path), kind, result.loss_name)
     return report_from_result(result, source, options)
 
+
+MODEL_FILE_KINDS = {".py": "script", ".keras": "keras", ".h5": "keras"}
+"""A MODEL file's kind by its suffix (a SavedModel is a folder)."""
 
 RUN_SUFFIXES = (".py", ".ipynb")
 

@@ -16,11 +16,9 @@ import click
 from gradcheck_cli.config import os_error_reason
 from gradcheck_cli.errors import GradcheckError, error_line, escape_controls
 from gradcheck_cli.findings.report import Report
+from gradcheck_cli.pipeline import MODEL_FILE_KINDS
 from gradcheck_cli.reporters import CheckFailure
 from gradcheck_cli.run import ExitCode, Outcome
-
-# What a MODEL argument is taken for, by its suffix (a folder is a SavedModel or nothing).
-_KIND_BY_SUFFIX = {".py": "script", ".keras": "keras", ".h5": "keras"}
 
 
 def checked_models(outcomes: Sequence[Outcome], *, run: bool) -> list[Report | CheckFailure]:
@@ -37,7 +35,7 @@ def _failure(outcome: Outcome, *, run: bool) -> CheckFailure:
     if run:
         kind: str | None = "run"
     else:
-        kind = None if path.is_dir() else _KIND_BY_SUFFIX.get(path.suffix)
+        kind = None if path.is_dir() else MODEL_FILE_KINDS.get(path.suffix)
     return CheckFailure(str(path), outcome.error or "could not be checked", kind)
 
 

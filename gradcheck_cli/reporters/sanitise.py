@@ -65,9 +65,9 @@ class _Cleaner:
                 is not original
             }
             if changed:
-                kind = type(value)
-                result = kind(
-                    **{name: getattr(value, name) for name in _init_fields(kind)} | changed
+                record = type(value)
+                result = record(
+                    **{name: getattr(value, name) for name in _init_fields(record)} | changed
                 )
         elif isinstance(value, enum.Enum):
             pass
