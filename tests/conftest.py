@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -68,6 +69,35 @@ def repository_checks() -> Iterator[RepositoryChecks]:
     checks = RepositoryChecks()
     yield checks
     checks.close()
+
+
+@pytest.fixture(scope="session")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small SavedModel without debug info whose `scale` is dead (TensorFlow says so), for the
+    tests of the command line, its machine output and the README's workflow."""
+    import tensorflow as tf
+
+    from tests.oracle import dead_names
+    from tests.tf_oracle_inprocess import tf_verdicts
+
+    class Small(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kernel = tf.Variable([[1.0, 2.0]], name="kernel")
+            self.scale = tf.Variable(3.0, name="scale")
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 1], tf.float32)])
+        def loss(self, x: tf.Tensor) -> tf.Tensor:
+            return tf.reduce_sum(tf.matmul(x, self.kernel) * tf.round(self.scale))
+
+    module = Small()
+    path = tmp_path_factory.mktemp("cli") / "small"
+    tf.saved_model.save(module, str(path))
+    verdicts = tf_verdicts(module.loss, [module.kernel, module.scale], [tf.ones([2, 1])])
+    # The tests that use it are about the command line; the model must have a dead variable,
+    # and TensorFlow, not a test, says that it does.
+    assert dead_names(verdicts) == {"scale"}
+    return path
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups

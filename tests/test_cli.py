@@ -18,33 +18,8 @@ from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import Format
 from tests.error_documents import assert_error_document
 from tests.oracle import dead_in_script, dead_names
-from tests.tf_oracle_inprocess import tf_verdicts
 
 SCRIPTS = Path(__file__).parent / "scripts"
-
-
-@pytest.fixture(scope="module")
-def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import tensorflow as tf
-
-    class Small(tf.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.kernel = tf.Variable([[1.0, 2.0]], name="kernel")
-            self.scale = tf.Variable(3.0, name="scale")
-
-        @tf.function(input_signature=[tf.TensorSpec([None, 1], tf.float32)])
-        def loss(self, x: tf.Tensor) -> tf.Tensor:
-            return tf.reduce_sum(tf.matmul(x, self.kernel) * tf.round(self.scale))
-
-    module = Small()
-    path = tmp_path_factory.mktemp("cli") / "small"
-    tf.saved_model.save(module, str(path))
-    verdicts = tf_verdicts(module.loss, [module.kernel, module.scale], [tf.ones([2, 1])])
-    # These tests are about the command line; the model must have a dead variable, and
-    # TensorFlow, not this test, says that it does.
-    assert dead_names(verdicts) == {"scale"}
-    return path
 
 
 def _run(*args: str) -> tuple[int, str, str]:

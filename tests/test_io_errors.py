@@ -12,7 +12,6 @@ import pytest
 from click.testing import CliRunner
 
 from gradcheck_cli.cli import ExitCode, command
-from tests.test_cli import saved  # noqa: F401  (the SavedModel fixture: read without TensorFlow)
 
 # Enough for a SavedModel check in a fresh interpreter on a busy machine; a hang fails instead.
 SUBPROCESS_SECONDS = 120
@@ -80,7 +79,7 @@ def test_the_output_check_neither_creates_nor_truncates_the_file(tmp_path: Path)
 
 @LINUX_DEVICES
 @pytest.mark.parametrize("flag", ["-o", "--write-baseline"])
-def test_a_full_device_is_one_line(saved: Path, flag: str) -> None:  # noqa: F811
+def test_a_full_device_is_one_line(saved: Path, flag: str) -> None:
     code, out, err = _run(saved, "--loss", "loss", flag, "/dev/full")
     assert (code, out) == (ExitCode.ERROR, "")
     assert _one_error(err) == "gradcheck: error: cannot write /dev/full: no space left on device"
@@ -90,7 +89,7 @@ def test_a_full_device_is_one_line(saved: Path, flag: str) -> None:  # noqa: F81
 
 
 @LINUX_DEVICES
-def test_stdout_on_a_full_device_is_one_line(saved: Path) -> None:  # noqa: F811
+def test_stdout_on_a_full_device_is_one_line(saved: Path) -> None:
     with open("/dev/full", "w") as full:
         result = _gradcheck(saved, "--loss", "loss", stdout=full, stderr=subprocess.PIPE)
     assert result.returncode == ExitCode.ERROR
@@ -101,7 +100,7 @@ def test_stdout_on_a_full_device_is_one_line(saved: Path) -> None:  # noqa: F811
 
 @pytest.mark.parametrize("arguments", [["{saved}", "--loss", "loss"], ["--explain", "all"]])
 def test_a_closed_pipe_on_stdout_ends_quietly_with_2(
-    saved: Path,  # noqa: F811
+    saved: Path,
     arguments: list[str],
 ) -> None:
     # `gradcheck ... | head -c1`: the reader is gone before the report is written.
@@ -194,7 +193,7 @@ def test_a_discovered_pyproject_that_is_not_utf8_is_one_line(tmp_path: Path) -> 
     ],
 )
 def test_a_baseline_that_cannot_be_read_is_one_line(
-    saved: Path,  # noqa: F811
+    saved: Path,
     tmp_path: Path,
     make: Callable[[Path], Path],
     reason: str,
@@ -207,7 +206,7 @@ def test_a_baseline_that_cannot_be_read_is_one_line(
 
 @LINUX_DEVICES
 def test_a_baseline_named_by_the_config_is_bounded_too(
-    saved: Path,  # noqa: F811
+    saved: Path,
     tmp_path: Path,
 ) -> None:
     config = tmp_path / "gradcheck.toml"

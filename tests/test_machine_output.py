@@ -13,7 +13,6 @@ from click.testing import CliRunner
 
 from gradcheck_cli.cli import ExitCode, command, run_command
 from tests.reporters.test_formats import sarif_schema  # noqa: F401  (the SARIF 2.1.0 schema)
-from tests.test_cli import saved  # noqa: F401  (a SavedModel without debug info, dead `scale`)
 
 
 def _run(*args: str | Path) -> tuple[int, str, str]:
@@ -54,7 +53,7 @@ def test_one_model_that_fails_is_one_error_object(
     assert json.loads(out) == {"schema": "gradcheck/1", "source": source, "error": error}
 
 
-def test_one_model_is_an_object_and_two_a_list(saved: Path) -> None:  # noqa: F811
+def test_one_model_is_an_object_and_two_a_list(saved: Path) -> None:
     code, out, _ = _run(saved, "--loss", "loss", "-f", "json")
     one = json.loads(out)
     assert code == ExitCode.DEAD_VARIABLES and one["source"]["path"] == str(saved)
@@ -63,7 +62,7 @@ def test_one_model_is_an_object_and_two_a_list(saved: Path) -> None:  # noqa: F8
 
 
 def test_several_models_keep_their_order_and_their_failures(
-    saved: Path,  # noqa: F811
+    saved: Path,
     inputs: Path,
 ) -> None:
     code, out, err = _run(saved, "missing.py", saved, "notes", "--loss", "loss", "-f", "json")
@@ -82,7 +81,7 @@ def test_several_models_keep_their_order_and_their_failures(
 
 
 def test_two_models_where_one_fails_are_a_list_of_two(
-    saved: Path,  # noqa: F811
+    saved: Path,
     inputs: Path,
 ) -> None:
     code, out, err = _run("missing", saved, "--loss", "loss", "-f", "json")
@@ -157,7 +156,7 @@ def test_sarif_of_a_failed_model_is_a_valid_failed_run(
 
 def test_sarif_of_a_saved_model_without_debug_info_points_at_saved_model_pb(
     sarif_schema: dict[str, Any],  # noqa: F811
-    saved: Path,  # noqa: F811
+    saved: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert not (saved / "debug").exists()
@@ -184,7 +183,7 @@ def test_sarif_of_a_saved_model_without_debug_info_points_at_saved_model_pb(
 
 def test_sarif_of_models_where_one_fails_has_results_and_a_notification(
     sarif_schema: dict[str, Any],  # noqa: F811
-    saved: Path,  # noqa: F811
+    saved: Path,
     inputs: Path,
 ) -> None:
     code, log, err = _sarif(sarif_schema, saved, "missing.py", "--loss", "loss")
@@ -200,7 +199,7 @@ def test_sarif_of_models_where_one_fails_has_results_and_a_notification(
 
 
 def test_github_names_each_model_that_could_not_be_checked(
-    saved: Path,  # noqa: F811
+    saved: Path,
     inputs: Path,
 ) -> None:
     code, out, err = _run("missing.py", saved, "notes", "--loss", "loss", "-f", "github")
