@@ -16,8 +16,9 @@ _CONTROL_IN_CODE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
 _CONTROL_IN_SENTENCE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
-ECHO_LIMIT = 200
-"""How much of a value the user typed (a `--loss`, a path) an error line or report echoes."""
+ECHO_LIMIT = 500
+"""How much of a value the user typed (a `--loss`, a path) an error line or report echoes: a
+path as deep as real projects have stays whole; longer is not a name anyone reads whole."""
 
 # An echoed value: a quoted one (as repr() writes it), or a run without spaces (a path).
 _LONG_RUN = re.compile(
@@ -64,7 +65,7 @@ def has_controls(text: str) -> bool:
 def capped(text: str, limit: int = ECHO_LIMIT) -> str:
     """`text`, or when longer than `limit` its start and its end (a path's file name) around
     an ellipsis, and its length: `/home/me/…/model.py (4000 characters)`. Capped once only."""
-    half = limit // 2
+    half = (limit - 1) // 2  # start, ellipsis and end: one run of at most `limit` characters
     if len(text) <= limit or re.fullmatch(rf"(?s).{{{half}}}….{{{half}}} \(\d+ characters\)", text):
         return text
     return f"{text[:half]}…{text[-half:]} ({len(text)} characters)"

@@ -10,6 +10,7 @@ Files are UTF-8 whatever the locale. `--update-goldens` rewrites them instead of
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -50,13 +51,20 @@ def golden_terminal(report: Report, *, width: int = WIDTH, focus: str | None = N
 
 def machine_paths() -> list[str]:
     """Folders whose names differ between machines and must never reach a golden."""
-    folders = {str(REPO), tempfile.gettempdir(), os.path.expanduser("~")}
+    temporary = tempfile.gettempdir()
+    folders = {str(REPO), temporary, str(Path(temporary).resolve()), os.path.expanduser("~")}
     return sorted(folder.rstrip(os.sep) + os.sep for folder in folders if len(folder) > 1)
+
+
+def leaked_machine_paths(text: str) -> list[str]:
+    """The machine folders in `text`, a long path folded over several lines included."""
+    unwrapped = re.sub(r"\n\s*", "", text)
+    return [folder for folder in machine_paths() if folder in text or folder in unwrapped]
 
 
 def assert_matches_golden(text: str, name: str, request: pytest.FixtureRequest) -> None:
     """Compare `text` with the golden file `name`, or rewrite it under --update-goldens."""
-    leaked = [folder for folder in machine_paths() if folder in text]
+    leaked = leaked_machine_paths(text)
     assert not leaked, f"machine paths {leaked} in the output for {name}; redact them first"
     golden = GOLDEN / name
     if request.config.getoption("--update-goldens"):

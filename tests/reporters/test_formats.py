@@ -470,6 +470,7 @@ def test_sarif_of_a_model_in_the_python_process_has_only_logical_locations(
     sarif_schema: dict[str, Any], path: str, kind: str
 ) -> None:
     run = _sarif(_unlocated_report(path, kind), sarif_schema)["runs"][0]
+    assert run["results"]
     for result in run["results"]:
         (location,) = result["locations"]
         assert "physicalLocation" not in location and location["logicalLocations"]

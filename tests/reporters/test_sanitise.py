@@ -158,9 +158,9 @@ def test_machine_formats_keep_names_as_they_are(output_format: Format) -> None:
 
 def test_a_long_loss_name_is_capped_in_the_report() -> None:
     report = Report(SourceInfo("model.py", "script", "x" * 130_000), (verdict("w", Status.OK),))
-    text = render_terminal(report, TerminalOptions(width=400))
-    assert len(text) < 2_000
-    assert f"{'x' * 100}…{'x' * 100} (130000 characters)" in text
+    text = render_terminal(report, TerminalOptions(width=None))
+    assert len(text) < 3_000  # not 130 KB
+    assert f"{'x' * 249}…{'x' * 249} (130000 characters)" in text
 
 
 def test_escape_controls_and_capped() -> None:
@@ -173,10 +173,13 @@ def test_escape_controls_and_capped() -> None:
     assert escape_controls(sentence, TextKind.CODE) == "fix:\\n\ty = x\\r"
     assert escape_controls(sentence) == "fix:\\n\\ty = x\\r"
     assert capped("abc", 5) == "abc"
-    assert capped("abcdefgh", 6) == "abc…fgh (8 characters)"
-    assert capped(capped("abcdefgh", 6), 6) == "abc…fgh (8 characters)"  # once only
+    assert capped("abcdefgh", 6) == "ab…gh (8 characters)"  # at most 6: start, "…", end
+    assert capped(capped("abcdefgh", 6), 6) == "ab…gh (8 characters)"  # once only
     path = "/home/me/" + "deep/" * 100 + "model.py"
     assert capped(path).endswith("/deep/model.py (517 characters)")
+    # An error line shortens a long value once: shown again (the CLI's `say`), it is unchanged.
+    for line in (f"{path}: no such file", f"cannot read {path!r} at all"):
+        assert error_line(error_line(line)) == error_line(line) != line
 
 
 def test_a_gradcheck_error_reads_as_one_escaped_line_wherever_it_is_shown() -> None:
@@ -189,7 +192,7 @@ def test_a_gradcheck_error_reads_as_one_escaped_line_wherever_it_is_shown() -> N
 def test_error_line_is_one_line_with_long_values_capped() -> None:
     line = error_line(f"no loss named {'x' * 1000!r} in {'/very' * 100}: {TITLE}\nnext")
     assert "\n" not in line and "\x1b" not in line
-    assert f"'{'x' * 100}…{'x' * 100} (1000 characters)'" in line
+    assert f"'{'x' * 249}…{'x' * 249} (1000 characters)'" in line
     assert "/very/very:" not in line[:200] and "/very: (501 characters) " in line
     assert line.endswith(r"\x1b]0;pwned\x07\nnext")
 
@@ -232,7 +235,7 @@ def test_a_130_kb_loss_is_not_echoed_whole(tmp_path: Path) -> None:
     folder = _saved_model_without_functions(tmp_path)
     err = _error(str(folder), "--loss", "x" * 130_000)
     assert len(err) < 1_000
-    assert f"'{'x' * 100}…{'x' * 100} (130000 characters)'" in err
+    assert f"'{'x' * 249}…{'x' * 249} (130000 characters)'" in err
     assert err.startswith("gradcheck: error: no loss named 'xxx")
 
 
