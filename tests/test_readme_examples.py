@@ -169,12 +169,12 @@ def test_the_pre_commit_hook_runs_a_bare_gradcheck_once_on_the_configured_models
     (configured,) = repository["hooks"]
     assert configured["id"] == hook["id"]
     assert "args" not in configured
-    # A version-like `rev` must be a tag that exists; otherwise it is a commit to pin.
+    # A version tag as `rev` must exist (v0.1.0 did not); anything else is a commit to pin.
     rev = str(repository["rev"])
     tags = subprocess.run(
         ["git", "tag", "--list", rev], capture_output=True, text=True, cwd=ROOT
     ).stdout.split()
-    assert not re.match(r"v?\d", rev) or rev in tags
+    assert not re.fullmatch(r"v?\d+(\.\d+)+", rev) or rev in tags
     (local_repository,) = local["repos"]
     (local_hook,) = local_repository["hooks"]
     assert local_repository["repo"] == "local" and local_hook["language"] == "system"
