@@ -52,6 +52,8 @@ class ProcessTree:
 
     def __init__(self) -> None:
         self.mark = uuid.uuid4().hex
+        self._marks = {self.mark}
+        self._spared: set[int] = set()
         # create_time has a clock tick's resolution and is derived from the boot time.
         self._since = time.time() - 1.0
 
@@ -60,6 +62,13 @@ class ProcessTree:
         env = dict(base)
         env[MARK_VARIABLE] = " ".join(filter(None, (base.get(MARK_VARIABLE, ""), self.mark)))
         return env
+
+    def include(self, mark: str, spare: int) -> None:
+        """Count processes marked `mark` in the tree too, but never `spare`: a warm launcher's
+        mark, which its forked workers show (their environment as the kernel keeps it is the
+        launcher's), and the launcher itself."""
+        self._marks.add(mark)
+        self._spared.add(spare)
 
     def enter(self) -> None:
         """Mark this process's own environment, so the children it starts belong to the tree."""
@@ -102,13 +111,13 @@ class ProcessTree:
 
         marked = []
         for process in psutil.process_iter(["create_time"]):
-            if (process.info["create_time"] or 0.0) < self._since:
+            if (process.info["create_time"] or 0.0) < self._since or process.pid in self._spared:
                 continue
             try:
                 marks = process.environ().get(MARK_VARIABLE, "")
             except psutil.Error:
                 continue
-            if self.mark in marks.split():
+            if self._marks.intersection(marks.split()):
                 marked.append(process)
         return marked
 

@@ -112,6 +112,8 @@ def _become_worker(
         _fresh_random_state()
         module = argv[argv.index("-m") + 1]
         sys.argv = [module, *argv[argv.index("-m") + 2 :]]
+        # `python -m` runs it as __main__ only; its imports stay loaded.
+        sys.modules.pop(module, None)
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as stop:

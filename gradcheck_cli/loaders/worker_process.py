@@ -6,7 +6,6 @@ import codecs
 import os
 import pickle
 import re
-import subprocess
 import sys
 import tempfile
 import threading
@@ -19,6 +18,7 @@ from typing import IO
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.process_tree import ProcessTree
 from gradcheck_cli.loaders.progress import Status
+from gradcheck_cli.loaders.warm_workers import start_worker
 from gradcheck_cli.loaders.worker_protocol import (
     EagerResult,
     Job,
@@ -140,7 +140,8 @@ def run_worker(
         env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
         env["PYTHONUNBUFFERED"] = "1"
         env.update(status.environment())
-        process = subprocess.Popen(
+        started = time.monotonic()
+        process = start_worker(
             [
                 sys.executable,
                 "-m",
@@ -148,12 +149,14 @@ def run_worker(
                 str(request_path),
                 str(result_path),
             ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            start_new_session=True,
+            env,
+            tree,
+            # TensorFlow's start-up log, which --debug shows, is printed by its import.
+            plain=options.debug,
+            timeout=timeout,
         )
+        # A warm launcher's first start (TensorFlow's import) counts, as a plain worker's does.
+        left = max(0.0, timeout - (time.monotonic() - started))
         relays: list[threading.Thread] = []
         relay = _relay_for(request)
         try:
@@ -162,7 +165,7 @@ def run_worker(
                     assert stream is not None
                     relays.append(_start_relay(stream, relay))
                 watch = result_path if request.run_on and on_result is not None else None
-                finished = _wait_for_exit(process.pid, timeout, watch, status.poll)
+                finished = _wait_for_exit(process.pid, left, watch, status.poll)
             if finished and watch is not None and process.poll() is None:
                 assert on_result is not None
                 delivered = _read_result(result_path)
