@@ -30,6 +30,7 @@ HEAVY = (
     "tests/loaders/test_keras_creation_lines.py",
     "tests/loaders/test_loss_finding.py",
     "tests/loaders/test_script_loading.py",
+    "tests/loaders/test_warm_workers.py",
     "tests/loaders/test_saved_model.py::test_verify_asks_tensorflow_in_its_own_process",
     "tests/loaders/test_worker_process.py",
     "tests/reporters/test_terminal_golden.py",
