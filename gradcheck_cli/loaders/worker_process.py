@@ -1,4 +1,11 @@
-"""Run the TensorFlow worker in its own process and bring back its result."""
+"""Run the TensorFlow worker in its own process and bring back its result.
+
+The worker is `python -m gradcheck_cli.loaders.worker_entry REQUEST RESULT` in its own session.
+`warm_workers.start_worker` starts it: a plain subprocess for the first worker of this process
+(and with --debug), later ones forked by a warm launcher that has imported TensorFlow once
+(`warm_launcher`). Either way this module sees a Popen-like process: its pid (left unreaped until
+its process tree has ended), its stdout and stderr pipes, poll() and wait().
+"""
 
 from __future__ import annotations
 
