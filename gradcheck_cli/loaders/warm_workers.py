@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import IO
 
+from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.process_tree import MARK_VARIABLE, ProcessTree
 from gradcheck_cli.loaders.progress import PROGRESS_FILE_VARIABLE
 from gradcheck_cli.loaders.warm_launcher import MESSAGE_BYTES
@@ -141,6 +142,9 @@ class _Launcher:
 _lock = threading.Lock()
 _launchers: OrderedDict[_Key, _Launcher] = OrderedDict()
 _launches: dict[_Key, int] = {}
+# Keys whose launcher failed (or whose threads made forking unsafe): plain from then on.
+_failed: set[_Key] = set()
+_WHEN = ("", "never", "always")
 
 
 def start_worker(
@@ -153,6 +157,10 @@ def start_worker(
     """Start the worker `argv` (`python -m MODULE ...`) with `env` in its own session, its stdin
     empty and its stdout and stderr pipes to us; forked by a warm launcher when one can serve it
     (never if `plain`), whose mark `tree` then learns. `timeout` bounds a launcher's start."""
+    if os.environ.get(WARM_VARIABLE, "") not in _WHEN:
+        raise GradcheckError(
+            f"{WARM_VARIABLE}: {os.environ[WARM_VARIABLE]!r} is neither 'never' nor 'always'"
+        )
     cwd = os.getcwd()
     key: _Key = (
         sys.executable,
@@ -165,6 +173,8 @@ def start_worker(
             return _start_warm(launcher, argv, env, cwd, tree, timeout)
         except OSError:  # the launcher failed to start, or died: a plain worker instead
             _give_up(key, launcher)
+            with _lock:
+                _failed.add(key)
         except BaseException:  # a stop signal: a worker may have been forked meanwhile
             _give_up(key, launcher)
             tree.end([])
@@ -184,7 +194,7 @@ def _launcher_for(key: _Key, env: Mapping[str, str], cwd: str) -> _Launcher | No
     when = os.environ.get(WARM_VARIABLE, "")
     with _lock:
         _launches[key] = _launches.get(key, 0) + 1
-        if when == "never" or (_launches[key] < 2 and when != "always"):
+        if when == "never" or (_launches[key] < 2 and when != "always") or key in _failed:
             return None
         launcher = _launchers.get(key)
         if launcher is not None and launcher.process.poll() is not None:

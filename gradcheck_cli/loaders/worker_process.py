@@ -198,7 +198,7 @@ def run_worker(
                 "longer"
             )
         if not result_path.is_file():
-            code = process.returncode
+            code = process.wait()  # reaped already: its exit status
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
             raise GradcheckError(
                 f"{request.path} ended the process while gradcheck loaded it ({how}: "

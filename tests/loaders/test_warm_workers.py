@@ -145,3 +145,10 @@ def test_debug_and_a_differing_environment_start_plain_workers(
     warm = start({**base, "GRADCHECK_PROGRESS_FILE": str(tmp_path / "progress")})
     assert isinstance(warm, warm_workers.WarmWorker)
     assert {p.pid for p in _launcher_children()} - before == {warm.launcher.process.pid}
+
+
+def test_an_unknown_warm_workers_setting_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(warm_workers.WARM_VARIABLE, "sometimes")
+    request = WorkerRequest(Job.SCRIPT, SCRIPTS / "raises.py", CheckOptions(loss="loss"))
+    with pytest.raises(GradcheckError, match="^GRADCHECK_WARM_WORKERS: 'sometimes' is neither"):
+        run_worker(request)
