@@ -35,7 +35,7 @@ PER_LAUNCH = frozenset({MARK_VARIABLE, PROGRESS_FILE_VARIABLE})
 # Each launcher holds an imported TensorFlow (about 400 MB).
 _MOST_LAUNCHERS = 3
 
-_Key = tuple[str, str, frozenset[tuple[str, str]]]
+_Key = tuple[str, str, str, frozenset[tuple[str, str]]]
 
 
 class WarmWorker:
@@ -119,8 +119,13 @@ class _Launcher:
         return self._ask(("wait" if block else "poll", pid))
 
     def _ask(self, request: tuple[object, ...], fds: Sequence[int] = ()) -> int | None:
-        socket.send_fds(self.channel, [pickle.dumps(request)], list(fds))
-        reply = self._receive()
+        try:
+            socket.send_fds(self.channel, [pickle.dumps(request)], list(fds))
+            reply = self._receive()
+        except BaseException:
+            # A stop signal may leave the answer unread: no later answer could be trusted.
+            self.channel.close()
+            raise
         answer: int | None = reply[1]
         return answer
 
@@ -130,6 +135,9 @@ class _Launcher:
             raise OSError("the launcher ended")
         reply: tuple[str, int | None] = pickle.loads(message)
         return reply
+
+    def alive(self) -> bool:
+        return self.channel.fileno() != -1 and self.process.poll() is None
 
     def close(self) -> None:
         """End the launcher (its children are the process trees' to end)."""
@@ -165,6 +173,8 @@ def start_worker(
     key: _Key = (
         sys.executable,
         cwd,
+        # The trees this process belongs to mark its launcher too.
+        os.environ.get(MARK_VARIABLE, ""),
         frozenset((k, v) for k, v in env.items() if k not in PER_LAUNCH),
     )
     launcher = None if plain else _launcher_for(key, env, cwd)
@@ -197,7 +207,7 @@ def _launcher_for(key: _Key, env: Mapping[str, str], cwd: str) -> _Launcher | No
         if when == "never" or (_launches[key] < 2 and when != "always") or key in _failed:
             return None
         launcher = _launchers.get(key)
-        if launcher is not None and launcher.process.poll() is not None:
+        if launcher is not None and not launcher.alive():
             _launchers.pop(key).close()
             launcher = None
         if launcher is None:
