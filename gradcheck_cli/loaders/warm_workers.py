@@ -29,9 +29,11 @@ from gradcheck_cli.loaders.progress import PROGRESS_FILE_VARIABLE
 from gradcheck_cli.loaders.warm_launcher import MESSAGE_BYTES
 
 WARM_VARIABLE = "GRADCHECK_WARM_WORKERS"
-# The keys a worker's environment changes at each launch; any other difference needs another
-# launcher, since TensorFlow reads its environment at import.
-PER_LAUNCH = frozenset({MARK_VARIABLE, PROGRESS_FILE_VARIABLE})
+# The keys a worker's environment changes at each launch, which TensorFlow's import does not
+# read: the process tree's mark, the progress file, and the test that pytest is running (it
+# rewrites it at each step of each test, and the pytest plugin checks models from tests). Any
+# other difference needs another launcher, since TensorFlow reads its environment at import.
+PER_LAUNCH = frozenset({MARK_VARIABLE, PROGRESS_FILE_VARIABLE, "PYTEST_CURRENT_TEST"})
 # Each launcher holds an imported TensorFlow (about 400 MB).
 _MOST_LAUNCHERS = 3
 

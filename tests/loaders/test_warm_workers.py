@@ -141,8 +141,9 @@ def test_debug_and_a_differing_environment_start_plain_workers(
     assert isinstance(start(base, plain=True), subprocess.Popen)
     assert isinstance(start({**base, "TF_NUM_INTEROP_THREADS": "1"}), subprocess.Popen)
     assert {p.pid for p in _launcher_children()} == before
-    # Only the per-launch keys differ: the second launch of the key is warm.
-    warm = start({**base, "GRADCHECK_PROGRESS_FILE": str(tmp_path / "progress")})
+    # Only the per-launch keys differ (pytest's current test too): the key's second launch is warm.
+    progress = str(tmp_path / "progress")
+    warm = start({**base, "GRADCHECK_PROGRESS_FILE": progress, "PYTEST_CURRENT_TEST": "t (call)"})
     assert isinstance(warm, warm_workers.WarmWorker)
     assert {p.pid for p in _launcher_children()} - before == {warm.launcher.process.pid}
 
