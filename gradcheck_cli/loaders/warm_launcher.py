@@ -48,9 +48,10 @@ def main(argv: list[str]) -> int:
         pass
     import gradcheck_cli.loaders.worker_entry  # noqa: F401
 
-    # fork() copies only the calling thread: a Python thread in another state would be lost
-    # mid-way in every child. TensorFlow's import starts none (only OS threads of its own pools,
-    # which the children do not inherit and TensorFlow starts again when it needs them).
+    # fork() copies only the calling thread: a Python thread would be missing mid-way in every
+    # child, with whatever lock it held. The imports start none; the one OS thread they start is
+    # NumPy's OpenBLAS pool, which OpenBLAS itself shuts down before a fork and starts again in
+    # the child (pthread_atfork), and TensorFlow starts its own pools at first use, in the child.
     if threading.active_count() != 1:
         return 1
     channel.send(pickle.dumps(("ready", os.getpid())))
