@@ -1,6 +1,7 @@
 """TensorFlow as the judge: which trainable variables get no (or an all-zero) gradient from a loss.
 
-Each question runs in a fresh subprocess, so a TF1 script's `tf.disable_v2_behavior()` or a
+Each question runs in a fresh process (forked from one that imported TensorFlow once,
+`forked_python`), so a TF1 script's `tf.disable_v2_behavior()` or a
 script's global state never leaks into the test process, and the answer comes back as JSON in a
 temporary file (a script may print whatever it likes on stdout).
 
@@ -15,10 +16,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from typing import Any
+
+from tests import forked_python
 
 DEAD = frozenset({"none", "zero"})
 """Verdicts that mean "training on this loss can never change the variable"."""
@@ -218,7 +220,7 @@ class PendingVerdicts:
     """An oracle question running in a subprocess; `result()` waits for the answer."""
 
     description: str
-    process: subprocess.Popen[str]
+    process: forked_python.ForkedProcess
     tmp: tempfile.TemporaryDirectory[str]
     out_path: str
     _answer: dict[str, str] | OracleError | None = None
@@ -265,14 +267,7 @@ def _start(mode: str, target: str, loss: str) -> PendingVerdicts:
     tmp = tempfile.TemporaryDirectory(prefix="gradcheck-oracle-")
     out_path = os.path.join(tmp.name, "verdicts.json")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
-    process = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, mode, os.fspath(target), loss, out_path],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = forked_python.start(["-c", _CHILD, mode, os.fspath(target), loss, out_path], env)
     return PendingVerdicts(f"oracle on {target} (loss {loss!r})", process, tmp, out_path)
 
 

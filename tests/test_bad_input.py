@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from click.testing import CliRunner
 
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.loaders.tf_protos import protos
+from tests.cli_runs import invoke
 from tests.error_documents import assert_error_document
 
 BAD = Path(__file__).parent / "scripts" / "bad"
@@ -28,24 +27,19 @@ SCRIPT_CASES = {
 }
 
 
-def _gradcheck(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gradcheck_cli", *args, "--format", "json"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+class _Run(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _gradcheck(*args: str) -> _Run:
+    return _Run(*invoke(command, [*args, "--format", "json"]))
 
 
 @pytest.fixture(scope="module")
-def script_runs() -> dict[str, subprocess.CompletedProcess[str]]:
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {
-            name: pool.submit(_gradcheck, str(BAD / name), *extra)
-            for name, (_, extra) in SCRIPT_CASES.items()
-        }
-        return {name: future.result() for name, future in futures.items()}
+def script_runs() -> dict[str, _Run]:
+    return {name: _gradcheck(str(BAD / name), *extra) for name, (_, extra) in SCRIPT_CASES.items()}
 
 
 def _assert_one_clear_error(
@@ -64,7 +58,7 @@ def _assert_one_clear_error(
 
 
 @pytest.mark.parametrize("name", SCRIPT_CASES)
-def test_bad_scripts(name: str, script_runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+def test_bad_scripts(name: str, script_runs: dict[str, _Run]) -> None:
     run = script_runs[name]
     _assert_one_clear_error(
         run.returncode, run.stdout, run.stderr, SCRIPT_CASES[name][0], json_of=str(BAD / name)

@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from tests import forked_python
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "scripts" / "run"
 SEED = ROOT / "sample_models" / "faulty_weights_tf1.py"
@@ -81,6 +83,17 @@ def _run(argv: list[str], extra_env: dict[str, str]) -> Finished:
         timeout=TIMEOUT_SECONDS,
     )
     return Finished(completed.returncode, completed.stdout, completed.stderr)
+
+
+def _run_oracle(argv: list[str], extra_env: dict[str, str]) -> Finished:
+    """The oracle forks from a process that imported TensorFlow once (`forked_python`)."""
+    process = forked_python.start(argv, {**SUBPROCESS_ENV, **extra_env}, ROOT)
+    try:
+        _, stderr = process.communicate(timeout=TIMEOUT_SECONDS)
+    finally:
+        process.kill()
+    assert process.returncode is not None
+    return Finished(process.returncode, "", stderr)
 
 
 def _relative(script: Path) -> str:
@@ -165,7 +178,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
                 argv = ["-m", "tests.run_oracle", out, _relative(case.script), *case.args]
             jobs[tool, case.name] = (argv, marker)
     pool = ThreadPoolExecutor(PARALLEL_PROCESSES)
-    pending = {key: pool.submit(_run, argv, env) for key, (argv, env) in jobs.items()}
+    pending = {
+        key: pool.submit(_run_oracle if key[0] == "oracle" else _run, argv, env)
+        for key, (argv, env) in jobs.items()
+    }
     yield Runs(directory, pending)
     pool.shutdown(wait=True, cancel_futures=True)
 

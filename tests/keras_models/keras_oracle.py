@@ -14,8 +14,8 @@ Verdicts per weight, keyed by its Keras path (`dense_3/kernel`):
 `CompileLoss` that `compute_loss` itself calls, without `model.losses`), so a test can tell which
 weights get gradient only from a regularizer or `add_loss` term.
 
-Scripts run in a fresh subprocess (`start_script_verdicts`), so the names Keras gives unnamed
-layers depend only on the script, as they do when gradcheck imports it.
+Scripts run in a fresh process (`start_script_verdicts`, forked by `forked_python`), so the
+names Keras gives unnamed layers depend only on the script, as they do when gradcheck imports it.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests import forked_python
 
 DEAD = frozenset({"none", "zero"})
 """Verdicts that mean "training on this objective can never change the weight"."""
@@ -240,7 +241,7 @@ class PendingKerasVerdicts:
     """An oracle question on a script, running in a subprocess; `result()` waits for it."""
 
     description: str
-    process: subprocess.Popen[str]
+    process: forked_python.ForkedProcess
     tmp: tempfile.TemporaryDirectory[str]
     out_path: str
 
@@ -270,13 +271,5 @@ def start_script_verdicts(script: str | os.PathLike[str], attribute: str) -> Pen
     tmp = tempfile.TemporaryDirectory(prefix="gradcheck-keras-oracle-")
     out_path = os.path.join(tmp.name, "verdicts.json")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
-    process = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, os.fspath(script), attribute, out_path],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = forked_python.start(["-c", _CHILD, os.fspath(script), attribute, out_path], env, ROOT)
     return PendingKerasVerdicts(f"Keras oracle on {script} ({attribute})", process, tmp, out_path)

@@ -4,24 +4,22 @@ The objective of a compiled Keras model is what `model.fit` minimises: its compi
 plus `model.losses`. `keras_oracle` asks TensorFlow's tape for the gradient of exactly that, per
 weight; every dead/alive/frozen assertion below compares gradcheck's JSON report with that
 answer. Files are written into `tmp_path` at test time, loaded back with `safe_mode=True` for
-the oracle, and every `gradcheck` runs as a subprocess; they all run concurrently in one
-module-scoped fixture.
+the oracle, and every `gradcheck` runs in this process (its TensorFlow workers fork from one
+warm launcher) in one module-scoped fixture.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gradcheck_cli.cli import command
+from tests.cli_runs import invoke
 from tests.error_documents import assert_error_document
 from tests.keras_models import fixture_models
 from tests.keras_models.keras_oracle import (
@@ -33,8 +31,6 @@ from tests.keras_models.keras_oracle import (
 )
 
 SCRIPTS = Path(__file__).parent / "scripts"
-SUBPROCESS_ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
-TIMEOUT_SECONDS = 300
 DEAD_STATUSES = ("blocked", "unused")
 PROJ_LINE = "self.proj = layers.Dense(32)"
 
@@ -118,17 +114,7 @@ class Case:
 
 
 def _gradcheck(*args: str) -> tuple[int, str, str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "gradcheck_cli", *args, "--format", "json"],
-        cwd=ROOT,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_SECONDS,
-        check=False,
-    )
-    return result.returncode, result.stdout, result.stderr
+    return invoke(command, [*args, "--format", "json"])
 
 
 def _lambda_model() -> Any:
@@ -144,51 +130,42 @@ def _lambda_model() -> Any:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Every case: gradcheck runs in the background while the oracles answer."""
+    """Every case: the script oracles run in the background while gradcheck checks each model."""
     import keras
 
     directory = tmp_path_factory.mktemp("keras_models")
     pending_oracles = {
         name: start_script_verdicts(SCRIPTS / name, "model") for name in SCRIPT_CASES
     }
-    gradchecks: dict[str, Future[tuple[int, str, str]]] = {}
+    runs: dict[str, tuple[int, str, str]] = {}
     targets: dict[str, Path] = {}
     verdicts: dict[str, KerasVerdicts] = {}
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        for name in SCRIPT_CASES:
-            targets[name] = SCRIPTS / name
-            gradchecks[name] = pool.submit(_gradcheck, str(targets[name]), "--loss", "model")
-        for name, (build, loss) in FILE_CASES.items():
-            targets[name] = directory / name
-            build().save(str(targets[name]))
-            loss_args = () if loss is None else ("--loss", loss)
-            gradchecks[name] = pool.submit(_gradcheck, str(targets[name]), *loss_args)
-        targets[EXPORT_CASE] = directory / "exported"
-        model, x, y = fixture_models.exported_gate(targets[EXPORT_CASE])
-        gradchecks[EXPORT_CASE] = pool.submit(
-            _gradcheck, str(targets[EXPORT_CASE]), "--loss", "loss"
-        )
-        lambda_path = directory / "lambda.keras"
-        _lambda_model().save(str(lambda_path))
-        bad_inputs = {
-            "uncompiled without --loss": pool.submit(
-                _gradcheck, str(targets["uncompiled_gate.keras"])
-            ),
-            "lambda layer (safe_mode)": pool.submit(_gradcheck, str(lambda_path)),
-        }
+    for name in SCRIPT_CASES:
+        targets[name] = SCRIPTS / name
+        runs[name] = _gradcheck(str(targets[name]), "--loss", "model")
+    for name, (build, loss) in FILE_CASES.items():
+        targets[name] = directory / name
+        build().save(str(targets[name]))
+        loss_args = () if loss is None else ("--loss", loss)
+        runs[name] = _gradcheck(str(targets[name]), *loss_args)
+    targets[EXPORT_CASE] = directory / "exported"
+    model, x, y = fixture_models.exported_gate(targets[EXPORT_CASE])
+    runs[EXPORT_CASE] = _gradcheck(str(targets[EXPORT_CASE]), "--loss", "loss")
+    lambda_path = directory / "lambda.keras"
+    _lambda_model().save(str(lambda_path))
+    bad = {
+        "uncompiled without --loss": _gradcheck(str(targets["uncompiled_gate.keras"])),
+        "lambda layer (safe_mode)": _gradcheck(str(lambda_path)),
+    }
 
-        # The oracles: the export's own model and inputs; files as gradcheck will see them.
-        verdicts[EXPORT_CASE] = keras_verdicts(model, x, y)
-        for name, (_, loss) in FILE_CASES.items():
-            loaded = keras.saving.load_model(str(targets[name]), safe_mode=True)
-            verdicts[name] = keras_verdicts(loaded, loss=loss)
-        for name, pending in pending_oracles.items():
-            verdicts[name] = pending.result()
-        cases = {
-            name: Case(name, targets[name], verdicts[name], *gradchecks[name].result())
-            for name in ALL_CASES
-        }
-        bad = {name: future.result() for name, future in bad_inputs.items()}
+    # The oracles: the export's own model and inputs; files as gradcheck will see them.
+    verdicts[EXPORT_CASE] = keras_verdicts(model, x, y)
+    for name, (_, loss) in FILE_CASES.items():
+        loaded = keras.saving.load_model(str(targets[name]), safe_mode=True)
+        verdicts[name] = keras_verdicts(loaded, loss=loss)
+    for name, pending in pending_oracles.items():
+        verdicts[name] = pending.result()
+    cases = {name: Case(name, targets[name], verdicts[name], *runs[name]) for name in ALL_CASES}
     return {"cases": cases, "bad": bad}
 
 

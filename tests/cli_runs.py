@@ -1,0 +1,22 @@
+"""Run gradcheck's command line inside the test process.
+
+A `gradcheck` subprocess pays TensorFlow's import for its first worker; in the test process,
+workers after the first fork from one warm launcher. Tests about the process itself (signals,
+process trees, stdout at the file-descriptor level) still run `python -m gradcheck_cli`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import click
+from click.testing import CliRunner
+
+
+def invoke(command: click.Command, args: Sequence[str]) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `command args`; an exception gradcheck did not turn into an
+    exit code is raised, never read as exit code 1."""
+    result = CliRunner().invoke(command, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
