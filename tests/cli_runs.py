@@ -8,6 +8,7 @@ process trees, stdout at the file-descriptor level) still run `python -m gradche
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import click
 from click.testing import CliRunner
@@ -20,3 +21,18 @@ def invoke(command: click.Command, args: Sequence[str]) -> tuple[int, str, str]:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stdout, result.stderr
+
+
+class Ran(NamedTuple):
+    """What a run of the command gave, named like subprocess.CompletedProcess's fields."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def gradcheck_json(*args: str) -> Ran:
+    """`gradcheck ARGS --format json` in this process."""
+    from gradcheck_cli.cli import command
+
+    return Ran(*invoke(command, [*args, "--format", "json"]))

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 from click.testing import CliRunner
 
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.loaders.tf_protos import protos
-from tests.cli_runs import invoke
+from tests.cli_runs import Ran, gradcheck_json
 from tests.error_documents import assert_error_document
 
 BAD = Path(__file__).parent / "scripts" / "bad"
@@ -27,19 +26,11 @@ SCRIPT_CASES = {
 }
 
 
-class _Run(NamedTuple):
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def _gradcheck(*args: str) -> _Run:
-    return _Run(*invoke(command, [*args, "--format", "json"]))
-
-
 @pytest.fixture(scope="module")
-def script_runs() -> dict[str, _Run]:
-    return {name: _gradcheck(str(BAD / name), *extra) for name, (_, extra) in SCRIPT_CASES.items()}
+def script_runs() -> dict[str, Ran]:
+    return {
+        name: gradcheck_json(str(BAD / name), *extra) for name, (_, extra) in SCRIPT_CASES.items()
+    }
 
 
 def _assert_one_clear_error(
@@ -58,7 +49,7 @@ def _assert_one_clear_error(
 
 
 @pytest.mark.parametrize("name", SCRIPT_CASES)
-def test_bad_scripts(name: str, script_runs: dict[str, _Run]) -> None:
+def test_bad_scripts(name: str, script_runs: dict[str, Ran]) -> None:
     run = script_runs[name]
     _assert_one_clear_error(
         run.returncode, run.stdout, run.stderr, SCRIPT_CASES[name][0], json_of=str(BAD / name)
@@ -66,7 +57,7 @@ def test_bad_scripts(name: str, script_runs: dict[str, _Run]) -> None:
 
 
 def test_vector_loss_is_checked_when_asked(tmp_path: Path) -> None:
-    run = _gradcheck(str(BAD / "vector_loss.py"), "--loss", "loss", "--sum-loss")
+    run = gradcheck_json(str(BAD / "vector_loss.py"), "--loss", "loss", "--sum-loss")
     assert run.returncode in (ExitCode.CLEAN, ExitCode.DEAD_VARIABLES), run.stderr
     assert run.stdout.startswith("{")
 

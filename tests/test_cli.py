@@ -16,6 +16,7 @@ from gradcheck_cli import cli
 from gradcheck_cli.cli import ExitCode, Options, command
 from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import Format
+from tests.cli_runs import invoke
 from tests.error_documents import assert_error_document
 from tests.oracle import dead_in_script, dead_names
 
@@ -23,8 +24,7 @@ SCRIPTS = Path(__file__).parent / "scripts"
 
 
 def _run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(command, list(args))
-    return result.exit_code, result.stdout, result.stderr
+    return invoke(command, args)
 
 
 def test_dead_variable_exits_1_and_json_follows_the_schema(saved: Path) -> None:
@@ -117,10 +117,10 @@ def test_script_prints_never_reach_stdout() -> None:
     ],
 )
 def test_script_errors_exit_2(script: str, message: str) -> None:
-    result = _gradcheck(str(SCRIPTS / script), "--format", "json")
-    assert result.returncode == ExitCode.ERROR
-    assert_error_document(result.stdout, result.stderr, str(SCRIPTS / script))
-    assert message in result.stderr and "Traceback" not in result.stderr
+    code, out, err = _run(str(SCRIPTS / script), "--format", "json")
+    assert code == ExitCode.ERROR
+    assert_error_document(out, err, str(SCRIPTS / script))
+    assert message in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize(
@@ -131,8 +131,8 @@ def test_eager_only_loss_names_the_line_that_leaves_tensorflow(
     script_name: str, marker: str
 ) -> None:
     script = SCRIPTS / script_name
-    result = _gradcheck(str(script), "--loss", "loss", "--format", "json")
-    report = json.loads(result.stdout)
+    _, out, _ = _run(str(script), "--loss", "loss", "--format", "json")
+    report = json.loads(out)
     verdicts = dead_in_script(str(script), "loss")
     dead = {v["name"] for v in report["variables"] if v["status"] in ("blocked", "unused")}
     assert dead == dead_names(verdicts)

@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import json
 import runpy
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from gradcheck_cli.cli import command
+from tests.cli_runs import invoke
 from tests.tf_oracle_inprocess import dead_names, tf_verdicts
 
 SCRIPT = Path(__file__).parent / "scripts" / "custom_train_step.py"
 
 
 def test_custom_train_step_agrees_with_tensorflow() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "gradcheck_cli", str(SCRIPT), "--loss", "model", "--format", "json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    report = json.loads(result.stdout)
+    code, out, _ = invoke(command, [str(SCRIPT), "--loss", "model", "--format", "json"])
+    report = json.loads(out)
     namespace = runpy.run_path(str(SCRIPT), run_name="oracle")
     model = namespace["model"]
     rng = np.random.default_rng(0)
@@ -33,7 +28,7 @@ def test_custom_train_step_agrees_with_tensorflow() -> None:
     )
     dead = {v["name"] for v in report["variables"] if v["status"] in ("blocked", "unused")}
     assert dead == dead_names(verdicts)
-    assert result.returncode == (1 if dead_names(verdicts) else 0)
+    assert code == (1 if dead_names(verdicts) else 0)
 
 
 GAN = Path(__file__).parent / "scripts" / "gan_train_step.py"
@@ -41,13 +36,7 @@ GAN = Path(__file__).parent / "scripts" / "gan_train_step.py"
 
 def test_gan_train_step_judges_each_network_by_its_own_tape() -> None:
     """No compiled loss: each tape's loss against the variables that tape differentiates."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gradcheck_cli", str(GAN), "--loss", "gan", "--format", "json"]
-        + ["--verify"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    code, out, err = invoke(command, [str(GAN), "--loss", "gan", "--format", "json", "--verify"])
     namespace = runpy.run_path(str(GAN), run_name="oracle")
     gan = namespace["gan"]
     import tensorflow as tf
@@ -62,12 +51,11 @@ def test_gan_train_step_judges_each_network_by_its_own_tape() -> None:
         verdicts.update(
             tf_verdicts(lambda loss=loss: loss(gan, real, noise), network.trainable_weights)
         )
-    out, err = process.communicate(timeout=300)
     report = json.loads(out)
     statuses = {v["name"]: v["status"] for v in report["variables"]}
     assert set(statuses) == set(verdicts), err
     dead = {name for name, status in statuses.items() if status in ("blocked", "unused")}
     assert dead == dead_names(verdicts) == {w.path for w in gan.generator.trainable_weights}
-    assert process.returncode == 1
+    assert code == 1
     codes = {finding["code"] for finding in report["findings"]}
     assert "GC003" in codes and "GC002" not in codes  # TensorFlow agrees, tape by tape

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests import forked_python
+
 try:
     from tests import oracle
 except ImportError:  # tests/ is not a package: pytest put tests/ itself on sys.path
@@ -90,9 +92,10 @@ class Finished:
     stderr: str
 
 
-def _wait(process: subprocess.Popen[str]) -> Finished:
+def _wait(process: subprocess.Popen[str] | forked_python.ForkedProcess) -> Finished:
     stdout, stderr = process.communicate(timeout=TIMEOUT_SECONDS)
-    return Finished(process.returncode, stdout, stderr)
+    assert process.returncode is not None
+    return Finished(process.returncode, stdout or "", stderr)
 
 
 def _statuses_from_api(path: Path) -> dict[str, str]:
@@ -145,9 +148,10 @@ def background(tmp_path_factory: pytest.TempPathFactory) -> Any:
         for name in TF1_SCRIPTS
     }
     targets = {name: out / Path(name).stem for name in SAVED_SAMPLES}
-    saver = _start(
+    saver = forked_python.start(
         ["-c", _SAVE_SCRIPTS]
-        + [str(part) for name in SAVED_SAMPLES for part in (SAMPLES / name, targets[name])]
+        + [str(part) for name in SAVED_SAMPLES for part in (SAMPLES / name, targets[name])],
+        SUBPROCESS_ENV,
     )
     # api.check runs a script in a worker process, so these threads mostly wait.
     executor = ThreadPoolExecutor(max_workers=4)

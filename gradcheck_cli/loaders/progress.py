@@ -41,6 +41,7 @@ class Status:
         self.path = folder / "progress"
         self._step = first_step
         self._status: Any = None
+        self._spinner: Any = None
         self._console = console
         # Not rich's own test: it counts FORCE_COLOR as a terminal, and CI logs set that.
         terminal = console.is_terminal if console is not None else _stderr_is_a_terminal()
@@ -56,8 +57,14 @@ class Status:
 
             # The worker's output relayed meanwhile goes through sys.stderr, which the status
             # takes over, so each line prints above the spinner instead of through it.
+            from rich.live import Live
+            from rich.spinner import Spinner
+
             console = self._console or Console(stderr=True, highlight=False, emoji=False)
-            self._status = console.status(self._step, spinner="dots")
+            self._spinner = Spinner("dots", text=self._step)
+            self._status = Live(
+                self._spinner, console=console, transient=True, refresh_per_second=12.5
+            )
             self._status.start()
         return self
 
@@ -71,7 +78,9 @@ class Status:
             return
         if step and step != self._step:
             self._step = step
-            self._status.update(step)
+            self._spinner.update(text=step)
+            # Drawn now, not at the next tick: a step shorter than a tick still shows.
+            self._status.refresh()
 
     def stop(self) -> None:
         """Take the status line away (before a report is written while the worker goes on)."""

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tensorflow as tf
 
+from gradcheck_cli.cli import run_command
 from gradcheck_cli.loaders import eager_recording
 from gradcheck_cli.loaders.eager_recording import OpRecorder, rebuild
+from tests.cli_runs import invoke
 
 SCRIPTS = Path(__file__).parent.parent / "scripts" / "eager_run"
 REBUILT = "eager step: reconstructed from the ops TensorFlow ran"
@@ -22,15 +22,9 @@ VERDICT_ONLY = "eager step: TensorFlow's verdict only, no graph"
 
 
 def _run(script: str) -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, "-m", "gradcheck_cli", "run", str(SCRIPTS / script), "-f", "json"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-    assert result.returncode == 1, result.stderr
-    report: dict[str, Any] = json.loads(result.stdout)
+    code, out, err = invoke(run_command, [str(SCRIPTS / script), "-f", "json"])
+    assert code == 1, err
+    report: dict[str, Any] = json.loads(out)
     return report
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import runpy
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,8 @@ import pytest
 from gradcheck_cli.cli import ExitCode
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.loss_finding import SCRIPT_RUN_NAME, find_loss
+from tests.cli_runs import gradcheck_json
 from tests.error_documents import assert_error_document
-from tests.test_bad_input import _gradcheck
 
 SCRIPTS = Path(__file__).parent.parent / "scripts"
 
@@ -142,18 +141,15 @@ def test_training_code_is_never_taken_for_the_loss(
     )
     marker = tmp_path / "main_ran"
     monkeypatch.setenv("GRADCHECK_TEST_MARKER", str(marker))
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        runs = list(
-            pool.map(
-                lambda args: _gradcheck(*args),
-                [
-                    (str(training),),
-                    (str(training), "--loss", "compute_loss"),
-                    (str(inside), "--loss", "loss"),
-                    (str(unnamed),),
-                ],
-            )
-        )
+    runs = [
+        gradcheck_json(*args)
+        for args in [
+            (str(training),),
+            (str(training), "--loss", "compute_loss"),
+            (str(inside), "--loss", "loss"),
+            (str(unnamed),),
+        ]
+    ]
     assert not marker.exists()
     guessed, with_arguments, model_inside, found = runs
     for run, script, expected in (
