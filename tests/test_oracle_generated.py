@@ -22,7 +22,16 @@ from tests.tf_oracle_inprocess import dead_names, tf_verdicts, variable_name
 
 SEEDS = range(300)
 GROUP = 10
-GROUPS = [SEEDS[i : i + GROUP] for i in range(0, len(SEEDS), GROUP)]
+# Under pytest-xdist, each half of the seeds runs on one worker: a program is built and judged
+# once per process (`case`), and the two halves keep both of CI's cores busy.
+HALVES = 2
+GROUPS = [
+    pytest.param(
+        SEEDS[i : i + GROUP],
+        marks=pytest.mark.xdist_group(f"generated programs, half {i * HALVES // len(SEEDS)}"),
+    )
+    for i in range(0, len(SEEDS), GROUP)
+]
 
 
 def saved_as_savedmodel(seed: int) -> bool:

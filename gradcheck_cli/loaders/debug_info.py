@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -19,7 +20,10 @@ _LIBRARY_MARKERS = (
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def is_user_file(path: str) -> bool:
+    """Whether frames in `path` are the user's code. Asked for every frame of every op's
+    traceback, so of the same few files thousands of times: cached."""
     # A notebook cell that gradcheck runs is the user's code, wherever the notebook lives.
     if notebook_cell(path) is not None:
         return True
