@@ -3,17 +3,16 @@
 TensorFlow is the judge (tests/run_oracle.py runs each script with its gradient entry points
 wrapped): for every gradient request, the variables gradcheck calls dead must be exactly those
 TensorFlow gives a None gradient, and the script must be stopped before its first weight change
-(each script writes a marker file after its first optimizer step). Every process imports
-TensorFlow for seconds, so the module starts them all at once, a few at a time, and each test
-reads the results it needs; no script runs twice under the same tool.
+(each script writes a marker file after its first optimizer step). The module fixture starts
+TensorFlow's runs in the background (forked, a few at a time), runs gradcheck on every script
+in this process meanwhile, and each test reads the results it needs; no script runs twice under
+the same tool.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,13 +21,20 @@ from typing import Any
 
 import pytest
 
+from gradcheck_cli.cli import command, run_command
 from tests import forked_python
+from tests.cli_runs import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "scripts" / "run"
 SEED = ROOT / "sample_models" / "faulty_weights_tf1.py"
-SUBPROCESS_ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
-PARALLEL_PROCESSES = 3  # CI has two cores; a third process overlaps one's TensorFlow import
+MARKER_VARIABLE = "GRADCHECK_TEST_MARKER"
+SUBPROCESS_ENV = {
+    **{k: v for k, v in os.environ.items() if k != MARKER_VARIABLE},
+    "TF_CPP_MIN_LOG_LEVEL": "2",
+    "TF_ENABLE_ONEDNN_OPTS": "0",
+}
+PARALLEL_PROCESSES = 2  # oracles at once, forked: CI has two cores
 TIMEOUT_SECONDS = 300
 NOT_DEAD = frozenset({"ok", "frozen"})
 
@@ -72,22 +78,9 @@ class Finished:
     stderr: str
 
 
-def _run(argv: list[str], extra_env: dict[str, str]) -> Finished:
-    completed = subprocess.run(
-        [sys.executable, *argv],
-        cwd=ROOT,
-        env={**SUBPROCESS_ENV, **extra_env},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_SECONDS,
-    )
-    return Finished(completed.returncode, completed.stdout, completed.stderr)
-
-
-def _run_oracle(argv: list[str], extra_env: dict[str, str]) -> Finished:
+def _run_oracle(argv: list[str], cwd: Path) -> Finished:
     """The oracle forks from a process that imported TensorFlow once (`forked_python`)."""
-    process = forked_python.start(argv, {**SUBPROCESS_ENV, **extra_env}, ROOT)
+    process = forked_python.start(argv, SUBPROCESS_ENV, cwd)
     try:
         _, stderr = process.communicate(timeout=TIMEOUT_SECONDS)
     finally:
@@ -96,28 +89,33 @@ def _run_oracle(argv: list[str], extra_env: dict[str, str]) -> Finished:
     return Finished(process.returncode, "", stderr)
 
 
-def _relative(script: Path) -> str:
-    return str(script.relative_to(ROOT))
+def _gradcheck(args: list[str]) -> Finished:
+    """`gradcheck ARGS` (or `gradcheck run ...`) in this process: later workers fork warm."""
+    if args[0] == "run":
+        return Finished(*invoke(run_command, args[1:]))
+    return Finished(*invoke(command, args))
 
 
 def _gradcheck_run(case: Case) -> list[str]:
     after_dashes = ["--", *case.args] if case.args else []
-    return ["-m", "gradcheck_cli", "run", _relative(case.script), "-f", "json", *after_dashes]
+    return ["run", str(case.script), "-f", "json", *after_dashes]
 
 
 @dataclass
 class Runs:
-    """Every process of the module, started at once; each result is awaited when first read."""
+    """gradcheck's runs, done; TensorFlow's, each awaited when first read. A script writes its
+    marker after its first weight change into its working folder: DIR/run or DIR/oracle."""
 
     directory: Path
-    pending: dict[tuple[str, str], Future[Finished]]
+    gradcheck: dict[tuple[str, str], Finished]
+    oracles: dict[str, Future[Finished]]
     _json: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     def finished(self, tool: str, name: str) -> Finished:
-        return self.pending[tool, name].result()
+        return self.oracles[name].result() if tool == "oracle" else self.gradcheck[tool, name]
 
     def marker(self, tool: str, name: str) -> Path:
-        return self.directory / f"{name}.{tool}.marker"
+        return self.directory / tool / f"{name}.marker"
 
     def reports(self, name: str) -> list[dict[str, Any]]:
         """gradcheck's run-mode reports for a script, one per gradient request."""
@@ -146,43 +144,34 @@ class Runs:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     directory = tmp_path_factory.mktemp("run_mode")
-    jobs: dict[tuple[str, str], tuple[list[str], dict[str, str]]] = {
-        # The slowest first: it waits out its time limit.
-        ("run", "never_trains"): (
-            ["-m", "gradcheck_cli", "run", _relative(SCRIPTS / "never_trains.py")]
-            + ["--timeout", "5"],
-            {},
-        ),
-        ("run", "crashes_before_training"): (
-            ["-m", "gradcheck_cli", "run", _relative(SCRIPTS / "crashes_before_training.py")]
-            + ["-f", "json"],
-            {},
-        ),
-        ("run -q", "crashes_before_training"): (
-            ["-m", "gradcheck_cli", "run", _relative(SCRIPTS / "crashes_before_training.py")]
-            + ["-q"],
-            {},
-        ),
-        ("static", "faulty_weights_tf1"): (
-            ["-m", "gradcheck_cli", _relative(SEED), "--loss", "loss", "-f", "json"],
-            {},
-        ),
-    }
-    for case in CASES:
-        for tool in ("run", "oracle"):
-            marker = {"GRADCHECK_TEST_MARKER": str(directory / f"{case.name}.{tool}.marker")}
-            if tool == "run":
-                argv = _gradcheck_run(case)
-            else:
-                out = str(directory / f"{case.name}.oracle.json")
-                argv = ["-m", "tests.run_oracle", out, _relative(case.script), *case.args]
-            jobs[tool, case.name] = (argv, marker)
+    for tool in ("run", "oracle"):
+        (directory / tool).mkdir()
     pool = ThreadPoolExecutor(PARALLEL_PROCESSES)
-    pending = {
-        key: pool.submit(_run_oracle if key[0] == "oracle" else _run, argv, env)
-        for key, (argv, env) in jobs.items()
+    oracles = {
+        case.name: pool.submit(
+            _run_oracle,
+            ["-m", "tests.run_oracle", str(directory / f"{case.name}.oracle.json")]
+            + [str(case.script), *case.args],
+            directory / "oracle",
+        )
+        for case in CASES
     }
-    yield Runs(directory, pending)
+    jobs: dict[tuple[str, str], list[str]] = {
+        ("run", "never_trains"): ["run", str(SCRIPTS / "never_trains.py"), "--timeout", "5"],
+        ("run", "crashes_before_training"): [
+            *("run", str(SCRIPTS / "crashes_before_training.py"), "-f", "json")
+        ],
+        ("run -q", "crashes_before_training"): [
+            *("run", str(SCRIPTS / "crashes_before_training.py"), "-q")
+        ],
+        ("static", "faulty_weights_tf1"): [str(SEED), "--loss", "loss", "-f", "json"],
+    }
+    jobs.update({("run", case.name): _gradcheck_run(case) for case in CASES})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(MARKER_VARIABLE, raising=False)  # the scripts' markers: in their folder
+        patch.chdir(directory / "run")
+        done = {key: _gradcheck(args) for key, args in jobs.items()}
+    yield Runs(directory, done, oracles)
     pool.shutdown(wait=True, cancel_futures=True)
 
 
