@@ -3,14 +3,15 @@
 Each program comes from `generated_models` (a seed gives its source); TensorFlow's tape in this
 process is the judge (`tf_oracle_inprocess`). Seeds run ten per test case to share start-up cost;
 a failing case lists every failing seed with its source, gradcheck's statuses and TF's verdicts.
+A group of ten is built once and judged by every test of `TestSeeds`, then let go: the process
+never holds more than ten programs' TensorFlow graphs.
 """
 
 from __future__ import annotations
 
-import functools
 import shutil
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,8 @@ from tests.tf_oracle_inprocess import dead_names, tf_verdicts, variable_name
 
 SEEDS = range(300)
 GROUP = 10
-# Under pytest-xdist, each half of the seeds runs on one worker: a program is built and judged
-# once per process (`case`), and the two halves keep both of CI's cores busy.
+# Under pytest-xdist, each half of the seeds runs on one worker: the two halves keep both of
+# CI's cores busy.
 HALVES = 2
 GROUPS = [
     pytest.param(
@@ -58,9 +59,8 @@ class Case:
         return {variable_name(v) for v in self.variables}
 
 
-@functools.cache
-def case(seed: int) -> Case:
-    """Program `seed`, built once per session, with TensorFlow's verdicts."""
+def build_case(seed: int) -> Case:
+    """Program `seed`, with TensorFlow's verdicts."""
     module, loss, variables, program = generated_models.build_program(seed)
     verdicts = tf_verdicts(loss, variables, [generated_models.random_input(seed)])
     return Case(seed, module, loss, variables, program, verdicts)
@@ -111,10 +111,10 @@ def failure(case: Case, form: str, error: BaseException) -> str:
     return "\n".join([f"seed {case.seed} ({form}) raised\n{trace}", *details(case)])
 
 
-def check_group(seeds: range, check: Callable[[Case], list[str]]) -> None:
+def check_group(cases: list[Case], check: Callable[[Case], list[str]]) -> None:
     problems = []
-    for seed in seeds:
-        problems.extend(check(case(seed)))
+    for case in cases:
+        problems.extend(check(case))
     assert not problems, f"{len(problems)} problem(s)\n\n" + "\n\n".join(problems)
 
 
@@ -122,87 +122,91 @@ def group_id(seeds: range) -> str:
     return f"seeds{seeds[0]:03d}-{seeds[-1]:03d}"
 
 
-@pytest.mark.parametrize("seeds", GROUPS, ids=group_id)
-def test_check_function_agrees_with_tensorflow(seeds: range) -> None:
-    from gradcheck_cli.api import check_function
-
-    def check(case: Case) -> list[str]:
-        try:
-            report = check_function(case.loss, variables=case.module.trainable_variables)
-        except Exception as error:
-            return [failure(case, "check_function", error)]
-        problem = disagreement(case, "check_function", report)
-        return [problem] if problem else []
-
-    check_group(seeds, check)
+@pytest.fixture(scope="class")
+def cases(seeds: range) -> Iterator[list[Case]]:
+    """The group's programs with TensorFlow's verdicts, for the tests of one `TestSeeds`."""
+    yield [build_case(seed) for seed in seeds]
 
 
-@pytest.mark.parametrize("seeds", GROUPS, ids=group_id)
-def test_savedmodel_agrees_with_tensorflow(seeds: range, tmp_path: Path) -> None:
-    import tensorflow as tf
+@pytest.mark.parametrize("seeds", GROUPS, ids=group_id, scope="class")
+class TestSeeds:
+    def test_check_function_agrees_with_tensorflow(self, cases: list[Case]) -> None:
+        from gradcheck_cli.api import check_function
 
-    from gradcheck_cli.api import check
-
-    def check_saved(case: Case) -> list[str]:
-        if not saved_as_savedmodel(case.seed):
-            return []
-        directory = tmp_path / f"seed{case.seed}"
-        try:
-            tf.saved_model.save(case.module, str(directory), signatures=None)
-        except Exception as error:  # TensorFlow's own failure, reported with the program
-            return [failure(case, "tf.saved_model.save", error)]
-        try:
-            report = check(directory, loss="loss")
-        except Exception as error:
-            return [failure(case, "SavedModel", error)]
-        problems = [disagreement(case, "SavedModel", report)]
-        if checked_without_variables(case.seed):
-            shutil.rmtree(directory / "variables")
+        def check(case: Case) -> list[str]:
             try:
-                bare = check(directory, loss="loss")
+                report = check_function(case.loss, variables=case.module.trainable_variables)
             except Exception as error:
-                return [failure(case, "SavedModel without variables/", error)]
-            problems.append(disagreement(case, "SavedModel without variables/", bare))
-            if statuses(bare) != statuses(report):
-                problems.append(
-                    "\n".join(
-                        [
-                            f"seed {case.seed}: deleting variables/ changed gradcheck's verdicts",
-                            f"  with variables/:    {dict(sorted(statuses(report).items()))}",
-                            f"  without variables/: {dict(sorted(statuses(bare).items()))}",
-                            *details(case),
-                        ]
+                return [failure(case, "check_function", error)]
+            problem = disagreement(case, "check_function", report)
+            return [problem] if problem else []
+
+        check_group(cases, check)
+
+    def test_savedmodel_agrees_with_tensorflow(self, cases: list[Case], tmp_path: Path) -> None:
+        import tensorflow as tf
+
+        from gradcheck_cli.api import check
+
+        def check_saved(case: Case) -> list[str]:
+            if not saved_as_savedmodel(case.seed):
+                return []
+            directory = tmp_path / f"seed{case.seed}"
+            try:
+                tf.saved_model.save(case.module, str(directory), signatures=None)
+            except Exception as error:  # TensorFlow's own failure, reported with the program
+                return [failure(case, "tf.saved_model.save", error)]
+            try:
+                report = check(directory, loss="loss")
+            except Exception as error:
+                return [failure(case, "SavedModel", error)]
+            problems = [disagreement(case, "SavedModel", report)]
+            if checked_without_variables(case.seed):
+                shutil.rmtree(directory / "variables")
+                try:
+                    bare = check(directory, loss="loss")
+                except Exception as error:
+                    return [failure(case, "SavedModel without variables/", error)]
+                problems.append(disagreement(case, "SavedModel without variables/", bare))
+                if statuses(bare) != statuses(report):
+                    problems.append(
+                        "\n".join(
+                            [
+                                f"seed {case.seed}: deleting variables/ changed gradcheck's "
+                                "verdicts",
+                                f"  with variables/:    {dict(sorted(statuses(report).items()))}",
+                                f"  without variables/: {dict(sorted(statuses(bare).items()))}",
+                                *details(case),
+                            ]
+                        )
                     )
-                )
-        return [p for p in problems if p]
+            return [p for p in problems if p]
 
-    check_group(seeds, check_saved)
+        check_group(cases, check_saved)
 
+    def test_generated_verdicts_are_structural(self, cases: list[Case]) -> None:
+        """The generator's premise: TensorFlow's verdicts do not depend on the input values, and
+        they are the ones the generator meant (a data-dependent zero would be a false alarm)."""
 
-@pytest.mark.parametrize("seeds", GROUPS, ids=group_id)
-def test_generated_verdicts_are_structural(seeds: range) -> None:
-    """The generator's premise: TensorFlow's verdicts do not depend on the input values, and
-    they are the ones the generator meant (a data-dependent zero would be a false alarm)."""
-
-    def check(case: Case) -> list[str]:
-        other = tf_verdicts(
-            case.loss, case.variables, [generated_models.random_input(case.seed, salt=1)]
-        )
-        if other == case.verdicts and dead_names(other) == case.program.intended_dead:
-            return []
-        return [
-            "\n".join(
-                [
-                    f"seed {case.seed}: TensorFlow's verdicts are not the generator's intent or "
-                    "change with the input",
-                    f"  on another input: {dict(sorted(other.items()))}",
-                    f"  intended dead:    {sorted(case.program.intended_dead)}",
-                    *details(case),
-                ]
+        def check(case: Case) -> list[str]:
+            other = tf_verdicts(
+                case.loss, case.variables, [generated_models.random_input(case.seed, salt=1)]
             )
-        ]
+            if other == case.verdicts and dead_names(other) == case.program.intended_dead:
+                return []
+            return [
+                "\n".join(
+                    [
+                        f"seed {case.seed}: TensorFlow's verdicts are not the generator's "
+                        "intent or change with the input",
+                        f"  on another input: {dict(sorted(other.items()))}",
+                        f"  intended dead:    {sorted(case.program.intended_dead)}",
+                        *details(case),
+                    ]
+                )
+            ]
 
-    check_group(seeds, check)
+        check_group(cases, check)
 
 
 def test_generated_programs_mix_live_and_dead() -> None:
