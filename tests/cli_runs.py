@@ -8,18 +8,24 @@ process trees, stdout at the file-descriptor level) still run `python -m gradche
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import click
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
+
+
+def cli_result(command: click.Command, args: Sequence[str], **kwargs: Any) -> Result:
+    """click's result of `command args` (`kwargs`: CliRunner.invoke's, e.g. `env`). An exception
+    gradcheck did not turn into an exit code is raised, never read as exit code 1."""
+    result = CliRunner().invoke(command, list(args), **kwargs)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
 
 
 def invoke(command: click.Command, args: Sequence[str]) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `command args`; an exception gradcheck did not turn into an
-    exit code is raised, never read as exit code 1."""
-    result = CliRunner().invoke(command, list(args))
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
+    """(exit code, stdout, stderr) of `command args`, as `cli_result`."""
+    result = cli_result(command, args)
     return result.exit_code, result.stdout, result.stderr
 
 

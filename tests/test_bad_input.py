@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.loaders.tf_protos import protos
-from tests.cli_runs import Ran, gradcheck_json
+from tests.cli_runs import Ran, cli_result, gradcheck_json
 from tests.error_documents import assert_error_document
 
 BAD = Path(__file__).parent / "scripts" / "bad"
@@ -63,7 +62,7 @@ def test_vector_loss_is_checked_when_asked(tmp_path: Path) -> None:
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(command, list(args))
+    result = cli_result(command, list(args))
     return result.exit_code, result.stdout, result.stderr
 
 

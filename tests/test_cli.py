@@ -10,13 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from gradcheck_cli import cli
 from gradcheck_cli.cli import ExitCode, Options, command
 from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import Format
-from tests.cli_runs import invoke
+from tests.cli_runs import cli_result, invoke
 from tests.error_documents import assert_error_document
 from tests.oracle import dead_in_script, dead_names
 
@@ -169,16 +168,16 @@ def test_colour_reaches_a_pipe_when_asked_for(
 ) -> None:
     # CliRunner's stdout is not a terminal: click strips colour there unless told not to.
     environment = {"NO_COLOR": None, "FORCE_COLOR": None, **env}
-    result = CliRunner().invoke(command, [str(saved), *flags], env=environment)
+    result = cli_result(command, [str(saved), *flags], env=environment)
     assert result.exit_code == ExitCode.DEAD_VARIABLES
     assert ("\x1b[" in result.stdout) is coloured
-    quiet = CliRunner().invoke(command, [str(saved), "-q", *flags], env=environment)
+    quiet = cli_result(command, [str(saved), "-q", *flags], env=environment)
     assert ("\x1b[" in quiet.stdout) is coloured
 
 
 def test_a_pipe_is_not_wrapped_whatever_columns_says(saved: Path) -> None:
     # COLUMNS sets the width on a terminal; a pipe gets each line whole.
-    narrow = CliRunner().invoke(command, [str(saved), "--color", "never"], env={"COLUMNS": "30"})
+    narrow = cli_result(command, [str(saved), "--color", "never"], env={"COLUMNS": "30"})
     assert max(len(line) for line in narrow.stdout.splitlines()) > 30
     assert narrow.stdout == _run(str(saved), "--color", "never")[1]
 

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from gradcheck_cli import api
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.errors import error_line
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.options import CheckOptions
+from tests.cli_runs import cli_result
 from tests.shared_checks import RepositoryChecks
 from tests.tf_oracle_inprocess import dead_names, tf_verdicts
 
@@ -24,7 +24,7 @@ FAULTY = Path(__file__).parent.parent / "sample_models" / "faulty_weights_tf1.py
 
 
 def _run(*args: str | Path) -> tuple[int, str, str]:
-    result = CliRunner().invoke(command, [str(a) for a in args])
+    result = cli_result(command, [str(a) for a in args])
     return result.exit_code, result.stdout, result.stderr
 
 

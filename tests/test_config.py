@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.config import (
@@ -19,6 +18,7 @@ from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import Format
+from tests.cli_runs import cli_result
 from tests.error_documents import shows_path
 
 
@@ -98,7 +98,7 @@ def test_a_bare_gradcheck_without_models_is_a_usage_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(command, [])
+    result = cli_result(command, [])
     assert result.exit_code == ExitCode.ERROR
     assert result.stdout == ""
     assert "No MODEL given" in result.stderr and "models = [" in result.stderr
@@ -110,7 +110,7 @@ def test_a_bare_gradcheck_checks_the_configured_models_in_order(
     (tmp_path / "sub").mkdir()
     _pyproject(tmp_path, 'models = ["missing_model", "sub/missing_script.py"]')
     monkeypatch.chdir(tmp_path / "sub")
-    result = CliRunner().invoke(command, [])
+    result = cli_result(command, [])
     assert result.exit_code == ExitCode.ERROR
     errors = result.stderr.splitlines()
     assert len(errors) == 2
@@ -118,7 +118,7 @@ def test_a_bare_gradcheck_checks_the_configured_models_in_order(
     # Shown relative to the working directory, as the user would type it.
     assert " missing_script.py:" in errors[1] and str(tmp_path) not in errors[1]
     # MODEL arguments replace the configured models.
-    result = CliRunner().invoke(command, ["other_model"])
+    result = cli_result(command, ["other_model"])
     assert result.exit_code == ExitCode.ERROR
     assert "other_model" in result.stderr and "missing" not in result.stderr
 
@@ -199,7 +199,7 @@ def test_bad_keys_and_types_name_the_key_and_the_file(
 
 def test_unknown_key_exits_2_on_the_command_line(tmp_path: Path) -> None:
     path = _pyproject(tmp_path, 'alow-dead = ["x"]')
-    result = CliRunner().invoke(command, ["--config", str(path), str(tmp_path)])
+    result = cli_result(command, ["--config", str(path), str(tmp_path)])
     assert result.exit_code == ExitCode.ERROR
     assert result.stdout == ""
     assert "'alow-dead'" in result.stderr and shows_path(result.stderr, path)
@@ -218,7 +218,7 @@ def test_invalid_toml_and_missing_table_are_errors(tmp_path: Path) -> None:
 
 
 def test_bad_code_flag_is_a_usage_error(tmp_path: Path) -> None:
-    result = CliRunner().invoke(command, ["--select", "GC1,NOPE", str(tmp_path)])
+    result = cli_result(command, ["--select", "GC1,NOPE", str(tmp_path)])
     assert result.exit_code == 2 and "'NOPE'" in result.stderr
 
 

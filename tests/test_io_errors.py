@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from gradcheck_cli.cli import ExitCode, command
+from tests.cli_runs import cli_result
 
 # Enough for a SavedModel check in a fresh interpreter on a busy machine; a hang fails instead.
 SUBPROCESS_SECONDS = 120
@@ -21,7 +21,7 @@ LINUX_DEVICES = pytest.mark.skipif(
 
 
 def _run(*args: str | Path) -> tuple[int, str, str]:
-    result = CliRunner().invoke(command, [str(a) for a in args])
+    result = cli_result(command, [str(a) for a in args])
     return result.exit_code, result.stdout, result.stderr
 
 

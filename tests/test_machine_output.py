@@ -9,14 +9,14 @@ from typing import Any
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
 
 from gradcheck_cli.cli import ExitCode, command, run_command
+from tests.cli_runs import cli_result
 from tests.reporters.test_formats import sarif_schema  # noqa: F401  (the SARIF 2.1.0 schema)
 
 
 def _run(*args: str | Path) -> tuple[int, str, str]:
-    result = CliRunner().invoke(command, [str(a) for a in args])
+    result = cli_result(command, [str(a) for a in args])
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -94,7 +94,7 @@ def test_two_models_where_one_fails_are_a_list_of_two(
 
 @pytest.mark.parametrize("script", ["missing.py", "notes"])
 def test_a_script_run_that_fails_is_one_error_object(inputs: Path, script: str) -> None:
-    result = CliRunner().invoke(run_command, [script, "-f", "json"])
+    result = cli_result(run_command, [script, "-f", "json"])
     assert result.exit_code == ExitCode.ERROR
     (error,) = _errors(result.stderr)
     assert json.loads(result.stdout) == {

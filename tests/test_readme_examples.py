@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 from packaging.requirements import Requirement
 
+from tests.cli_runs import cli_result
 from tests.readme import ROOT, code_blocks
 
 pytest_plugins = ["pytester"]
@@ -109,7 +109,7 @@ def test_the_workflow_command_checks_the_models_of_the_users_pyproject(
 
     argv = _gradcheck_command(_workflow())
     monkeypatch.chdir(project_with_models)
-    result = CliRunner().invoke(command, argv[1:])
+    result = cli_result(command, argv[1:])
     assert result.exit_code == ExitCode.DEAD_VARIABLES, result.stderr
     sarif = json.loads((project_with_models / argv[argv.index("-o") + 1]).read_text())
     (run,) = sarif["runs"]

@@ -7,12 +7,12 @@ import re
 
 import click
 import pytest
-from click.testing import CliRunner
 
 from gradcheck_cli.cli import command, run_command
 from gradcheck_cli.cli_options import GROUPS, HELP
 from gradcheck_cli.config import KEYS
 from gradcheck_cli.options import TIMEOUT_VARIABLE
+from tests.cli_runs import cli_result
 from tests.readme import README, section
 
 COMMANDS = {"gradcheck": command, "gradcheck run": run_command}
@@ -50,7 +50,7 @@ def test_every_config_key_and_the_timeout_variable_are_in_the_configuration_sect
 @pytest.mark.parametrize("name", COMMANDS)
 def test_help_lists_every_option_under_its_group(name: str) -> None:
     cmd = COMMANDS[name]
-    result = CliRunner().invoke(cmd, ["--help"], prog_name=name)
+    result = cli_result(cmd, ["--help"], prog_name=name)
     assert result.exit_code == 0
     headings = re.findall(r"^(\S[^:\n]*):$", result.stdout, re.M)
     assert headings == [*GROUPS, HELP]

@@ -7,17 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
 from gradcheck_cli.cli import ExitCode, command
+from tests.cli_runs import cli_result
 
 SCRIPTS = Path(__file__).parent / "scripts"
 
 
 def _check(script: Path) -> tuple[int, dict[str, Any]]:
-    result = CliRunner().invoke(
-        command, [str(script), "--loss", "loss", "--verify", "--format", "json"]
-    )
+    result = cli_result(command, [str(script), "--loss", "loss", "--verify", "--format", "json"])
     assert result.stdout, result.stderr
     report = json.loads(result.stdout)
     codes = {f["code"] for f in report["findings"]}

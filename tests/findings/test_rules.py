@@ -9,7 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import gradcheck_cli
 from gradcheck_cli.analysis.verdicts import (
@@ -26,6 +25,7 @@ from gradcheck_cli.findings.finding import Severity
 from gradcheck_cli.findings.rules import RULE_BY_CONCERN, RULE_BY_REASON, RULES, SECTIONS, Rule
 from gradcheck_cli.graph.model import Variable
 from gradcheck_cli.reporters.explain import render_catalogue, render_rule
+from tests.cli_runs import cli_result
 from tests.import_probe import imported_after
 from tests.reporters.factories import verdict
 
@@ -206,7 +206,7 @@ def test_catalogue_lists_every_rule() -> None:
 
 
 def _explain(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(command, ["--explain", *args], env={"NO_COLOR": "1"})
+    result = cli_result(command, ["--explain", *args], env={"NO_COLOR": "1"})
     return result.exit_code, result.stdout, result.stderr
 
 

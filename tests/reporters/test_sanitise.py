@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, Unreached
 from gradcheck_cli.cli import ExitCode, command
@@ -21,6 +20,7 @@ from gradcheck_cli.loaders.tf_protos import protos
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+from tests.cli_runs import cli_result
 from tests.reporters.factories import verdict
 
 # What a hostile model can name things: a clipboard write (OSC 52), a link (OSC 8), a window
@@ -211,7 +211,7 @@ def _saved_model_without_functions(tmp_path: Path) -> Path:
 
 
 def _error(*args: str) -> str:
-    result = CliRunner().invoke(command, list(args))
+    result = cli_result(command, list(args))
     assert result.exit_code == ExitCode.ERROR, result.output
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
