@@ -153,8 +153,9 @@ def background(tmp_path_factory: pytest.TempPathFactory) -> Any:
         + [str(part) for name in SAVED_SAMPLES for part in (SAMPLES / name, targets[name])],
         SUBPROCESS_ENV,
     )
-    # api.check runs a script in a worker process, so these threads mostly wait.
-    executor = ThreadPoolExecutor(max_workers=4)
+    # One at a time in the background: after the first, each worker forks from gradcheck's warm
+    # launcher, which serves one worker at a time.
+    executor = ThreadPoolExecutor(max_workers=1)
     script_checks = {
         name: executor.submit(_statuses_from_api, SAMPLES / name)
         for name in DOCUMENTED_EXIT_CODES
