@@ -3,7 +3,6 @@ TF1 graph, or the eager tape's verdicts; TensorFlow's own gradients come along w
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -32,12 +31,10 @@ CASES = {
 @pytest.fixture(scope="module")
 def results() -> dict[str, WorkerResult]:
     options = CheckOptions(loss="loss", verify=True)
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {
-            case: pool.submit(run_worker, WorkerRequest(Job.SCRIPT, path, options))
-            for case, path in CASES.items()
-        }
-        return {case: future.result() for case, future in futures.items()}
+    # One at a time: after the first, each worker forks from the warm launcher.
+    return {
+        case: run_worker(WorkerRequest(Job.SCRIPT, path, options)) for case, path in CASES.items()
+    }
 
 
 def test_a_tf2_loss_function_is_traced(results: dict[str, WorkerResult]) -> None:
