@@ -4,8 +4,9 @@ that imported TensorFlow.
 Every oracle question runs in a fresh process, so a TF1 script's `disable_v2_behavior()` or a
 script's globals never leak into the next question; but a fresh `import tensorflow` costs seconds
 of CPU, and the suite asks dozens of questions. gradcheck's own warm launcher
-(`gradcheck_cli.loaders.warm_launcher`) imports TensorFlow and Keras once and forks a clean child
-per request; this module keeps one launcher per test process and starts the children through it.
+(`gradcheck_cli.loaders.warm_launcher`, through its client `warm_workers.Launcher`) imports
+TensorFlow and Keras once and forks a clean child per request; this module keeps one launcher
+per test process and starts the children through it.
 A child is a process like `subprocess.Popen` starts: its own session, stdin empty, stdout
 discarded, stderr kept, the requested environment and working folder.
 """
@@ -15,9 +16,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import pickle
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,25 +25,24 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gradcheck_cli.loaders.warm_launcher import MESSAGE_BYTES
+from gradcheck_cli.loaders.warm_workers import Launcher
 
 ROOT = Path(__file__).resolve().parents[1]
 _POLL_SECONDS = 0.05
-_START_SECONDS = 300
+_START_SECONDS = 300.0
 
 
 class ForkedProcess:
     """A forked `python -c`/`-m`, with the part of subprocess.Popen the oracles use."""
 
-    def __init__(self, launcher: _Launcher, pid: int, stderr_path: str) -> None:
-        self._launcher = launcher
+    def __init__(self, pid: int, stderr_path: str) -> None:
         self.pid = pid
         self._stderr_path = stderr_path
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
         if self.returncode is None:
-            self.returncode = self._launcher.ask("poll", self.pid)
+            self.returncode = _reap(self.pid, block=False)
         return self.returncode
 
     def communicate(self, timeout: float | None = None) -> tuple[None, str]:
@@ -63,72 +61,26 @@ class ForkedProcess:
         if self.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.pid, signal.SIGKILL)
-            self.returncode = self._launcher.ask("wait", self.pid)
+            self.returncode = _reap(self.pid, block=True)
 
 
-class _Launcher:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+# gradcheck's launcher client, shared by the oracles' threads, which take turns to talk to it.
+_launcher: Launcher | None = None
+_lock = threading.Lock()
+
+
+def _the_launcher() -> Launcher:
+    global _launcher
+    if _launcher is None:
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "gradcheck_cli.loaders.warm_launcher", str(theirs.fileno())],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=env,
-                cwd=ROOT,
-                pass_fds=(theirs.fileno(),),
-                start_new_session=True,
-            )
-        finally:
-            theirs.close()
-        self._channel.settimeout(_START_SECONDS)
-        if self._receive()[0] != "ready":
-            raise RuntimeError("the oracle's TensorFlow launcher did not start")
-        self._channel.settimeout(None)
-
-    def start(self, argv: Sequence[str], env: Mapping[str, str], cwd: str) -> ForkedProcess:
-        with tempfile.NamedTemporaryFile("wb", prefix="oracle-stderr-", delete=False) as err:
-            stderr_path = err.name
-        stdio = [
-            os.open(os.devnull, os.O_RDONLY),
-            os.open(os.devnull, os.O_WRONLY),
-            os.open(stderr_path, os.O_WRONLY),
-        ]
-        if argv[0] == "-c":  # the launcher runs modules: this one runs the code
-            argv = ["-m", "tests.forked_python", *argv[1:]]
-        try:
-            pid = self.ask("launch", [sys.executable, *argv], dict(env), cwd, fds=stdio)
-        finally:
-            for fd in stdio:
-                os.close(fd)
-        if pid is None:
-            raise RuntimeError("the oracle's TensorFlow launcher could not fork")
-        return ForkedProcess(self, pid, stderr_path)
-
-    def ask(self, *request: object, fds: Sequence[int] = ()) -> int | None:
-        with self._lock:
-            socket.send_fds(self._channel, [pickle.dumps(request)], list(fds))
-            answer: int | None = self._receive()[1]
-        return answer
-
-    def _receive(self) -> tuple[str, int | None]:
-        message = self._channel.recv(MESSAGE_BYTES)
-        if not message:
-            raise RuntimeError("the oracle's TensorFlow launcher ended")
-        reply: tuple[str, int | None] = pickle.loads(message)
-        return reply
-
-    def close(self) -> None:
-        self._channel.close()
-        self.process.kill()
-        self.process.wait()
+        _launcher = Launcher(env, str(ROOT))
+        atexit.register(_launcher.close)
+    return _launcher
 
 
-_launcher: _Launcher | None = None
-_launcher_lock = threading.Lock()
+def _reap(pid: int, block: bool) -> int | None:
+    with _lock:
+        return _the_launcher().reap(pid, block)
 
 
 def start(
@@ -136,13 +88,26 @@ def start(
 ) -> ForkedProcess:
     """Start `python *argv` (`-c CODE ...` or `-m MODULE ...`) with `env` in `cwd`, forked from
     the launcher."""
-    global _launcher
-    with _launcher_lock:
-        if _launcher is None:
-            _launcher = _Launcher()
-            atexit.register(_launcher.close)
-        launcher = _launcher
-    return launcher.start(argv, env, os.fspath(cwd))
+    with tempfile.NamedTemporaryFile("wb", prefix="oracle-stderr-", delete=False) as err:
+        stderr_path = err.name
+    stdio = [
+        os.open(os.devnull, os.O_RDONLY),
+        os.open(os.devnull, os.O_WRONLY),
+        os.open(stderr_path, os.O_WRONLY),
+    ]
+    if argv[0] == "-c":  # the launcher runs modules: this one runs the code
+        argv = ["-m", "tests.forked_python", *argv[1:]]
+    try:
+        with _lock:
+            pid = _the_launcher().start(
+                [sys.executable, *argv], env, os.fspath(cwd), stdio, _START_SECONDS
+            )
+    finally:
+        for fd in stdio:
+            os.close(fd)
+    if pid is None:
+        raise RuntimeError("the oracles' TensorFlow launcher could not fork")
+    return ForkedProcess(pid, stderr_path)
 
 
 def _run_as_python_c(argv: list[str]) -> None:

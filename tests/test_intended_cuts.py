@@ -59,8 +59,9 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> Checked:
     def run_oracle() -> dict[str, Any]:
         env = {**os.environ, "GRADCHECK_TEST_MARKER": str(marker)}
         argv = ["-m", "tests.run_oracle", str(oracle_out), str(RUN_SCRIPT)]
-        _, stderr = forked_python.start(argv, env, ROOT).communicate(timeout=300)
-        assert oracle_out.exists(), stderr[-4000:]
+        process = forked_python.start(argv, env, ROOT)
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0 and oracle_out.exists(), stderr[-4000:]
         return json.loads(oracle_out.read_text())
 
     os.environ["GRADCHECK_TEST_MARKER"] = str(scratch / "gradcheck.marker")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,9 +123,9 @@ def group_id(seeds: range) -> str:
 
 
 @pytest.fixture(scope="class")
-def cases(seeds: range) -> Iterator[list[Case]]:
+def cases(seeds: range) -> list[Case]:
     """The group's programs with TensorFlow's verdicts, for the tests of one `TestSeeds`."""
-    yield [build_case(seed) for seed in seeds]
+    return [build_case(seed) for seed in seeds]
 
 
 @pytest.mark.parametrize("seeds", GROUPS, ids=group_id, scope="class")

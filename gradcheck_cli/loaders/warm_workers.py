@@ -44,7 +44,7 @@ class WarmWorker:
     """A worker forked by a launcher, handled like subprocess.Popen: its pid, its pipes, and its
     exit status, which the launcher reports once asked to reap it."""
 
-    def __init__(self, launcher: _Launcher, pid: int, stdout: IO[bytes], stderr: IO[bytes]):
+    def __init__(self, launcher: Launcher, pid: int, stdout: IO[bytes], stderr: IO[bytes]):
         self.launcher = launcher
         self.pid = pid
         self.stdout = stdout
@@ -72,8 +72,9 @@ class WarmWorker:
             self.launcher.busy = False
 
 
-class _Launcher:
-    """One warm launcher process and the socket to it."""
+class Launcher:
+    """One warm launcher process and the socket to it. One exchange at a time: callers in several
+    threads take turns (gradcheck's own workers take turns through `busy`)."""
 
     def __init__(self, env: Mapping[str, str], cwd: str) -> None:
         self.mark = uuid.uuid4().hex
@@ -150,7 +151,7 @@ class _Launcher:
 
 
 _lock = threading.Lock()
-_launchers: OrderedDict[_Key, _Launcher] = OrderedDict()
+_launchers: OrderedDict[_Key, Launcher] = OrderedDict()
 _launches: dict[_Key, int] = {}
 # Keys whose launcher failed (or whose threads made forking unsafe): plain from then on.
 _failed: set[_Key] = set()
@@ -201,7 +202,7 @@ def start_worker(
     )
 
 
-def _launcher_for(key: _Key, env: Mapping[str, str], cwd: str) -> _Launcher | None:
+def _launcher_for(key: _Key, env: Mapping[str, str], cwd: str) -> Launcher | None:
     """The idle launcher for `key`, started if this is the key's second launch; None: plain."""
     when = os.environ.get(WARM_VARIABLE, "")
     with _lock:
@@ -221,7 +222,7 @@ def _launcher_for(key: _Key, env: Mapping[str, str], cwd: str) -> _Launcher | No
             base = {k: v for k, v in env.items() if k not in PER_LAUNCH}
             if MARK_VARIABLE in os.environ:
                 base[MARK_VARIABLE] = os.environ[MARK_VARIABLE]
-            launcher = _launchers[key] = _Launcher(base, cwd)
+            launcher = _launchers[key] = Launcher(base, cwd)
         elif launcher.busy:  # another thread's worker: its tree would end this one's
             return None
         _launchers.move_to_end(key)
@@ -230,7 +231,7 @@ def _launcher_for(key: _Key, env: Mapping[str, str], cwd: str) -> _Launcher | No
 
 
 def _start_warm(
-    launcher: _Launcher,
+    launcher: Launcher,
     argv: Sequence[str],
     env: Mapping[str, str],
     cwd: str,
@@ -256,7 +257,7 @@ def _start_warm(
     return WarmWorker(launcher, pid, os.fdopen(out_read, "rb"), os.fdopen(err_read, "rb"))
 
 
-def _give_up(key: _Key, launcher: _Launcher) -> None:
+def _give_up(key: _Key, launcher: Launcher) -> None:
     launcher.busy = False
     with _lock:
         if _launchers.get(key) is launcher:
