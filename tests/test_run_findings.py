@@ -12,31 +12,30 @@ from pathlib import Path
 import pytest
 
 from gradcheck_cli import check_script_run
+from gradcheck_cli.cli import run_command
+from tests.cli_runs import Ran, cli_result
 
-Ran = tuple[dict, int, Path]  # the JSON report, the exit code, the marker file
+Checked = tuple[dict, int, Path]  # the JSON report, the exit code, the marker file
 SCRIPTS = Path(__file__).parent / "scripts" / "run_findings"
 
 
-def _run(script: str, *flags: str, marker: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GRADCHECK_TEST_MARKER": str(marker)}
-    return subprocess.run(
-        [sys.executable, "-m", "gradcheck_cli", "run", str(SCRIPTS / script), *flags],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=300,
+def _run(script: Path, *flags: str, marker: Path) -> Ran:
+    """`gradcheck run SCRIPT FLAGS` in this process (its workers fork warm), the script writing
+    `marker` once it takes a training step."""
+    result = cli_result(
+        run_command, [str(script), *flags], env={"GRADCHECK_TEST_MARKER": str(marker)}
     )
+    return Ran(result.exit_code, result.stdout, result.stderr)
 
 
 @pytest.fixture(scope="module")
-def student_teacher(tmp_path_factory: pytest.TempPathFactory) -> Ran:
+def student_teacher(tmp_path_factory: pytest.TempPathFactory) -> Checked:
     marker = tmp_path_factory.mktemp("student") / "trained.marker"
-    result = _run("student_teacher.py", "-f", "json", "--verify", marker=marker)
+    result = _run(SCRIPTS / "student_teacher.py", "-f", "json", "--verify", marker=marker)
     return json.loads(result.stdout), result.returncode, marker
 
 
-def test_a_request_is_judged_on_its_own_variables(student_teacher: Ran) -> None:
+def test_a_request_is_judged_on_its_own_variables(student_teacher: Checked) -> None:
     report, code, marker = student_teacher
     statuses = {v["name"]: v["status"] for v in report["variables"]}
     # The teacher is never handed to the optimizer: not judged, and not an error.
@@ -48,12 +47,12 @@ def test_a_request_is_judged_on_its_own_variables(student_teacher: Ran) -> None:
     assert not marker.exists()  # stopped before the optimizer step
 
 
-def test_tensorflow_agrees_on_the_request(student_teacher: Ran) -> None:
+def test_tensorflow_agrees_on_the_request(student_teacher: Checked) -> None:
     codes = [f["code"] for f in student_teacher[0]["findings"]]
     assert "GC003" in codes and "GC002" not in codes
 
 
-def test_untrained_and_frozen_variables_are_warnings(student_teacher: Ran) -> None:
+def test_untrained_and_frozen_variables_are_warnings(student_teacher: Checked) -> None:
     findings = {f["code"]: f for f in student_teacher[0]["findings"]}
     assert "teacher/w, teacher/b" in findings["GC207"]["message"]
     assert findings["GC207"]["severity"] == "warning"
@@ -64,7 +63,7 @@ def test_untrained_and_frozen_variables_are_warnings(student_teacher: Ran) -> No
 
 def test_continue_reports_then_lets_the_script_train(tmp_path: Path) -> None:
     marker = tmp_path / "trained.marker"
-    result = _run("manual_update.py", "--continue", "-q", "--", "2", marker=marker)
+    result = _run(SCRIPTS / "manual_update.py", "--continue", "-q", "--", "2", marker=marker)
     assert result.returncode == 1, result.stderr
     (line,) = result.stdout.splitlines()  # -q: one line, naming the script and its request
     script = os.path.relpath(SCRIPTS / "manual_update.py")
@@ -112,15 +111,7 @@ def test_run_refuses_what_is_not_a_script(target: str, message: str) -> None:
 def test_a_notebook_runs_cell_by_cell(tmp_path: Path) -> None:
     marker = tmp_path / "trained.marker"
     notebook = Path(__file__).parent / "scripts" / "run" / "notebook_train.ipynb"
-    env = {**os.environ, "GRADCHECK_TEST_MARKER": str(marker)}
-    result = subprocess.run(
-        [sys.executable, "-m", "gradcheck_cli", "run", str(notebook), "-f", "json", "--verify"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=300,
-    )
+    result = _run(notebook, "-f", "json", "--verify", marker=marker)
     report = json.loads(result.stdout)
     dead = {v["name"] for v in report["variables"] if v["status"] not in ("ok", "frozen")}
     assert dead == {"dense/kernel", "dense/bias"}  # the layer built in cell 3, never called

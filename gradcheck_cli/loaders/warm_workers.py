@@ -2,9 +2,9 @@
 
 Each worker pays TensorFlow's import (seconds of CPU). The first worker of a gradcheck process is
 a plain subprocess; the second one with the same interpreter, working folder and environment
-(apart from the keys that change at each launch) starts a launcher (warm_launcher.py) that
-imports TensorFlow once and forks the later ones. GRADCHECK_WARM_WORKERS=never turns this off,
-=always uses a launcher from the first worker on.
+(apart from gradcheck's own variables and the others that TensorFlow's import does not read)
+starts a launcher (warm_launcher.py) that imports TensorFlow once and forks the later ones.
+GRADCHECK_WARM_WORKERS=never turns this off, =always uses a launcher from the first worker on.
 """
 
 from __future__ import annotations
@@ -25,15 +25,24 @@ from typing import IO
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.process_tree import MARK_VARIABLE, ProcessTree
-from gradcheck_cli.loaders.progress import PROGRESS_FILE_VARIABLE
 from gradcheck_cli.loaders.warm_launcher import MESSAGE_BYTES
 
 WARM_VARIABLE = "GRADCHECK_WARM_WORKERS"
-# The keys a worker's environment changes at each launch, which TensorFlow's import does not
-# read: the process tree's mark, the progress file, and the test that pytest is running (it
-# rewrites it at each step of each test, and the pytest plugin checks models from tests). Any
-# other difference needs another launcher, since TensorFlow reads its environment at import.
-PER_LAUNCH = frozenset({MARK_VARIABLE, PROGRESS_FILE_VARIABLE, "PYTEST_CURRENT_TEST"})
+# The keys of a worker's environment that TensorFlow's import does not read, so a launcher passes
+# them at each launch instead of needing its own: gradcheck's own variables (the process tree's
+# mark and the progress file change at every launch; the time limit and any other GRADCHECK_*
+# setting are read by gradcheck, or by the user's script once it runs) and the test that pytest
+# is running (it rewrites it at each step of each test, and the pytest plugin checks models from
+# tests). Any other difference needs another launcher: TensorFlow reads its environment at import.
+OWN_PREFIX = "GRADCHECK_"
+PER_LAUNCH = frozenset({"PYTEST_CURRENT_TEST"})
+
+
+def per_launch(name: str) -> bool:
+    """Whether the environment variable `name` may differ between workers of one launcher."""
+    return name.startswith(OWN_PREFIX) or name in PER_LAUNCH
+
+
 # Each launcher holds an imported TensorFlow (about 400 MB).
 _MOST_LAUNCHERS = 3
 
@@ -178,7 +187,7 @@ def start_worker(
         cwd,
         # The trees this process belongs to mark its launcher too.
         os.environ.get(MARK_VARIABLE, ""),
-        frozenset((k, v) for k, v in env.items() if k not in PER_LAUNCH),
+        frozenset((k, v) for k, v in env.items() if not per_launch(k)),
     )
     launcher = None if plain else _launcher_for(key, env, cwd)
     if launcher is not None:
@@ -219,7 +228,7 @@ def _launcher_for(key: _Key, env: Mapping[str, str], cwd: str) -> Launcher | Non
                 if _launchers[oldest_key].busy:
                     return None
                 _launchers.pop(oldest_key).close()
-            base = {k: v for k, v in env.items() if k not in PER_LAUNCH}
+            base = {k: v for k, v in env.items() if not per_launch(k)}
             if MARK_VARIABLE in os.environ:
                 base[MARK_VARIABLE] = os.environ[MARK_VARIABLE]
             launcher = _launchers[key] = Launcher(base, cwd)

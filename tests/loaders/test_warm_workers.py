@@ -124,7 +124,8 @@ def test_debug_and_a_differing_environment_start_plain_workers(
 ) -> None:
     monkeypatch.delenv(warm_workers.WARM_VARIABLE, raising=False)
     argv = [sys.executable, "-m", "gradcheck_cli.loaders.worker_entry", "--help"]
-    base = {**os.environ, "GRADCHECK_TEST_KEY": str(tmp_path)}
+    # A key of its own, not shared with the launchers of other tests in this process.
+    base = {**os.environ, "WARM_WORKERS_TEST_KEY": str(tmp_path)}
     before = {p.pid for p in _launcher_children()}
 
     def start(env: dict[str, str], plain: bool = False) -> object:
@@ -142,9 +143,10 @@ def test_debug_and_a_differing_environment_start_plain_workers(
     assert isinstance(start(base, plain=True), subprocess.Popen)
     assert isinstance(start({**base, "TF_NUM_INTEROP_THREADS": "1"}), subprocess.Popen)
     assert {p.pid for p in _launcher_children()} == before
-    # Only the per-launch keys differ (pytest's current test too): the key's second launch is warm.
-    progress = str(tmp_path / "progress")
-    warm = start({**base, "GRADCHECK_PROGRESS_FILE": progress, "PYTEST_CURRENT_TEST": "t (call)"})
+    # Only per-launch keys differ: gradcheck's own variables and pytest's current test. The
+    # key's second launch is warm.
+    own = {"GRADCHECK_PROGRESS_FILE": str(tmp_path / "progress"), "GRADCHECK_TIMEOUT": "7"}
+    warm = start({**base, **own, "PYTEST_CURRENT_TEST": "t (call)"})
     assert isinstance(warm, warm_workers.WarmWorker)
     assert {p.pid for p in _launcher_children()} - before == {warm.launcher.process.pid}
 
