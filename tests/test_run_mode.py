@@ -23,7 +23,7 @@ import pytest
 
 from gradcheck_cli.cli import command, run_command
 from tests import forked_python
-from tests.cli_runs import invoke
+from tests.cli_runs import cli_result
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "scripts" / "run"
@@ -89,11 +89,15 @@ def _run_oracle(argv: list[str], cwd: Path) -> Finished:
     return Finished(process.returncode, "", stderr)
 
 
-def _gradcheck(args: list[str]) -> Finished:
-    """`gradcheck ARGS` (or `gradcheck run ...`) in this process: later workers fork warm."""
+def _gradcheck(args: list[str], marker: Path) -> Finished:
+    """`gradcheck ARGS` (or `gradcheck run ...`) in this process, where its workers fork warm;
+    the script writes `marker` after its first weight change."""
     if args[0] == "run":
-        return Finished(*invoke(run_command, args[1:]))
-    return Finished(*invoke(command, args))
+        cli, args = run_command, args[1:]
+    else:
+        cli = command
+    result = cli_result(cli, args, env={MARKER_VARIABLE: str(marker)})
+    return Finished(result.exit_code, result.stdout, result.stderr)
 
 
 def _gradcheck_run(case: Case) -> list[str]:
@@ -104,7 +108,8 @@ def _gradcheck_run(case: Case) -> list[str]:
 @dataclass
 class Runs:
     """gradcheck's runs, done; TensorFlow's, each awaited when first read. A script writes its
-    marker after its first weight change into its working folder: DIR/run or DIR/oracle."""
+    marker after its first weight change: DIR/run/NAME.marker under gradcheck (the path in
+    GRADCHECK_TEST_MARKER), NAME.marker in its working folder DIR/oracle under TensorFlow."""
 
     directory: Path
     gradcheck: dict[tuple[str, str], Finished]
@@ -167,10 +172,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         ("static", "faulty_weights_tf1"): [str(SEED), "--loss", "loss", "-f", "json"],
     }
     jobs.update({("run", case.name): _gradcheck_run(case) for case in CASES})
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv(MARKER_VARIABLE, raising=False)  # the scripts' markers: in their folder
-        patch.chdir(directory / "run")
-        done = {key: _gradcheck(args) for key, args in jobs.items()}
+    done = {
+        (tool, name): _gradcheck(args, directory / "run" / f"{name}.marker")
+        for (tool, name), args in jobs.items()
+    }
     yield Runs(directory, done, oracles)
     pool.shutdown(wait=True, cancel_futures=True)
 
