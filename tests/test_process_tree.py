@@ -57,36 +57,87 @@ class Gradcheck:
 Start = Callable[..., Gradcheck]
 
 
+def _start(directory: Path, *args: str, **env: str) -> Gradcheck:
+    """`gradcheck ARGS` in its own session; its scripts record pids in `directory`/pids."""
+    scratch = directory / "tmp"
+    scratch.mkdir(exist_ok=True)
+    pids = directory / "pids"
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "GRADCHECK_TEST_PIDS": str(pids),
+        "TMPDIR": str(scratch),
+        **env,
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gradcheck_cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment,
+        start_new_session=True,
+    )
+    return Gradcheck(process, pids, scratch)
+
+
+def _kill(runs: list[Gradcheck]) -> None:
+    """A failed test must not leave its processes behind either: gradcheck, asked to stop, ends
+    its workers' trees; killed if it does not."""
+    for run in runs:
+        if run.process.poll() is None:
+            os.kill(run.process.pid, signal.SIGTERM)
+            try:
+                run.process.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(run.process.pid, signal.SIGKILL)
+                run.process.communicate()
+
+
 @pytest.fixture
 def start(tmp_path: Path) -> Iterator[Start]:
     runs: list[Gradcheck] = []
 
     def start(*args: str, **env: str) -> Gradcheck:
-        scratch = tmp_path / "tmp"
-        scratch.mkdir(exist_ok=True)
-        pids = tmp_path / "pids"
-        environment = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-            "GRADCHECK_TEST_PIDS": str(pids),
-            "TMPDIR": str(scratch),
-            **env,
-        }
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gradcheck_cli", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=environment,
-            start_new_session=True,
-        )
-        runs.append(Gradcheck(process, pids, scratch))
+        runs.append(_start(tmp_path, *args, **env))
         return runs[-1]
 
     yield start
-    for run in runs:  # a failed test must not leave its processes behind either
-        if run.process.poll() is None:
-            os.killpg(run.process.pid, signal.SIGKILL)
-            run.process.communicate()
+    _kill(runs)
+
+
+TIME_LIMIT = 25  # long enough for the script to start its children on a loaded 2-core machine
+
+
+class OverTimeLimit(threading.Thread):
+    """A gradcheck run of a script that never finishes, under a time limit, awaited in the
+    background: its exit code, output and when it ended."""
+
+    def __init__(self, run: Gradcheck) -> None:
+        super().__init__(daemon=True)
+        self.run_ = run
+        self.children = run.ready()
+        self.finished: tuple[int, str, str] | None = None
+        self.ended = 0.0
+        self.start()
+
+    def run(self) -> None:
+        self.finished = self.run_.finish(timeout=START_SECONDS)
+        self.ended = time.monotonic()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def over_time_limit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OverTimeLimit]:
+    """Started with the module, so the other tests run while gradcheck waits out the limit;
+    the module's last test checks how it ended."""
+    run = _start(
+        tmp_path_factory.mktemp("time_limit"),
+        *(str(HANGS), "--loss", "loss", "--timeout", str(TIME_LIMIT)),
+    )
+    try:
+        waiting = OverTimeLimit(run)
+        yield waiting
+        waiting.join(timeout=START_SECONDS)
+    finally:
+        _kill([run])
 
 
 def assert_all_ended(processes: list[psutil.Process], grace: float = 5.0) -> None:
@@ -119,21 +170,6 @@ def test_children_a_script_leaves_do_not_delay_the_verdict_and_end_with_it(start
     # Far from the 600 s default time limit that the children's open pipes used to cost.
     assert took < 60, took
     print(f"finished in {took:.1f} s")
-    assert_all_ended(children)
-
-
-def test_a_script_over_its_time_limit_ends_with_its_children(start: Start) -> None:
-    # The limit counts from the worker's start, TensorFlow's import included: long enough for
-    # the script to start its children on a loaded 2-core machine.
-    limit = 25
-    run = start(str(HANGS), "--loss", "loss", "--timeout", str(limit))
-    children = run.ready()
-    code, out, err = run.finish(timeout=START_SECONDS)
-    assert code == 2
-    assert out == ""
-    assert f"{HANGS} did not finish within {limit} s" in err
-    assert_at_most_one_line(err)
-    assert time.monotonic() - run.started < limit + 10
     assert_all_ended(children)
 
 
@@ -215,3 +251,20 @@ class _Relayed(threading.Thread):
                     self.first_line.set()
             self.size += len(chunk)
             self.tail = (self.tail + chunk)[-4096:]
+
+
+def test_a_script_over_its_time_limit_ends_with_its_children(
+    over_time_limit: OverTimeLimit,
+) -> None:
+    # The limit counts from the worker's start, TensorFlow's import included. The run started
+    # with the module; this test comes last.
+    over_time_limit.join(timeout=START_SECONDS)
+    assert over_time_limit.finished is not None, "gradcheck did not end"
+    code, out, err = over_time_limit.finished
+    assert code == 2
+    assert out == ""
+    assert f"{HANGS} did not finish within {TIME_LIMIT} s" in err
+    assert_at_most_one_line(err)
+    took = over_time_limit.ended - over_time_limit.run_.started
+    assert took < TIME_LIMIT + 10, took
+    assert_all_ended(over_time_limit.children)

@@ -1,7 +1,9 @@
 """The pytest plugin through pytester: the fixture, the --gradcheck option and the marker.
 
-Each pytester run that touches TensorFlow is a subprocess (TensorFlow's state stays out of this
-process) and costs seconds, so each run holds several tests.
+Each pytester run that touches TensorFlow costs seconds, so each run holds several tests. The
+runs that check scripts are subprocesses, as a user's pytest is; the one whose tests build and
+save TensorFlow models runs in this process, which has imported TensorFlow already (TF2 modules
+and SavedModels leave no state behind).
 """
 
 from __future__ import annotations
@@ -120,8 +122,12 @@ def test_unmarked(tmp_path):
 def test_marker_and_option_check_the_saved_models_a_test_writes(
     pytester: pytest.Pytester,
 ) -> None:
+    # Imported here first: pytester drops the modules an in-process run imports, and
+    # TensorFlow's extension modules cannot be loaded twice in one process.
+    import tensorflow  # noqa: F401
+
     pytester.makepyfile(SAVED_MODEL_TESTS)
-    marker_only = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    marker_only = pytester.runpytest("-p", "no:cacheprovider")
     marker_only.assert_outcomes(passed=2, failed=2)
     marker_only.stdout.re_match_lines([r"FAILED .*::test_marked( |$)"])
     marker_only.stdout.re_match_lines([r"FAILED .*::test_marked_misspelt( |$)"])
@@ -131,9 +137,7 @@ def test_marker_and_option_check_the_saved_models_a_test_writes(
     assert "offset" in marker_only.stdout.str()
     assert "StopGradient" in marker_only.stdout.str()
 
-    option = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--gradcheck", "-k", "unmarked"
-    )
+    option = pytester.runpytest("-p", "no:cacheprovider", "--gradcheck", "-k", "unmarked")
     option.assert_outcomes(failed=1, deselected=3)
     option.stdout.re_match_lines([r"FAILED .*::test_unmarked( |$)"])
     assert "offset" in option.stdout.str()
