@@ -18,11 +18,13 @@ def user_location(frames: Iterable[Any] | None) -> SourceLocation | None:
     the user frames that called it."""
     if frames is None:
         return None
-    located = [
-        (frame.filename, frame.lineno, getattr(frame, "name", None))
-        for frame in frames
-        if getattr(frame, "filename", None) and is_user_file(frame.filename)
-    ]
+    located = []
+    # Called for every op of a traced function, each frame a call into TensorFlow's C++ stack:
+    # each attribute is read once.
+    for frame in frames:
+        filename = getattr(frame, "filename", None)
+        if filename and is_user_file(filename):
+            located.append((filename, frame.lineno, getattr(frame, "name", None)))
     return innermost_with_callers(located)
 
 
