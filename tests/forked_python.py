@@ -110,6 +110,23 @@ def start(
     return ForkedProcess(pid, stderr_path)
 
 
+def run(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] = ROOT,
+    timeout: float = _START_SECONDS,
+) -> None:
+    """Run `python *argv` forked (`start`) to its end, as `subprocess.run(..., check=True)`:
+    a non-zero exit raises CalledProcessError with its stderr."""
+    process = start(argv, os.environ if env is None else env, cwd)
+    try:
+        _, stderr = process.communicate(timeout=timeout)
+    finally:
+        process.kill()
+    if process.returncode != 0:
+        raise subprocess.CalledProcessError(process.returncode or -1, list(argv), None, stderr)
+
+
 def _run_as_python_c(argv: list[str]) -> None:
     """In the forked child: what `python -c CODE ARGS` would run."""
     code, *args = argv[1:]

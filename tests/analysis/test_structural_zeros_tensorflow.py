@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gradcheck_cli import check, check_function
+from gradcheck_cli.cli import command
 from gradcheck_cli.findings.report import Report
+from tests.cli_runs import Ran, invoke
 from tests.tf_oracle_inprocess import dead_names, tf_verdicts, variable_name
 
 SCRIPT = Path(__file__).parents[1] / "scripts" / "shape_and_zero_uses.py"
@@ -84,15 +84,9 @@ def _as_json(report: Report) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def cli_run() -> subprocess.CompletedProcess[str]:
-    # Started first: the subprocess imports TensorFlow while this process checks in-process.
-    return subprocess.run(
-        [sys.executable, "-m", "gradcheck_cli", str(SCRIPT), "--verify", "--format", "json"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+def cli_run() -> Ran:
+    """`gradcheck SCRIPT --verify --format json`, in this process (its worker forks warm)."""
+    return Ran(*invoke(command, [str(SCRIPT), "--verify", "--format", "json"]))
 
 
 def test_in_process_verdicts_name_the_shape_use_or_the_zero(tmp_path: Path) -> None:
@@ -119,7 +113,7 @@ def test_in_process_verdicts_name_the_shape_use_or_the_zero(tmp_path: Path) -> N
 
 
 def test_the_cli_on_the_script_agrees_with_tensorflow(
-    cli_run: subprocess.CompletedProcess[str],
+    cli_run: Ran,
 ) -> None:
     assert cli_run.returncode == 1, cli_run.stderr
     report = json.loads(cli_run.stdout)

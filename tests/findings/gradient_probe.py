@@ -1,8 +1,8 @@
-"""Run by the fix tests in a subprocess: TensorFlow's gradient of each model's `loss` for one
+"""Run by the fix tests in a fresh process: TensorFlow's gradient of each model's `loss` for one
 variable, the TF2 models first (a TF1 model turns eager execution off for the process).
 
-Argument: a JSON list of [script path, variable name]; prints a JSON list of "gradient", "none"
-or "zero", in that order."""
+Arguments: a JSON list of [script path, variable name], and the file to write a JSON list of
+"gradient", "none" or "zero" into, in that order."""
 
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ def main() -> None:
         path, name = cases[index]
         probe = _graph_gradient if tf1[index] else _eager_gradient
         verdicts[index] = probe(path, name, index)
-    print(json.dumps([verdicts[i] for i in range(len(cases))]))
+    with open(sys.argv[2], "w") as out:
+        json.dump([verdicts[i] for i in range(len(cases))], out)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,6 @@ Regenerate the golden files after an intended change with:
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,11 +18,12 @@ from gradcheck_cli.findings.fixes import offered_rewrite
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.findings.transform_source import Rewrite
+from tests import forked_python
 from tests.golden import assert_matches_golden, fixed_machine, golden_terminal
 from tests.shared_checks import RepositoryChecks
 
 REPO = Path(__file__).resolve().parents[2]
-PROBE = Path(__file__).with_name("gradient_probe.py")
+PROBE = "tests.findings.gradient_probe"
 MODELS = {
     "quantizer": "sample_models/module_tf2.py",
     "seed": "sample_models/faulty_weights_tf1.py",
@@ -78,14 +77,9 @@ def test_applying_each_rewrite_gives_the_variable_a_gradient(
         copy = tmp_path / f"{case}.py"
         copy.write_text(_applied(Path(rewrite.location.file).read_text(), rewrite))
         cases.append([str(copy), name])
-    probe = subprocess.run(
-        [sys.executable, str(PROBE), json.dumps(cases)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
-    verdicts = json.loads(probe.stdout.strip().splitlines()[-1])
+    out = tmp_path / "verdicts.json"
+    forked_python.run(["-m", PROBE, json.dumps(cases), str(out)])
+    verdicts = json.loads(out.read_text())
     assert dict(zip((name for _, name in cases), verdicts, strict=True)) == {
         name: "gradient" for _, name in cases
     }

@@ -6,8 +6,6 @@ Regenerate after an intended change with: python -m pytest tests/reporters --upd
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ import pytest
 from gradcheck_cli import check
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
-from tests import oracle
+from tests import forked_python, oracle
 from tests.golden import assert_matches_golden, fixed_machine, golden_terminal, redacted
 from tests.shared_checks import RepositoryChecks
 
@@ -38,11 +36,9 @@ def reports(
     scripts = {name: repository_checks.start(path, loss) for name, (path, loss) in SCRIPTS.items()}
     scratch = tmp_path_factory.mktemp("golden")
     saved = scratch / "with_debug_info"
-    subprocess.run(
-        [sys.executable, str(REPO / "sample_models/write_savedmodel.py"), str(saved)],
-        check=True,
-        capture_output=True,
-    )
+    # The sample's own `main`, forked from the oracles' TensorFlow process.
+    write = "import runpy, sys; runpy.run_path(sys.argv[1])['main'](sys.argv[2])"
+    forked_python.run(["-c", write, str(REPO / "sample_models/write_savedmodel.py"), str(saved)])
     bare = scratch / "without_debug_info"
     shutil.copytree(saved, bare)
     shutil.rmtree(bare / "debug")
