@@ -109,35 +109,44 @@ TIME_LIMIT = 25  # long enough for the script to start its children on a loaded 
 
 class OverTimeLimit(threading.Thread):
     """A gradcheck run of a script that never finishes, under a time limit, awaited in the
-    background: its exit code, output and when it ended."""
+    background once the script has started its children: its exit code, output and end."""
 
-    def __init__(self, run: Gradcheck) -> None:
+    def __init__(self, gradcheck: Gradcheck) -> None:
         super().__init__(daemon=True)
-        self.run_ = run
-        self.children = run.ready()
+        self.gradcheck = gradcheck
+        self.children = gradcheck.ready()
         self.finished: tuple[int, str, str] | None = None
         self.ended = 0.0
         self.start()
 
     def run(self) -> None:
-        self.finished = self.run_.finish(timeout=START_SECONDS)
+        self.finished = self.gradcheck.finish(timeout=START_SECONDS)
         self.ended = time.monotonic()
+
+    def stop(self) -> None:
+        """If gradcheck still runs (its test was deselected or failed): stopped, then killed."""
+        process = self.gradcheck.process
+        for stop in (lambda: process.terminate(), lambda: os.killpg(process.pid, signal.SIGKILL)):
+            if process.poll() is None:
+                stop()
+                self.join(timeout=10)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def over_time_limit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OverTimeLimit]:
     """Started with the module, so the other tests run while gradcheck waits out the limit;
     the module's last test checks how it ended."""
-    run = _start(
+    gradcheck = _start(
         tmp_path_factory.mktemp("time_limit"),
         *(str(HANGS), "--loss", "loss", "--timeout", str(TIME_LIMIT)),
     )
     try:
-        waiting = OverTimeLimit(run)
-        yield waiting
-        waiting.join(timeout=START_SECONDS)
-    finally:
-        _kill([run])
+        waiting = OverTimeLimit(gradcheck)
+    except BaseException:
+        _kill([gradcheck])
+        raise
+    yield waiting
+    waiting.stop()
 
 
 def assert_all_ended(processes: list[psutil.Process], grace: float = 5.0) -> None:
@@ -265,6 +274,6 @@ def test_a_script_over_its_time_limit_ends_with_its_children(
     assert out == ""
     assert f"{HANGS} did not finish within {TIME_LIMIT} s" in err
     assert_at_most_one_line(err)
-    took = over_time_limit.ended - over_time_limit.run_.started
+    took = over_time_limit.ended - over_time_limit.gradcheck.started
     assert took < TIME_LIMIT + 10, took
     assert_all_ended(over_time_limit.children)
