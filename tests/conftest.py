@@ -45,7 +45,6 @@ HEAVY = (
     "tests/test_oracle_keras_architectures.py",
     "tests/test_process_tree.py",
     "tests/test_pytest_plugin.py",
-    "tests/test_readme_examples.py::test_the_pytest_example_passes_on_the_fix_and_fails_on_the_seed",
     "tests/test_run_findings.py",
     "tests/test_run_mode.py",
     "tests/test_sample_models.py",

@@ -1,9 +1,8 @@
 """The pytest plugin through pytester: the fixture, the --gradcheck option and the marker.
 
-Each pytester run that touches TensorFlow costs seconds, so each run holds several tests. The
-runs that check scripts are subprocesses, as a user's pytest is; the one whose tests build and
-save TensorFlow models runs in this process, which has imported TensorFlow already (TF2 modules
-and SavedModels leave no state behind).
+Each pytester run that touches TensorFlow is a subprocess and costs seconds, so each run holds
+several tests. (An in-process run would drop, at its end, every module it imported: TensorFlow's
+and NumPy's extension modules cannot be loaded twice, and gradcheck's would be loaded anew.)
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.import_probe import imported_after
+from tests.readme import code_blocks
 
 pytest_plugins = ["pytester"]
 
@@ -39,10 +39,18 @@ def test_the_plugin_is_registered_with_its_option_and_marker(pytester: pytest.Py
     )
 
 
-def test_fixture_fails_on_the_seed_and_passes_on_the_fix(pytester: pytest.Pytester) -> None:
+def test_the_fixture_and_the_readme_example_fail_on_the_seed_and_pass_on_the_fix(
+    pytester: pytest.Pytester,
+) -> None:
     shutil.copytree(SAMPLE_MODELS, pytester.path / "sample_models")
+    # The README's example as written (it checks the fix), and the same test on the seed.
+    example = code_blocks("Use in pytest", "python")[0]
+    assert "sample_models/faulty_weights_fixed.py" in example
+    readme_seed = example.replace("faulty_weights_fixed.py", "faulty_weights_tf1.py")
     pytester.makepyfile(
-        """
+        test_readme_fixed=example,
+        test_readme_seed=readme_seed,
+        test_fixture="""
         def test_seed(gradcheck):
             gradcheck.assert_no_dead_variables("sample_models/faulty_weights_tf1.py", loss="loss")
 
@@ -59,14 +67,15 @@ def test_fixture_fails_on_the_seed_and_passes_on_the_fix(pytester: pytest.Pytest
             )
             assert report.dead == ()
             assert list(report.allowed) == ["hidden1/weights_i"]
-        """
+        """,
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2, failed=1)
-    result.stdout.re_match_lines([r"FAILED .*::test_seed( |$)"])
+    result.assert_outcomes(passed=3, failed=2)
+    result.stdout.re_match_lines([r"FAILED test_fixture\.py::test_seed( |$)"])
+    result.stdout.re_match_lines([r"FAILED test_readme_seed\.py::"])
     output = result.stdout.str()
     assert "blocked hidden1/weights_i" in output
-    assert "faulty_weights_tf1.py:36" in output  # where weights_i is created
+    assert "sample_models/faulty_weights_tf1.py:36" in output  # where weights_i is created
     assert "StopGradient" in output and "Cast" in output
     assert "straight-through" in output
     # The failure is the report: gradcheck's own frames are hidden from the traceback.
@@ -122,12 +131,8 @@ def test_unmarked(tmp_path):
 def test_marker_and_option_check_the_saved_models_a_test_writes(
     pytester: pytest.Pytester,
 ) -> None:
-    # Imported here first: pytester drops the modules an in-process run imports, and
-    # TensorFlow's extension modules cannot be loaded twice in one process.
-    import tensorflow  # noqa: F401
-
     pytester.makepyfile(SAVED_MODEL_TESTS)
-    marker_only = pytester.runpytest("-p", "no:cacheprovider")
+    marker_only = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     marker_only.assert_outcomes(passed=2, failed=2)
     marker_only.stdout.re_match_lines([r"FAILED .*::test_marked( |$)"])
     marker_only.stdout.re_match_lines([r"FAILED .*::test_marked_misspelt( |$)"])
@@ -137,7 +142,9 @@ def test_marker_and_option_check_the_saved_models_a_test_writes(
     assert "offset" in marker_only.stdout.str()
     assert "StopGradient" in marker_only.stdout.str()
 
-    option = pytester.runpytest("-p", "no:cacheprovider", "--gradcheck", "-k", "unmarked")
+    option = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--gradcheck", "-k", "unmarked"
+    )
     option.assert_outcomes(failed=1, deselected=3)
     option.stdout.re_match_lines([r"FAILED .*::test_unmarked( |$)"])
     assert "offset" in option.stdout.str()
