@@ -2,17 +2,15 @@
 
 TensorFlow is the judge (tests/oracle.py): for every sample, as a script and as a SavedModel,
 the variables gradcheck calls dead must be exactly those whose gradient is None or all zeros.
-TF1 scripts are checked through the CLI in a subprocess, because importing them calls
-`tf.disable_v2_behavior()`, which would switch this whole test process to graph mode.
+The TF1 scripts are checked through the command line (in this process: gradcheck runs each
+script in its own worker, so their `tf.disable_v2_behavior()` never reaches this process).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests import forked_python
+from tests.cli_runs import cli_result
 
 try:
     from tests import oracle
@@ -73,18 +72,6 @@ for script, out_dir in zip(sys.argv[1::2], sys.argv[2::2]):
 """
 
 
-def _start(args: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, *args],
-        cwd=ROOT,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 @dataclass
 class Finished:
     returncode: int
@@ -92,7 +79,15 @@ class Finished:
     stderr: str
 
 
-def _wait(process: subprocess.Popen[str] | forked_python.ForkedProcess) -> Finished:
+def _cli(path: Path) -> Finished:
+    """`gradcheck PATH --loss loss --format json`, in this process."""
+    from gradcheck_cli.cli import command
+
+    result = cli_result(command, [str(path), "--loss", "loss", "--format", "json"])
+    return Finished(result.exit_code, result.stdout, result.stderr)
+
+
+def _wait(process: forked_python.ForkedProcess) -> Finished:
     stdout, stderr = process.communicate(timeout=TIMEOUT_SECONDS)
     assert process.returncode is not None
     return Finished(process.returncode, stdout or "", stderr)
@@ -111,16 +106,16 @@ def _statuses_of_savedmodels(paths: dict[str, Path]) -> dict[str, dict[str, str]
 
 @dataclass
 class Background:
-    """Everything that needs its own TensorFlow process, started at once and awaited lazily."""
+    """TensorFlow's answers (forked processes, awaited lazily) and gradcheck's (in this process,
+    one check at a time)."""
 
     oracles: dict[tuple[str, str], oracle.PendingVerdicts]
     savedmodels: dict[str, Path]
     save_errors: dict[str, str]
-    cli: dict[str, subprocess.Popen[str]]
+    cli: dict[str, Finished]
     # gradcheck's statuses for the TF2 scripts, and for every SavedModel at once.
     script_checks: dict[str, Future[dict[str, str]]]
     savedmodel_checks: Future[dict[str, dict[str, str]]]
-    _cli_results: dict[str, Finished]
 
     def tensorflow(self, form: str, name: str) -> dict[str, str]:
         if form == "savedmodel" and name in self.save_errors:
@@ -128,9 +123,7 @@ class Background:
         return self.oracles[form, name].result()
 
     def cli_run(self, name: str) -> Finished:
-        if name not in self._cli_results:
-            self._cli_results[name] = _wait(self.cli[name])
-        return self._cli_results[name]
+        return self.cli[name]
 
 
 @pytest.fixture(scope="module")
@@ -141,12 +134,6 @@ def background(tmp_path_factory: pytest.TempPathFactory) -> Any:
     oracles: dict[tuple[str, str], oracle.PendingVerdicts] = {}
     for name in DOCUMENTED_EXIT_CODES:
         oracles["script", name] = oracle.start_dead_in_script(str(SAMPLES / name), "loss")
-    cli = {
-        name: _start(
-            ["-m", "gradcheck_cli", f"sample_models/{name}", "--loss", "loss", "--format", "json"]
-        )
-        for name in TF1_SCRIPTS
-    }
     targets = {name: out / Path(name).stem for name in SAVED_SAMPLES}
     saver = forked_python.start(
         ["-c", _SAVE_SCRIPTS]
@@ -161,6 +148,10 @@ def background(tmp_path_factory: pytest.TempPathFactory) -> Any:
         for name in DOCUMENTED_EXIT_CODES
         if name not in TF1_SCRIPTS
     }
+    # The command line in this thread (click's runner swaps this process's stdout), once the
+    # API's checks are done: the warm launcher serves one worker at a time.
+    wait(script_checks.values())
+    cli = {name: _cli(SAMPLES / name) for name in TF1_SCRIPTS}
     saved = _wait(saver)
     savedmodels, save_errors = {}, {}
     for name, target in targets.items():
@@ -171,15 +162,11 @@ def background(tmp_path_factory: pytest.TempPathFactory) -> Any:
         oracles["savedmodel", name] = oracle.start_dead_in_savedmodel(str(target), "loss")
     # SavedModels are analysed in this process, one after another in one thread.
     savedmodel_checks = executor.submit(_statuses_of_savedmodels, savedmodels)
-    state = Background(oracles, savedmodels, save_errors, cli, script_checks, savedmodel_checks, {})
+    state = Background(oracles, savedmodels, save_errors, cli, script_checks, savedmodel_checks)
     yield state
     executor.shutdown(wait=True, cancel_futures=True)
     for pending in oracles.values():
         pending.cancel()
-    for process in cli.values():
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
 
 
 def _json_report(finished: Finished) -> dict[str, Any]:
