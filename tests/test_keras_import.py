@@ -4,14 +4,12 @@ verdicts then agree with TensorFlow's tape on the loaded model."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
 
+from gradcheck_cli.cli import command
 from gradcheck_cli.config import parse_table
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.keras_models import (
@@ -19,24 +17,15 @@ from gradcheck_cli.loaders.keras_models import (
     without_warnings_gradcheck_causes,
 )
 from gradcheck_cli.options import CheckOptions
+from tests.cli_runs import invoke
 from tests.keras_models.keras_oracle import ROOT
 
 MODULE = "tests.keras_models.custom_layers"
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
 
 
-def _gradcheck(*arguments: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "gradcheck_cli", *arguments, "--format", "json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env=ENV,
-    )
-
-
-def test_custom_layer_file_loads_with_import_and_agrees_with_tensorflow(tmp_path: Path) -> None:
+def test_custom_layer_file_loads_with_import_and_agrees_with_tensorflow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import keras
 
     from tests.keras_models.custom_layers import gated_model
@@ -44,18 +33,18 @@ def test_custom_layer_file_loads_with_import_and_agrees_with_tensorflow(tmp_path
 
     path = tmp_path / "gated.keras"
     gated_model().save(path)
-    with_import = _gradcheck(str(path), "--import", MODULE)
-    without = _gradcheck(str(path))
+    monkeypatch.chdir(ROOT)  # where MODULE is importable from
+    # In this process: the workers fork from the warm launcher.
+    code, out, err = invoke(command, [str(path), "--import", MODULE, "--format", "json"])
     # TensorFlow's verdicts on the model as Keras loads it back, in safe mode.
     expected = keras_verdicts(keras.saving.load_model(path, safe_mode=True))
-    out, err = with_import.communicate(timeout=300)
     report = json.loads(out)
     dead = {v["name"] for v in report["variables"] if v["status"] in ("blocked", "unused")}
     assert dead == expected.dead == {"gated/gate", "gated/spare"}, err
     assert "Warning" not in err  # what gradcheck's own loading makes Keras say is left out
-    assert with_import.returncode == 1
-    out, err = without.communicate(timeout=300)
-    assert without.returncode == 2
+    assert code == 1
+    code, out, err = invoke(command, [str(path), "--format", "json"])
+    assert code == 2
     assert "'GatedDense'" in err and f"--import {MODULE}" in err
     assert len(err.strip().splitlines()) == 1
 
