@@ -1,8 +1,9 @@
 """The pytest plugin through pytester: the fixture, the --gradcheck option and the marker.
 
 Each pytester run that touches TensorFlow is a subprocess and costs seconds, so each run holds
-several tests. (An in-process run would drop, at its end, every module it imported: TensorFlow's
-and NumPy's extension modules cannot be loaded twice, and gradcheck's would be loaded anew.)
+several tests, and runs that only need a SavedModel copy one written here. (An in-process run
+would drop, at its end, every module it imported: TensorFlow's and NumPy's extension modules
+cannot be loaded twice, and gradcheck's would be loaded anew.)
 """
 
 from __future__ import annotations
@@ -83,29 +84,19 @@ def test_the_fixture_and_the_readme_example_fail_on_the_seed_and_pass_on_the_fix
     assert "def require_no_dead" not in output
 
 
+# Each test writes a SavedModel into its tmp_path: a copy of one that this process wrote with
+# TensorFlow, so that the pytest subprocesses need not import TensorFlow (gradcheck reads a
+# SavedModel without it).
 SAVED_MODEL_TESTS = """
+import shutil
+
 import pytest
-import tensorflow as tf
 
-
-class Model(tf.Module):
-    def __init__(self):
-        self.scale = tf.Variable(2.0, name="scale")
-        self.offset = tf.Variable(1.0, name="offset")
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
-    def loss(self, x):
-        return tf.reduce_sum(x * self.scale + tf.stop_gradient(self.offset))
+EXPORTED = {exported!r}
 
 
 def write_saved_model(tmp_path):
-    model = Model()
-    with tf.GradientTape() as tape:
-        loss = model.loss(tf.ones([3]))
-    scale, offset = tape.gradient(loss, [model.scale, model.offset])
-    # TensorFlow's own word: offset is dead, scale trains.
-    assert scale is not None and offset is None
-    tf.saved_model.save(model, str(tmp_path / "exported"))
+    shutil.copytree(EXPORTED, tmp_path / "exported")
 
 
 @pytest.mark.gradcheck(loss="loss")
@@ -128,10 +119,34 @@ def test_unmarked(tmp_path):
 """
 
 
+def _write_offset_model(path: Path) -> Path:
+    """A SavedModel whose `offset` TensorFlow gives no gradient (a tf.stop_gradient)."""
+    import tensorflow as tf
+
+    class Model(tf.Module):
+        def __init__(self) -> None:
+            self.scale = tf.Variable(2.0, name="scale")
+            self.offset = tf.Variable(1.0, name="offset")
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def loss(self, x: tf.Tensor) -> tf.Tensor:
+            return tf.reduce_sum(x * self.scale + tf.stop_gradient(self.offset))
+
+    model = Model()
+    with tf.GradientTape() as tape:
+        loss = model.loss(tf.ones([3]))
+    scale, offset = tape.gradient(loss, [model.scale, model.offset])
+    # TensorFlow's own word: offset is dead, scale trains.
+    assert scale is not None and offset is None
+    tf.saved_model.save(model, str(path))
+    return path
+
+
 def test_marker_and_option_check_the_saved_models_a_test_writes(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    pytester.makepyfile(SAVED_MODEL_TESTS)
+    exported = _write_offset_model(tmp_path_factory.mktemp("offset") / "exported")
+    pytester.makepyfile(SAVED_MODEL_TESTS.format(exported=str(exported)))
     marker_only = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     marker_only.assert_outcomes(passed=2, failed=2)
     marker_only.stdout.re_match_lines([r"FAILED .*::test_marked( |$)"])
