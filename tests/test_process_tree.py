@@ -199,6 +199,20 @@ def test_a_stop_signal_ends_the_worker_s_tree_and_its_scratch_folder(
     assert not list(run.scratch.glob("gradcheck-*"))
 
 
+def test_a_killed_gradcheck_s_worker_ends_its_own_tree(start: Start) -> None:
+    # SIGKILL cannot be caught, so gradcheck cannot end its worker's tree: the worker, which
+    # runs in a session of its own, ends it once its parent is gone.
+    run = start(str(HANGS), "--loss", "loss", "--timeout", "600")
+    children = run.ready()
+    os.kill(run.process.pid, signal.SIGKILL)
+    run.process.communicate()
+    assert_all_ended(children, grace=10)
+    deadline = time.monotonic() + 10
+    while list(run.scratch.glob("gradcheck-*")):  # and removes gradcheck's scratch folder
+        assert time.monotonic() < deadline, list(run.scratch.glob("gradcheck-*"))
+        time.sleep(0.05)
+
+
 def test_ctrl_c_ends_the_pool_its_workers_and_their_children(start: Start) -> None:
     run = start(str(HANGS), str(HANGS), "--loss", "loss", "--jobs", "2")
     children = run.ready(count=2)

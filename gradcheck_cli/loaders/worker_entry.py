@@ -9,16 +9,25 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
+import signal
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.loaders.process_tree import MARK_VARIABLE, ProcessTree
 from gradcheck_cli.loaders.worker_protocol import Job, WorkerFailure, WorkerRequest, WorkerResult
+
+# How often the worker checks that gradcheck, its parent, is still there.
+_PARENT_POLL_SECONDS = 0.5
 
 
 def main(argv: list[str]) -> int:
+    _end_with_gradcheck(scratch=Path(argv[1]).parent)
     with Path(argv[1]).open("rb") as request_file:
         request: WorkerRequest = pickle.load(request_file)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -41,6 +50,32 @@ def main(argv: list[str]) -> int:
     sys.stdout.flush()
     # The user's script may have started threads or registered atexit hooks that hang.
     os._exit(0)
+
+
+def _end_with_gradcheck(scratch: Path) -> None:
+    """gradcheck ends this worker's whole tree when it finishes or is stopped; killed (SIGKILL),
+    it cannot. The worker then ends the tree itself, as soon as its parent is gone: its
+    descendants, its process group and every process that carries the mark gradcheck gave its
+    tree (the last one in its environment; the earlier ones are trees gradcheck itself belongs
+    to, which go on); and it removes gradcheck's `scratch` folder, which holds its request."""
+    parent = os.getppid()
+    tree = ProcessTree()  # counts only processes started from now on
+    marks = os.environ.get(MARK_VARIABLE, "").split()
+    if marks:
+        tree.include(marks[-1], spare=os.getpid())
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_PARENT_POLL_SECONDS)
+        import psutil
+
+        tree.end([child.pid for child in psutil.Process().children()])
+        shutil.rmtree(scratch, ignore_errors=True)
+        if os.getpgid(0) == os.getpid():  # a group this worker leads: never gradcheck's own
+            os.killpg(0, signal.SIGKILL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="gradcheck-parent-watch", daemon=True).start()
 
 
 def _write(path: Path, result: WorkerResult) -> None:
