@@ -115,16 +115,21 @@ def run(
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] = ROOT,
     timeout: float = _START_SECONDS,
-) -> None:
-    """Run `python *argv` forked (`start`) to its end, as `subprocess.run(..., check=True)`:
-    a non-zero exit raises CalledProcessError with its stderr."""
+    check: bool = True,
+) -> tuple[int, str]:
+    """Run `python *argv` forked (`start`) to its end, killed if it outlasts `timeout`: its exit
+    code and stderr. With `check`, a non-zero exit raises, with the end of its stderr."""
     process = start(argv, os.environ if env is None else env, cwd)
     try:
         _, stderr = process.communicate(timeout=timeout)
     finally:
         process.kill()
-    if process.returncode != 0:
-        raise subprocess.CalledProcessError(process.returncode or -1, list(argv), None, stderr)
+    assert process.returncode is not None
+    if check and process.returncode != 0:
+        raise RuntimeError(
+            f"python {' '.join(argv[:2])[:80]} exited {process.returncode}:\n{stderr[-4000:]}"
+        )
+    return process.returncode, stderr
 
 
 def _run_as_python_c(argv: list[str]) -> None:

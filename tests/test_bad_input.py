@@ -8,7 +8,7 @@ import pytest
 
 from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.loaders.tf_protos import protos
-from tests.cli_runs import Ran, cli_result, gradcheck_json
+from tests.cli_runs import Ran, gradcheck_json, invoke
 from tests.error_documents import assert_error_document
 
 BAD = Path(__file__).parent / "scripts" / "bad"
@@ -61,9 +61,8 @@ def test_vector_loss_is_checked_when_asked(tmp_path: Path) -> None:
     assert run.stdout.startswith("{")
 
 
-def _cli(*args: str) -> tuple[int, str, str]:
-    result = cli_result(command, list(args))
-    return result.exit_code, result.stdout, result.stderr
+def _cli(*args: str) -> Ran:
+    return invoke(command, args)
 
 
 def _saved_model_dir(tmp_path: Path, payload: bytes, name: str = "saved_model.pb") -> Path:

@@ -16,16 +16,15 @@ from gradcheck_cli.cli import ExitCode, command
 from gradcheck_cli.errors import error_line
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.options import CheckOptions
-from tests.cli_runs import cli_result
+from tests.cli_runs import Ran, invoke
 from tests.shared_checks import RepositoryChecks
 from tests.tf_oracle_inprocess import dead_names, tf_verdicts
 
 FAULTY = Path(__file__).parent.parent / "sample_models" / "faulty_weights_tf1.py"
 
 
-def _run(*args: str | Path) -> tuple[int, str, str]:
-    result = cli_result(command, [str(a) for a in args])
-    return result.exit_code, result.stdout, result.stderr
+def _run(*args: str | Path) -> Ran:
+    return invoke(command, args)
 
 
 # --- the seed script: its report is computed once (a TensorFlow subprocess) and reused ----------

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gradcheck_cli.cli import ExitCode, command
-from tests.cli_runs import cli_result
+from tests.cli_runs import Ran, invoke
 
 # Enough for a SavedModel check in a fresh interpreter on a busy machine; a hang fails instead.
 SUBPROCESS_SECONDS = 120
@@ -20,9 +20,8 @@ LINUX_DEVICES = pytest.mark.skipif(
 )
 
 
-def _run(*args: str | Path) -> tuple[int, str, str]:
-    result = cli_result(command, [str(a) for a in args])
-    return result.exit_code, result.stdout, result.stderr
+def _run(*args: str | Path) -> Ran:
+    return invoke(command, args)
 
 
 def _gradcheck(*args: str | Path, **how: object) -> subprocess.CompletedProcess[str]:

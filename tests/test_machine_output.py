@@ -11,13 +11,12 @@ import jsonschema
 import pytest
 
 from gradcheck_cli.cli import ExitCode, command, run_command
-from tests.cli_runs import cli_result
+from tests.cli_runs import Ran, cli_result, invoke
 from tests.reporters.test_formats import sarif_schema  # noqa: F401  (the SARIF 2.1.0 schema)
 
 
-def _run(*args: str | Path) -> tuple[int, str, str]:
-    result = cli_result(command, [str(a) for a in args])
-    return result.exit_code, result.stdout, result.stderr
+def _run(*args: str | Path) -> Ran:
+    return invoke(command, args)
 
 
 def _errors(err: str) -> list[str]:

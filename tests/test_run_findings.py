@@ -13,7 +13,7 @@ import pytest
 
 from gradcheck_cli import check_script_run
 from gradcheck_cli.cli import run_command
-from tests.cli_runs import Ran, cli_result
+from tests.cli_runs import Ran, invoke
 
 Checked = tuple[dict, int, Path]  # the JSON report, the exit code, the marker file
 SCRIPTS = Path(__file__).parent / "scripts" / "run_findings"
@@ -22,10 +22,7 @@ SCRIPTS = Path(__file__).parent / "scripts" / "run_findings"
 def _run(script: Path, *flags: str, marker: Path) -> Ran:
     """`gradcheck run SCRIPT FLAGS` in this process (its workers fork warm), the script writing
     `marker` once it takes a training step."""
-    result = cli_result(
-        run_command, [str(script), *flags], env={"GRADCHECK_TEST_MARKER": str(marker)}
-    )
-    return Ran(result.exit_code, result.stdout, result.stderr)
+    return invoke(run_command, [script, *flags], env={"GRADCHECK_TEST_MARKER": str(marker)})
 
 
 @pytest.fixture(scope="module")

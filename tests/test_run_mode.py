@@ -23,7 +23,7 @@ import pytest
 
 from gradcheck_cli.cli import command, run_command
 from tests import forked_python
-from tests.cli_runs import cli_result
+from tests.cli_runs import Ran, invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "scripts" / "run"
@@ -71,33 +71,20 @@ CASES = [
 CASE_IDS = [case.name for case in CASES]
 
 
-@dataclass(frozen=True)
-class Finished:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def _run_oracle(argv: list[str], cwd: Path) -> Finished:
+def _run_oracle(argv: list[str], cwd: Path) -> Ran:
     """The oracle forks from a process that imported TensorFlow once (`forked_python`)."""
-    process = forked_python.start(argv, SUBPROCESS_ENV, cwd)
-    try:
-        _, stderr = process.communicate(timeout=TIMEOUT_SECONDS)
-    finally:
-        process.kill()
-    assert process.returncode is not None
-    return Finished(process.returncode, "", stderr)
+    code, stderr = forked_python.run(argv, SUBPROCESS_ENV, cwd, TIMEOUT_SECONDS, check=False)
+    return Ran(code, "", stderr)
 
 
-def _gradcheck(args: list[str], marker: Path) -> Finished:
+def _gradcheck(args: list[str], marker: Path) -> Ran:
     """`gradcheck ARGS` (or `gradcheck run ...`) in this process, where its workers fork warm;
     the script writes `marker` after its first weight change."""
     if args[0] == "run":
         cli, args = run_command, args[1:]
     else:
         cli = command
-    result = cli_result(cli, args, env={MARKER_VARIABLE: str(marker)})
-    return Finished(result.exit_code, result.stdout, result.stderr)
+    return invoke(cli, args, env={MARKER_VARIABLE: str(marker)})
 
 
 def _gradcheck_run(case: Case) -> list[str]:
@@ -112,11 +99,11 @@ class Runs:
     GRADCHECK_TEST_MARKER), NAME.marker in its working folder DIR/oracle under TensorFlow."""
 
     directory: Path
-    gradcheck: dict[tuple[str, str], Finished]
-    oracles: dict[str, Future[Finished]]
+    gradcheck: dict[tuple[str, str], Ran]
+    oracles: dict[str, Future[Ran]]
     _json: dict[tuple[str, str], Any] = field(default_factory=dict)
 
-    def finished(self, tool: str, name: str) -> Finished:
+    def finished(self, tool: str, name: str) -> Ran:
         return self.oracles[name].result() if tool == "oracle" else self.gradcheck[tool, name]
 
     def marker(self, tool: str, name: str) -> Path:

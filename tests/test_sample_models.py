@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests import forked_python
-from tests.cli_runs import cli_result
+from tests.cli_runs import Ran, invoke
 
 try:
     from tests import oracle
@@ -72,25 +72,17 @@ for script, out_dir in zip(sys.argv[1::2], sys.argv[2::2]):
 """
 
 
-@dataclass
-class Finished:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def _cli(path: Path) -> Finished:
+def _cli(path: Path) -> Ran:
     """`gradcheck PATH --loss loss --format json`, in this process."""
     from gradcheck_cli.cli import command
 
-    result = cli_result(command, [str(path), "--loss", "loss", "--format", "json"])
-    return Finished(result.exit_code, result.stdout, result.stderr)
+    return invoke(command, [path, "--loss", "loss", "--format", "json"])
 
 
-def _wait(process: forked_python.ForkedProcess) -> Finished:
+def _wait(process: forked_python.ForkedProcess) -> Ran:
     stdout, stderr = process.communicate(timeout=TIMEOUT_SECONDS)
     assert process.returncode is not None
-    return Finished(process.returncode, stdout or "", stderr)
+    return Ran(process.returncode, stdout or "", stderr)
 
 
 def _statuses_from_api(path: Path) -> dict[str, str]:
@@ -112,7 +104,7 @@ class Background:
     oracles: dict[tuple[str, str], oracle.PendingVerdicts]
     savedmodels: dict[str, Path]
     save_errors: dict[str, str]
-    cli: dict[str, Finished]
+    cli: dict[str, Ran]
     # gradcheck's statuses for the TF2 scripts, and for every SavedModel at once.
     script_checks: dict[str, Future[dict[str, str]]]
     savedmodel_checks: Future[dict[str, dict[str, str]]]
@@ -122,7 +114,7 @@ class Background:
             pytest.fail(f"could not write the SavedModel of {name}:\n{self.save_errors[name]}")
         return self.oracles[form, name].result()
 
-    def cli_run(self, name: str) -> Finished:
+    def cli_run(self, name: str) -> Ran:
         return self.cli[name]
 
 
@@ -169,7 +161,7 @@ def background(tmp_path_factory: pytest.TempPathFactory) -> Any:
         pending.cancel()
 
 
-def _json_report(finished: Finished) -> dict[str, Any]:
+def _json_report(finished: Ran) -> dict[str, Any]:
     try:
         return json.loads(finished.stdout)
     except ValueError:

@@ -94,7 +94,7 @@ class ProcessTree:
         for process in processes:
             # An unreaped child (a zombie too) keeps its pid, so the group id is still its own.
             if process.is_running():
-                _kill_group(process.pid)
+                kill_group(process.pid)
         for _ in range(_KILL_ROUNDS):
             alive = [p for p in (*found, *self._marked()) if _running(p)]
             if not alive:
@@ -142,8 +142,9 @@ def _descendants(processes: Iterable[psutil.Process]) -> list[psutil.Process]:
     return found
 
 
-def _kill_group(leader: int) -> None:
-    # Only a group the child leads (start_new_session): never gradcheck's own group.
+def kill_group(leader: int) -> None:
+    """SIGKILL the process group `leader` leads (start_new_session), if it leads one: never a
+    group it only belongs to, such as gradcheck's own."""
     try:
         if os.getpgid(leader) == leader:
             os.killpg(leader, signal.SIGKILL)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
-import signal
 import sys
 import threading
 import time
@@ -19,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.loaders.process_tree import MARK_VARIABLE, ProcessTree
+from gradcheck_cli.loaders.process_tree import MARK_VARIABLE, ProcessTree, kill_group
 from gradcheck_cli.loaders.worker_protocol import Job, WorkerFailure, WorkerRequest, WorkerResult
 
 # How often the worker checks that gradcheck, its parent, is still there.
@@ -71,8 +70,7 @@ def _end_with_gradcheck(scratch: Path) -> None:
 
         tree.end([child.pid for child in psutil.Process().children()])
         shutil.rmtree(scratch, ignore_errors=True)
-        if os.getpgid(0) == os.getpid():  # a group this worker leads: never gradcheck's own
-            os.killpg(0, signal.SIGKILL)
+        kill_group(os.getpid())  # this worker with it
         os._exit(1)
 
     threading.Thread(target=watch, name="gradcheck-parent-watch", daemon=True).start()

@@ -86,7 +86,7 @@ def _as_json(report: Report) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def cli_run() -> Ran:
     """`gradcheck SCRIPT --verify --format json`, in this process (its worker forks warm)."""
-    return Ran(*invoke(command, [str(SCRIPT), "--verify", "--format", "json"]))
+    return invoke(command, [SCRIPT, "--verify", "--format", "json"])
 
 
 def test_in_process_verdicts_name_the_shape_use_or_the_zero(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from gradcheck_cli.findings.finding import Severity
 from gradcheck_cli.findings.rules import RULE_BY_CONCERN, RULE_BY_REASON, RULES, SECTIONS, Rule
 from gradcheck_cli.graph.model import Variable
 from gradcheck_cli.reporters.explain import render_catalogue, render_rule
-from tests.cli_runs import cli_result
+from tests.cli_runs import Ran, invoke
 from tests.import_probe import imported_after
 from tests.reporters.factories import verdict
 
@@ -205,9 +205,8 @@ def test_catalogue_lists_every_rule() -> None:
         assert re.search(rf"{rule.code}\s+{rule.name}\s+{rule.severity.value}", text)
 
 
-def _explain(*args: str) -> tuple[int, str, str]:
-    result = cli_result(command, ["--explain", *args], env={"NO_COLOR": "1"})
-    return result.exit_code, result.stdout, result.stderr
+def _explain(*args: str) -> Ran:
+    return invoke(command, ["--explain", *args], env={"NO_COLOR": "1"})
 
 
 @pytest.mark.parametrize("code", ["GC101", "gc101", " Gc101 "])
