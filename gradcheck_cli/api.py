@@ -79,7 +79,8 @@ def model_report(model: Any, options: CheckOptions, variables: Any = None) -> Re
 
 def readable_report(report: Report) -> str:
     """The terminal report without colour, as a test failure shows it."""
-    from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+    from gradcheck_cli.reporters import TerminalOptions
+    from gradcheck_cli.reporters.terminal import render_terminal
 
     return render_terminal(report, TerminalOptions(color=False, width=100))
 

@@ -34,8 +34,7 @@ from gradcheck_cli.report_output import (
     write_report,
     write_stdout,
 )
-from gradcheck_cli.reporters import Format, render
-from gradcheck_cli.reporters.terminal import TerminalOptions
+from gradcheck_cli.reporters import Format, TerminalOptions, render
 from gradcheck_cli.run import (
     ExitCode,
     FailOn,

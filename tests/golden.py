@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from gradcheck_cli.findings.report import Report
-from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+from gradcheck_cli.reporters import TerminalOptions
+from gradcheck_cli.reporters.terminal import render_terminal
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "reporters" / "golden"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.import_probe import imported_after
 
 
@@ -37,3 +39,16 @@ def test_the_probe_sees_what_the_code_imports() -> None:
     assert not imported_after("import json", "fractions")
     # And by default it looks for TensorFlow's name.
     assert imported_after("sys.modules['tensorflow'] = sys")
+
+
+def test_a_machine_readable_check_loads_neither_rich_nor_tensorflow(saved: Path) -> None:
+    # gradcheck in a pre-commit hook or CI job pays for what it prints: JSON needs no rich.
+    check = (
+        "from click.testing import CliRunner\n"
+        "from gradcheck_cli.cli import command\n"
+        f"ran = CliRunner().invoke(command, [{str(saved)!r}, '--loss', 'loss', '-f', 'json'])\n"
+        "assert ran.exit_code == 1, ran.output\n"
+        "assert '\"status\": \"blocked\"' in ran.output, ran.output\n"
+    )
+    assert not imported_after(check, "rich")
+    assert not imported_after(check)

@@ -31,34 +31,51 @@ def is_user_file(path: str) -> bool:
 
 
 class DebugInfoLocations:
-    """Looks up `"<node>@<function>"` keys; frames run outermost first, innermost last."""
+    """Looks up `"<node>@<function>"` keys; frames run outermost first, innermost last.
+
+    Asked once per node: the ops of one layer share their frames, and often their whole trace,
+    so each frame is resolved once and each trace's location built once.
+    """
 
     def __init__(self, debug_info: Any) -> None:
         self._info = debug_info
-        self._cache: dict[str, SourceLocation | None] = {}
+        self._files = list(debug_info.files)
+        self._frames: dict[int, tuple[str, int, str | None] | None] = {}
+        self._traces: dict[object, SourceLocation | None] = {}
 
     def __call__(self, node: str, function: str) -> SourceLocation | None:
-        key = f"{node}@{function}"
-        if key not in self._cache:
-            self._cache[key] = self._resolve(key)
-        return self._cache[key]
-
-    def _resolve(self, key: str) -> SourceLocation | None:
         info = self._info
-        frames: list[Any] = []
-        if key in info.name_to_trace_id:
-            trace = info.traces_by_id.get(info.name_to_trace_id[key])
-            if trace is not None:
-                frames = [info.frames_by_id[f] for f in trace.frame_id if f in info.frames_by_id]
-        elif key in info.traces:
-            frames = list(info.traces[key].file_line_cols)
-        located = []
-        for frame in frames:
-            index = frame.file_index
-            path = info.files[index] if 0 <= index < len(info.files) else ""
-            if is_user_file(path):
-                located.append((path, frame.line, frame.func or None))
-        return innermost_with_callers(located)
+        key = f"{node}@{function}"
+        trace_id = info.name_to_trace_id.get(key)
+        if trace_id is not None:
+            if trace_id not in self._traces:
+                trace = info.traces_by_id.get(trace_id)
+                frame_ids = trace.frame_id if trace is not None else ()
+                self._traces[trace_id] = self._located(frame_ids)
+            return self._traces[trace_id]
+        if key in info.traces:
+            return innermost_with_callers(
+                [f for f in map(self._frame, info.traces[key].file_line_cols) if f is not None]
+            )
+        return None
+
+    def _located(self, frame_ids: Any) -> SourceLocation | None:
+        frames = []
+        known = self._frames
+        for frame_id in frame_ids:
+            if frame_id not in known:
+                frame = self._info.frames_by_id.get(frame_id)
+                known[frame_id] = self._frame(frame) if frame is not None else None
+            located = known[frame_id]
+            if located is not None:
+                frames.append(located)
+        return innermost_with_callers(frames)
+
+    def _frame(self, frame: Any) -> tuple[str, int, str | None] | None:
+        """(file, line, function) of a user frame; None for a library's."""
+        index = frame.file_index
+        path = self._files[index] if 0 <= index < len(self._files) else ""
+        return (path, frame.line, frame.func or None) if is_user_file(path) else None
 
 
 def innermost_with_callers(frames: list[tuple[str, int, str | None]]) -> SourceLocation | None:

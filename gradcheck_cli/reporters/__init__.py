@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gradcheck_cli.findings.policy import FailOn
+
 if TYPE_CHECKING:
     from gradcheck_cli.findings.report import Report
 
@@ -20,6 +22,20 @@ class Format(str, enum.Enum):
     SARIF = "sarif"
     GITHUB = "github"
     MARKDOWN = "markdown"
+
+
+@dataclass(frozen=True)
+class TerminalOptions:
+    """How the terminal report looks; here, so that choosing it does not load rich."""
+
+    color: bool = False
+    # Columns to wrap at, continuation lines indented like their line; None: never wrap (a pipe
+    # or a file gets every line whole, as ruff, mypy and pytest write them).
+    width: int | None = 100
+    focus: str | None = None  # --why VAR
+    quiet: bool = False  # -q: one line, the model and its verdict
+    verbose: bool = False  # info findings, every variable's own story, a row per variable
+    fail_on: FailOn = FailOn.ERROR  # what fails the run: the verdict says so when it does
 
 
 @dataclass(frozen=True)
@@ -76,7 +92,7 @@ def render(
         from gradcheck_cli.reporters.markdown import render_markdown
 
         return render_markdown(reports)
-    from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+    from gradcheck_cli.reporters.terminal import render_terminal
 
     options = terminal if isinstance(terminal, TerminalOptions) else TerminalOptions()
     between = "" if options.quiet else "\n"  # -q: one line per model, nothing between

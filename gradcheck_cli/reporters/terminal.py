@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
@@ -25,7 +24,7 @@ from gradcheck_cli.findings.rules import (
 )
 from gradcheck_cli.findings.source import assigned_name
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters import TerminalOptions, display_path
 from gradcheck_cli.reporters.grouping import (
     TABLE_ROWS,
     Group,
@@ -57,18 +56,6 @@ _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.I
 
 # How wide the lists of layers are when lines are not wrapped (output to a pipe or a file).
 _LIST_WIDTH = 100
-
-
-@dataclass(frozen=True)
-class TerminalOptions:
-    color: bool = False
-    # Columns to wrap at, continuation lines indented like their line; None: never wrap (a pipe
-    # or a file gets every line whole, as ruff, mypy and pytest write them).
-    width: int | None = 100
-    focus: str | None = None  # --why VAR
-    quiet: bool = False  # -q: one line, the model and its verdict
-    verbose: bool = False  # info findings, every variable's own story, a row per variable
-    fail_on: FailOn = FailOn.ERROR  # what fails the run: the verdict says so when it does
 
 
 def render_terminal(report: Report, options: TerminalOptions) -> str:

@@ -8,9 +8,8 @@ import re
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.report import Report, SourceInfo
-from gradcheck_cli.reporters import Format, render
+from gradcheck_cli.reporters import Format, TerminalOptions, render
 from gradcheck_cli.reporters.dot import FIX_WIDTH
-from gradcheck_cli.reporters.terminal import TerminalOptions
 from tests.reporters.factories import verdict
 from tests.reporters.test_dot import parse
 

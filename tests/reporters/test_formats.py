@@ -21,11 +21,10 @@ from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.findings.rules import RULES
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.reporters import CheckFailure, Format, render
+from gradcheck_cli.reporters import CheckFailure, Format, TerminalOptions, render
 from gradcheck_cli.reporters.github import escape_data, escape_property
 from gradcheck_cli.reporters.markdown import mermaid_label
 from gradcheck_cli.reporters.sarif import fingerprint, fingerprints
-from gradcheck_cli.reporters.terminal import TerminalOptions
 from tests.golden import assert_matches_golden
 from tests.import_probe import imported_after
 from tests.reporters.factories import verdict

@@ -12,9 +12,9 @@ from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.reporters import Format, render
+from gradcheck_cli.reporters import Format, TerminalOptions, render
 from gradcheck_cli.reporters.grouping import capped, group_dead, scope_lines
-from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+from gradcheck_cli.reporters.terminal import render_terminal
 from tests.reporters.factories import verdict
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,9 +17,9 @@ from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.loaders.tf_protos import protos
-from gradcheck_cli.reporters import Format, render
+from gradcheck_cli.reporters import Format, TerminalOptions, render
 from gradcheck_cli.reporters.sanitise import printable
-from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+from gradcheck_cli.reporters.terminal import render_terminal
 from tests.cli_runs import cli_result
 from tests.reporters.factories import verdict
 

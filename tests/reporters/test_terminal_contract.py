@@ -19,7 +19,8 @@ from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Disagreement, Report, SourceInfo, Verification
 from gradcheck_cli.findings.rules import RULES, VERIFICATION_DISAGREES, VERIFICATION_DISAGREES_NEXT
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+from gradcheck_cli.reporters import TerminalOptions
+from gradcheck_cli.reporters.terminal import render_terminal
 from gradcheck_cli.run import ExitCode, Outcome, exit_code
 from tests.reporters.factories import verdict
 

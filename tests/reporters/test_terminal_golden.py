@@ -12,7 +12,8 @@ import pytest
 
 from gradcheck_cli import check
 from gradcheck_cli.findings.report import Report
-from gradcheck_cli.reporters.terminal import TerminalOptions, render_terminal
+from gradcheck_cli.reporters import TerminalOptions
+from gradcheck_cli.reporters.terminal import render_terminal
 from tests import forked_python, oracle
 from tests.golden import assert_matches_golden, fixed_machine, golden_terminal, redacted
 from tests.shared_checks import RepositoryChecks
