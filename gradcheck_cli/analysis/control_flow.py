@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
@@ -221,6 +222,11 @@ class BodyIndex:
             widest[ref.node] = max(widest.get(ref.node, 0), ref.index + 1)
         self.consumed: frozenset[TensorRef] = frozenset(self.consumers) | frozenset(body.rets)
         self._widest = widest
+        # Filled by the walkers, shared by every pass over the body: the differentiability
+        # rules' verdict on each node input (by node name), and ancestor orders by their seeds.
+        self.input_cuts: dict[str, tuple[Any, ...]] = {}
+        self.orders: dict[frozenset[TensorRef], list[Node]] = {}
+        self.surroundings: Any = None
 
     def width(self, node: Node) -> int:
         """How many outputs of `node` exist: its declared ones and any that is read."""

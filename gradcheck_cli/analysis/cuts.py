@@ -16,7 +16,7 @@ from gradcheck_cli.analysis.control_flow import (
 from gradcheck_cli.analysis.reachability import Reachability
 from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.differentiability.rules import SHAPE_OPS, input_cut
+from gradcheck_cli.differentiability.rules import SHAPE_OPS
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
 
@@ -86,14 +86,7 @@ class CutFinder:
                     continue
                 step = step_of(node)
                 if step.kind is StepKind.PLAIN:
-                    dtype = body.input_dtype(node.inputs[i])
-                    cut = input_cut(
-                        node,
-                        i,
-                        dtype,
-                        self.program.custom_gradients,
-                        self.structural.surroundings(body),
-                    )
+                    cut = self.structural.cut(body, node, i)
                     if cut is not None and not cut.inherited:
                         found.append(_blocker(body, node, cut.reason, cut.message))
                     if trace is not None:

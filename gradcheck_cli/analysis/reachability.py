@@ -24,7 +24,7 @@ from gradcheck_cli.analysis.control_flow import (
     union,
 )
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.differentiability.rules import input_cut
+from gradcheck_cli.differentiability.rules import Cut, input_cut
 from gradcheck_cli.differentiability.structural_zeros import Surroundings
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef, is_trainable_dtype
 
@@ -50,7 +50,6 @@ class Reachability:
         self._masks: dict[str, dict[TensorRef, int]] = {}
         self._in_progress: set[str] = set()
         self._steps: dict[tuple[Step, int], list[Summary]] = {}
-        self._surroundings: dict[str, Surroundings] = {}
 
     # -- public -------------------------------------------------------------------------------
 
@@ -119,27 +118,39 @@ class Reachability:
 
     def passes(self, body: Body, node: Node, input_index: int) -> bool:
         """True if gradient from an ordinary op's outputs reaches its input `input_index`."""
-        dtype = body.input_dtype(node.inputs[input_index])
-        cut = input_cut(
-            node, input_index, dtype, self.program.custom_gradients, self.surroundings(body)
-        )
+        cut = self.cut(body, node, input_index)
         return cut is None or cut.reason in self.ignore
+
+    def cut(self, body: Body, node: Node, input_index: int) -> Cut | None:
+        """Why gradient from an ordinary op's outputs does not reach input `input_index`; None
+        if it does. Asked by every pass for the same edges: each node's inputs are judged once."""
+        known = self.index.of(body).input_cuts
+        cuts = known.get(node.name)
+        if cuts is None:
+            around = self.surroundings(body)
+            custom = self.program.custom_gradients
+            cuts = known[node.name] = tuple(
+                input_cut(node, i, body.input_dtype(ref), custom, around)
+                for i, ref in enumerate(node.inputs)
+            )
+        return cuts[input_index]
 
     def surroundings(self, body: Body) -> Surroundings:
         """What the cut rules may read around a node of `body`: constants, readers, shapes."""
-        if body.name not in self._surroundings:
+        facts = self.index.of(body)
+        if facts.surroundings is None:
             shapes = {}
             if body is self.program.top_body:
                 for variable in self.program.variables:
                     if variable.source is not None and variable.shape is not None:
                         shapes[variable.source] = variable.shape
-            self._surroundings[body.name] = Surroundings(
+            facts.surroundings = Surroundings(
                 producers=body.nodes,
-                consumers=self.index.of(body).consumers,
+                consumers=facts.consumers,
                 rets=frozenset(body.rets),
                 shapes=shapes,
             )
-        return self._surroundings[body.name]
+        return facts.surroundings  # type: ignore[no-any-return]
 
     def step_summaries(self, step: Step, node: Node) -> list[Summary]:
         """The summaries of what a control-flow node runs, over its own inputs and outputs."""
@@ -173,7 +184,11 @@ class Reachability:
         masks: dict[TensorRef, int] = {}
         for ref, bits in seeds.items():
             masks[ref] = masks.get(ref, 0) | bits
-        order = _consumers_first(body, seeds)
+        orders = self.index.of(body).orders
+        key = frozenset(seeds)
+        if key not in orders:
+            orders[key] = _consumers_first(body, seeds)
+        order = orders[key]
         for node in order:
             self._visit(body, node, masks)
         if order.cyclic:

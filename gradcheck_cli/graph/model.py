@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 # TensorFlow's backprop_util.IsTrainable set: only these dtypes carry gradient.
 TRAINABLE_DTYPES = frozenset(
@@ -51,9 +51,12 @@ class SourceLocation:
         return f"{self.file}:{self.line}"
 
 
-@dataclass(frozen=True, order=True)
-class TensorRef:
-    """Output `index` of node `node` in the same body."""
+class TensorRef(NamedTuple):
+    """Output `index` of node `node` in the same body.
+
+    A named tuple, not a dataclass: every walk of the graph hashes and compares millions of
+    these, and a tuple does both in C.
+    """
 
     node: str
     index: int = 0
@@ -93,9 +96,12 @@ class Constant:
         return self.elements[: self.size] + (self.elements[-1],) * max(missing, 0)
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
-    """One op of a body. Function arguments are nodes of type `_Arg` with no inputs."""
+    """One op of a body. Function arguments are nodes of type `_Arg` with no inputs.
+
+    Slotted: a graph holds one per op, a million in the largest.
+    """
 
     name: str
     op_type: str

@@ -80,7 +80,8 @@ class _Cleaner:
         elif isinstance(value, tuple):
             items = [self.value(item, kind) for item in value]
             if any(new is not old for new, old in zip(items, value)):
-                result = tuple(items)
+                # A named tuple (a graph reference) keeps its type.
+                result = value._make(items) if hasattr(value, "_make") else tuple(items)
         elif isinstance(value, Mapping):
             pairs = [(self.value(key), self.value(item, kind)) for key, item in value.items()]
             if any(
