@@ -48,7 +48,7 @@ def test_a_machine_readable_check_loads_neither_rich_nor_tensorflow(saved: Path)
         "from gradcheck_cli.cli import command\n"
         f"ran = CliRunner().invoke(command, [{str(saved)!r}, '--loss', 'loss', '-f', 'json'])\n"
         "assert ran.exit_code == 1, ran.output\n"
-        "assert '\"status\": \"blocked\"' in ran.output, ran.output\n"
+        'assert \'"status": "blocked"\' in ran.output, ran.output\n'
     )
     assert not imported_after(check, "rich")
     assert not imported_after(check)

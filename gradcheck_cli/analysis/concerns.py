@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from gradcheck_cli.analysis.control_flow import StepKind, reach_of, step_of
 from gradcheck_cli.analysis.reachability import Reachability
@@ -21,8 +22,9 @@ def find_concerns(
     top = program.top_body
     index = structural.index
     sources = [v.source for v in program.variables if v.trainable and v.source is not None]
-    reached = _forward(top, sources, structural)
-    reached_with_gradient = _forward(top, sources, gradient)
+    # The forward passes cost a walk of the graph each: only taken when a node asks for them.
+    reached = _Lazy(lambda: _forward(top, sources, structural))
+    reached_with_gradient = _Lazy(lambda: _forward(top, sources, gradient))
     live = gradient.top_masks()
     concerns: list[Concern] = []
     consumed = index.of(top).consumed
@@ -51,14 +53,14 @@ def _stop_gradient_concern(
     body: Body,
     node: Node,
     consumed: frozenset[TensorRef],
-    reached: set[TensorRef],
-    reached_with_gradient: set[TensorRef],
+    reached: _Lazy,
+    reached_with_gradient: _Lazy,
 ) -> Iterable[Concern]:
     if TensorRef(node.name, 0) not in consumed:
         yield _concern(ConcernKind.STOP_GRADIENT_UNUSED, body, node)
-    elif node.inputs[0] not in reached:
+    elif node.inputs[0] not in reached.value:
         yield _concern(ConcernKind.STOP_GRADIENT_NO_EFFECT, body, node)
-    elif node.inputs[0] not in reached_with_gradient:
+    elif node.inputs[0] not in reached_with_gradient.value:
         yield _concern(ConcernKind.STOP_GRADIENT_REDUNDANT, body, node)
 
 
@@ -66,7 +68,7 @@ def _branch_concerns(
     program: Program,
     body: Body,
     node: Node,
-    reached_with_gradient: set[TensorRef],
+    reached_with_gradient: _Lazy,
     live: dict[TensorRef, int],
     gradient: Reachability,
     structural: Reachability,
@@ -80,7 +82,7 @@ def _branch_concerns(
     step = step_of(node)
     for i, ref in enumerate(node.inputs):
         argument = step.argument(i)
-        if argument is None or ref not in reached_with_gradient:
+        if argument is None or ref not in reached_with_gradient.value:
             continue
         passing, cutting = [], []
         for index, branch in enumerate(step.callees):
@@ -121,6 +123,17 @@ def _variables_behind(program: Program, body: Body, ref: TensorRef) -> tuple[str
             return ()
         ref = producer.inputs[0]
     return ()
+
+
+class _Lazy:
+    """A set of tensors computed on first use."""
+
+    def __init__(self, compute: Callable[[], set[TensorRef]]) -> None:
+        self._compute = compute
+
+    @functools.cached_property
+    def value(self) -> set[TensorRef]:
+        return self._compute()
 
 
 def _forward(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> set[TensorRef]:

@@ -62,7 +62,8 @@ class Step:
         return argument + 1 if self.selects else argument
 
 
-_PLAIN = Step(StepKind.PLAIN)
+PLAIN_STEP = Step(StepKind.PLAIN)
+"""The step of every ordinary op (one object: a walker may test it with `is`)."""
 
 
 def step_of(node: Node) -> Step:
@@ -84,7 +85,7 @@ def step_of(node: Node) -> Step:
     # A direct library call is a node whose op type is the name of the function it runs.
     if called and (op in CALL_OPS or op == called[0]):
         return Step(StepKind.CALL, called[:1])
-    return _PLAIN
+    return PLAIN_STEP
 
 
 def union(masks: Iterable[int]) -> int:
@@ -230,7 +231,9 @@ class BodyIndex:
 
     def width(self, node: Node) -> int:
         """How many outputs of `node` exist: its declared ones and any that is read."""
-        return max(len(node.output_dtypes), self._widest.get(node.name, 0))
+        declared = len(node.output_dtypes)
+        read = self._widest.get(node.name, 0)
+        return read if read > declared else declared
 
 
 class ProgramIndex:

@@ -8,10 +8,12 @@ callee's arguments, computed once per callee and reused at every call site.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from gradcheck_cli.analysis.control_flow import (
     EVERYTHING,
+    PLAIN_STEP,
+    BodyIndex,
     ProgramIndex,
     Step,
     StepKind,
@@ -26,7 +28,13 @@ from gradcheck_cli.analysis.control_flow import (
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import Cut, input_cut
 from gradcheck_cli.differentiability.structural_zeros import Surroundings
-from gradcheck_cli.graph.model import Body, Node, Program, TensorRef, is_trainable_dtype
+from gradcheck_cli.graph.model import (
+    CARRIES_GRADIENT,
+    Body,
+    Node,
+    Program,
+    TensorRef,
+)
 
 
 class Reachability:
@@ -102,19 +110,22 @@ class Reachability:
             if everything:
                 yield from ((i, everything) for i in range(len(node.inputs)))
 
-    def outputs_from(self, body: Body, node: Node, input_index: int) -> list[int]:
+    def outputs_from(self, body: Body, node: Node, input_index: int) -> Sequence[int]:
         """The outputs of `node` that its input `input_index` reaches, in this pass's mode."""
-        width = self.index.of(body).width(node)
+        facts = self.index.of(body)
+        width = facts.width(node)
         step = step_of(node)
-        if step.kind is not StepKind.PLAIN:
+        if step is not PLAIN_STEP:
             summaries = self.step_summaries(step, node)
             mask = outputs_reached(step, summaries, input_index, gradient=self.gradient)
             return set_bits(mask, width)
         if not self.gradient:
-            return list(range(width))
-        if not self.passes(body, node, input_index):
-            return []
-        return [k for k in range(width) if is_trainable_dtype(_dtype(node, k))]
+            return range(width)
+        cut = (facts.input_cuts.get(node.name) or self._cuts(body, node))[input_index]
+        if cut is not None and cut.reason not in self.ignore:
+            return ()
+        dtypes = node.output_dtypes
+        return [k for k in range(width) if k >= len(dtypes) or dtypes[k] in CARRIES_GRADIENT]
 
     def passes(self, body: Body, node: Node, input_index: int) -> bool:
         """True if gradient from an ordinary op's outputs reaches its input `input_index`."""
@@ -123,7 +134,12 @@ class Reachability:
 
     def cut(self, body: Body, node: Node, input_index: int) -> Cut | None:
         """Why gradient from an ordinary op's outputs does not reach input `input_index`; None
-        if it does. Asked by every pass for the same edges: each node's inputs are judged once."""
+        if it does."""
+        return self._cuts(body, node)[input_index]
+
+    def _cuts(self, body: Body, node: Node) -> tuple[Cut | None, ...]:
+        """The cut of each of `node`'s inputs. Every pass asks for the same edges: each node is
+        judged once, for all of them."""
         known = self.index.of(body).input_cuts
         cuts = known.get(node.name)
         if cuts is None:
@@ -133,7 +149,7 @@ class Reachability:
                 input_cut(node, i, body.input_dtype(ref), custom, around)
                 for i, ref in enumerate(node.inputs)
             )
-        return cuts[input_index]
+        return cuts
 
     def surroundings(self, body: Body) -> Surroundings:
         """What the cut rules may read around a node of `body`: constants, readers, shapes."""
@@ -170,10 +186,7 @@ class Reachability:
     def _plain_gradient(
         self, body: Body, node: Node, out_masks: list[int]
     ) -> Iterator[tuple[int, int]]:
-        live = 0
-        for index, mask in enumerate(out_masks):
-            if is_trainable_dtype(_dtype(node, index)):
-                live |= mask
+        live = _live(node, out_masks)
         if not live:
             return
         for i in range(len(node.inputs)):
@@ -184,13 +197,13 @@ class Reachability:
         masks: dict[TensorRef, int] = {}
         for ref, bits in seeds.items():
             masks[ref] = masks.get(ref, 0) | bits
-        orders = self.index.of(body).orders
+        facts = self.index.of(body)
         key = frozenset(seeds)
-        if key not in orders:
-            orders[key] = _consumers_first(body, seeds)
-        order = orders[key]
+        if key not in facts.orders:
+            facts.orders[key] = _consumers_first(body, seeds)
+        order = facts.orders[key]
         for node in order:
-            self._visit(body, node, masks)
+            self._visit(body, node, masks, facts)
         if order.cyclic:
             # TF1 while loops (NextIteration) form cycles: iterate until nothing grows.
             pending = deque(order)
@@ -198,29 +211,64 @@ class Reachability:
             while pending:
                 node = pending.popleft()
                 queued.discard(node.name)
-                for producer in self._visit(body, node, masks):
+                grown: list[Node] = []
+                self._visit(body, node, masks, facts, grown)
+                for producer in grown:
                     if producer.name not in queued:
                         queued.add(producer.name)
                         pending.append(producer)
         return masks
 
-    def _visit(self, body: Body, node: Node, masks: dict[TensorRef, int]) -> list[Node]:
-        width = self.index.of(body).width(node)
-        out_masks = [masks.get(TensorRef(node.name, k), 0) for k in range(width)]
+    def _visit(
+        self,
+        body: Body,
+        node: Node,
+        masks: dict[TensorRef, int],
+        facts: BodyIndex,
+        grown: list[Node] | None = None,
+    ) -> None:
+        """Carry `node`'s output masks to its inputs; the producers whose masks grew go to
+        `grown`. Runs for every ancestor of the loss in every pass: plain ops take a short way."""
+        name = node.name
+        # A mask is keyed by TensorRef, equal to the plain tuple (name, index).
+        out_masks = [masks.get((name, k), 0) for k in range(facts.width(node))]
         if not any(out_masks):
-            return []
-        grown = []
-        for i, mask in self.input_masks(body, node, out_masks):
-            if i >= len(node.inputs):
+            return
+        inputs = node.inputs
+        reaching: Iterable[tuple[int, int]]
+        if step_of(node) is not PLAIN_STEP:
+            reaching = self.input_masks(body, node, out_masks)
+        elif self.gradient:
+            live = _live(node, out_masks)
+            if not live:
+                return
+            cuts = facts.input_cuts.get(name) or self._cuts(body, node)
+            ignore = self.ignore
+            reaching = [
+                (i, live) for i, cut in enumerate(cuts) if cut is None or cut.reason in ignore
+            ]
+        else:
+            everything = union(out_masks)
+            reaching = [(i, everything) for i in range(len(inputs))]
+        for i, mask in reaching:
+            if i >= len(inputs):
                 continue
-            ref = node.inputs[i]
+            ref = inputs[i]
             old = masks.get(ref, 0)
             if old | mask != old:
                 masks[ref] = old | mask
-                producer = body.nodes.get(ref.node)
-                if producer is not None:
-                    grown.append(producer)
-        return grown
+                if grown is not None and ref.node in body.nodes:
+                    grown.append(body.nodes[ref.node])
+
+
+def _live(node: Node, out_masks: list[int]) -> int:
+    """The union of the masks of the outputs that can carry gradient (by their dtype)."""
+    live = 0
+    dtypes = node.output_dtypes
+    for index, mask in enumerate(out_masks):
+        if mask and (index >= len(dtypes) or dtypes[index] in CARRIES_GRADIENT):
+            live |= mask
+    return live
 
 
 def _dtype(node: Node, index: int) -> str | None:

@@ -16,11 +16,16 @@ ARG_OP = "_Arg"
 """Op type of the pseudo-node that stands for a function argument."""
 
 
+CARRIES_GRADIENT: frozenset[str | None] = frozenset(
+    {*TRAINABLE_DTYPES, *(f"{dtype}_ref" for dtype in TRAINABLE_DTYPES), None}
+)
+"""The dtypes of tensors that can carry gradient, reference dtypes and the unknown (None,
+given the benefit of the doubt) included: `dtype in CARRIES_GRADIENT` in hot loops."""
+
+
 def is_trainable_dtype(dtype: str | None) -> bool:
     """True if a tensor of this dtype can carry gradient (unknown dtypes are given the benefit)."""
-    if dtype is None:
-        return True
-    return dtype.removesuffix("_ref") in TRAINABLE_DTYPES
+    return dtype in CARRIES_GRADIENT
 
 
 class _Named(Protocol):
