@@ -21,7 +21,7 @@ from gradcheck_cli.graph.model import (
 from gradcheck_cli.loaders.constant_inputs import mark_constant_inputs
 from gradcheck_cli.loaders.op_expressions import line_inside_lambda
 from gradcheck_cli.loaders.proto_limits import ExpansionBudget, Refused, malformed
-from gradcheck_cli.loaders.tf_protos import dtype_name, protos
+from gradcheck_cli.loaders.tf_protos import dtype_name, node_defs, protos
 
 LocationLookup = Callable[[str, str], "SourceLocation | None"]
 ShapeLookup = Callable[[str, str], "tuple[tuple[int | None, ...] | None, ...]"]
@@ -93,6 +93,8 @@ class GraphBuilder:
         self.bodies: dict[str, Body] = {}
         self.notes: list[str] = []
         self._unknown_ops: set[str] = set()
+        # Op type -> the attributes its OpDef types as functions (None: no OpDef, read all).
+        self._func_attr_names: dict[str, tuple[str, ...] | None] = {}
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -122,9 +124,9 @@ class GraphBuilder:
         for node_def in graph_def.node:
             inputs = tuple(_graph_ref(text) for text in node_def.input if not text.startswith("^"))
             with self._refusing(node_def.name, ""):
-                nodes[node_def.name] = self._node(
-                    node_def, inputs, "", self._output_layout(node_def)
-                )
+                node = self._node(node_def, len(inputs), "", self._output_layout(node_def))
+            node.inputs = inputs
+            nodes[node_def.name] = node
         body = Body(name=name, nodes=nodes, args=(), rets=(loss,))
         self._charge_read_outputs(body, "")
         mark_constant_inputs(body)
@@ -142,20 +144,28 @@ class GraphBuilder:
             with self._refusing(arg.name, fn_name, "argument"):
                 dtype = dtype_name(arg.type) if arg.type else None
             nodes[arg.name] = Node(name=arg.name, op_type=ARG_OP, output_dtypes=(dtype,))
-        # FunctionDef refs name an output *argument* ("MatMul:product:0"); resolve them to
-        # flat output indices once every node's output layout is known.
-        layouts: dict[str, Layout] = {}
-        for node_def in fdef.node_def:
-            with self._refusing(node_def.name, fn_name):
-                layouts[node_def.name] = self._output_layout(node_def)
-        offsets = {node: _offsets(layout) for node, layout in layouts.items()}
-        for node_def in fdef.node_def:
-            inputs = tuple(
-                _function_ref(text, offsets) for text in node_def.input if not text.startswith("^")
-            )
-            with self._refusing(node_def.name, fn_name):
-                layout = layouts[node_def.name]
-                nodes[node_def.name] = self._node(node_def, inputs, fn_name, layout)
+        # FunctionDef refs name an output *argument* ("MatMul:product:0"); they resolve to flat
+        # output indices once the producer's output layout is known. One pass: each node is
+        # parsed, converted and let go (a function may hold a million of them).
+        offsets: dict[str, dict[str, int]] = {}
+        waiting: list[tuple[Node, list[str]]] = []  # nodes read before their producers
+        name = ""
+        try:
+            for node_def in node_defs(fdef):
+                name = node_def.name
+                layout = self._output_layout(node_def)
+                offsets[name] = _offsets(layout)
+                texts = [text for text in node_def.input if not text.startswith("^")]
+                node = self._node(node_def, len(texts), fn_name, layout)
+                nodes[name] = node
+                if all(_resolvable(text, offsets) for text in texts):
+                    node.inputs = tuple(_function_ref(text, offsets) for text in texts)
+                else:
+                    waiting.append((node, texts))
+        except Refused as refused:
+            raise malformed(self._what, _where("node", name, fn_name), refused) from None
+        for node, texts in waiting:
+            node.inputs = tuple(_function_ref(text, offsets) for text in texts)
         rets = tuple(
             _function_ref(fdef.ret[out.name], offsets) for out in fdef.signature.output_arg
         )
@@ -189,21 +199,23 @@ class GraphBuilder:
                         f"has its output {ref.index} read but declares {declared} outputs",
                     )
 
-    def _node(
-        self, node_def: Any, inputs: tuple[TensorRef, ...], fn_name: str, layout: Layout
-    ) -> Node:
+    def _node(self, node_def: Any, inputs: int, fn_name: str, layout: Layout) -> Node:
+        """The node of `node_def`, without its inputs (`inputs` of them, set by the caller)."""
+        op = node_def.op
+        node_attrs = node_def.attr
         calls: dict[str, tuple[str, ...]] = {}
-        for key, value in node_def.attr.items():
+        for key in self._function_attrs(op, node_attrs):
+            value = node_attrs[key]
             if value.HasField("func"):
                 calls[key] = (value.func.name,)
             elif value.HasField("list") and value.list.func:
                 calls[key] = tuple(f.name for f in value.list.func)
-        if node_def.op in self._functions:
-            calls["f"] = (node_def.op,)
+        if op in self._functions:
+            calls["f"] = (op,)
         attrs: dict[str, object] = {}
         for key in _KEPT_ATTRS:
-            if key in node_def.attr:
-                value = node_def.attr[key]
+            if key in node_attrs:
+                value = node_attrs[key]
                 attrs[key] = dtype_name(value.type) if value.HasField("type") else value.b
         if node_def.op in _INDEX_OPS:
             attrs.update(self._index_attrs(node_def))
@@ -218,23 +230,36 @@ class GraphBuilder:
                 grad_type = raw.decode() or None
             except UnicodeDecodeError:
                 raise Refused("has a _gradient_op_type that is not UTF-8 text") from None
-        outputs = sum(len(dtypes) for _, dtypes in layout)
-        if len(inputs) > 1 and outputs > 1:
-            self._budget.spend(
-                len(inputs) * outputs, f"has {len(inputs)} inputs and {outputs} outputs"
-            )
+        output_dtypes = tuple(d for _, dtypes in layout for d in dtypes)
+        outputs = len(output_dtypes)
+        if inputs > 1 and outputs > 1:
+            self._budget.spend(inputs * outputs, f"has {inputs} inputs and {outputs} outputs")
         location = self._locations(node_def.name, fn_name)
         return Node(
             name=node_def.name,
-            op_type=node_def.op,
-            inputs=inputs,
-            output_dtypes=tuple(d for _, dtypes in layout for d in dtypes),
+            op_type=op,
+            output_dtypes=output_dtypes,
             calls=calls,
             gradient_op_type=grad_type,
             attrs=attrs,
             location=location and line_inside_lambda(location, node_def.op),
             output_shapes=self._shapes(node_def.name, fn_name),
         )
+
+    def _function_attrs(self, op: str, node_attrs: Any) -> Iterable[str]:
+        """The attributes of a node that may name functions: those its OpDef types `func` or
+        `list(func)`; every attribute of an op without one (a call by function name)."""
+        if op not in self._func_attr_names:
+            op_def = self._op_defs.get(op)
+            self._func_attr_names[op] = (
+                tuple(a.name for a in op_def.attr if a.type in ("func", "list(func)"))
+                if op_def is not None
+                else None
+            )
+        names = self._func_attr_names[op]
+        if names is None:
+            return list(node_attrs)
+        return [name for name in names if name in node_attrs]
 
     def _index_attrs(self, node_def: Any) -> dict[str, int]:
         """The integer attributes of a stack or slice, defaults included: a SavedModel strips
@@ -370,6 +395,13 @@ def _offsets(layout: Layout) -> dict[str, int]:
         offsets.setdefault(name, offset)
         offset += len(dtypes)
     return offsets
+
+
+def _resolvable(text: str, offsets: Mapping[str, dict[str, int]]) -> bool:
+    """Whether a function input can be resolved now: it names an argument, a flat index, or
+    an output argument of a node already converted."""
+    node, separator, rest = text.partition(":")
+    return not separator or ":" not in rest or node in offsets
 
 
 def _graph_ref(text: str) -> TensorRef:

@@ -6,6 +6,7 @@ from typing import Any
 
 from gradcheck_cli.graph.model import CustomGradient
 from gradcheck_cli.loaders.graph_builder import GraphBuilder
+from gradcheck_cli.loaders.tf_protos import node_defs
 
 
 def saved_custom_gradients(
@@ -22,7 +23,7 @@ def saved_custom_gradients(
     def nodes_of(fdef: Any) -> dict[str, Any]:
         name = fdef.signature.name
         if name not in indexed:
-            indexed[name] = {n.name: n for n in fdef.node_def}
+            indexed[name] = {n.name: n for n in node_defs(fdef)}
         return indexed[name]
 
     for registered in library.registered_gradients:

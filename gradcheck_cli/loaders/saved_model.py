@@ -36,7 +36,7 @@ from gradcheck_cli.loaders.saved_variable_lists import (
 )
 from gradcheck_cli.loaders.saved_variable_names import name_saved_variables
 from gradcheck_cli.loaders.structured_values import flat_outputs, output_shape
-from gradcheck_cli.loaders.tf_protos import dtype_name, protos
+from gradcheck_cli.loaders.tf_protos import dtype_name, lazy_nodes, protos
 
 _SKIPPED_SIGNATURES = frozenset({"__saved_model_init_op", "__saved_model_train_op"})
 _WHAT = "SavedModel"
@@ -106,7 +106,6 @@ def _no_locations(node: str, function: str) -> None:
 
 
 def _parse(path: Path) -> tuple[Any, int]:
-    saved_model = protos().saved_model_pb2.SavedModel()
     binary = path / "saved_model.pb"
     if not binary.is_file() and (path / "saved_model.cpb").is_file():
         raise GradcheckError(
@@ -116,10 +115,12 @@ def _parse(path: Path) -> tuple[Any, int]:
     try:
         if binary.is_file():
             data = binary.read_bytes()
+            saved_model = lazy_nodes("tensorflow.SavedModel")()
             saved_model.ParseFromString(data)
         else:
             from google.protobuf import text_format
 
+            saved_model = protos().saved_model_pb2.SavedModel()
             text = (path / "saved_model.pbtxt").read_text()
             text_format.Parse(text, saved_model)
             data = text.encode()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradcheck_cli.graph.model import Variable
+from gradcheck_cli.loaders.tf_protos import node_defs
 
 # Every Keras 3 layer tracks these lists; the object graph keeps no class names for layers.
 _KERAS_LAYER_CHILDREN = frozenset({"_inbound_nodes", "_outbound_nodes"})
@@ -156,7 +157,7 @@ def _readers(meta_graph: Any, wanted: set[int]) -> dict[int, str]:
         }
         if not node_of_arg:
             continue
-        for node_def in fdef.node_def:
+        for node_def in node_defs(fdef):
             if node_def.op in functions:
                 continue
             for text in node_def.input:

@@ -7,6 +7,8 @@ import importlib
 import importlib.util
 import sys
 import types
+from collections.abc import Iterator
+from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.proto_limits import Refused
@@ -20,6 +22,7 @@ _MODULES = {
     "types_pb2": "tensorflow.core.framework.types_pb2",
     "variable_pb2": "tensorflow.core.framework.variable_pb2",
     "graph_debug_info_pb2": "tensorflow.core.framework.graph_debug_info_pb2",
+    "node_def_pb2": "tensorflow.core.framework.node_def_pb2",
 }
 
 
@@ -51,6 +54,52 @@ def _import_all() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         **{short: importlib.import_module(full) for short, full in _MODULES.items()}
     )
+
+
+@functools.cache
+def lazy_nodes(full_name: str) -> type:
+    """The message class `full_name` ("tensorflow.SavedModel"), except that a function's nodes
+    stay serialized: `FunctionDef.node_def` holds bytes, read by `node_defs` when the function
+    is converted.
+
+    A parsed NodeDef takes about twelve times its serialized size (its attribute maps above
+    all): 800 MB for a million ops. Kept as bytes, a node costs its size until it is read, and
+    the functions the loss never calls are never read. The bytes are the field's own wire
+    format, so the same data parses with either class.
+    """
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    function = protos().function_pb2.FunctionDef.DESCRIPTOR
+    pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+
+    def add(file: Any) -> None:
+        if file.name in added:
+            return
+        added.add(file.name)
+        for dependency in file.dependencies:
+            add(dependency)
+        proto = descriptor_pb2.FileDescriptorProto()
+        file.CopyToProto(proto)
+        if file.name == function.file.name:
+            for message in proto.message_type:
+                if message.name == function.name:
+                    for field in message.field:
+                        if field.name == "node_def":
+                            field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+                            field.ClearField("type_name")
+        pool.Add(proto)
+
+    wanted = protos().saved_model_pb2.SavedModel.DESCRIPTOR.file
+    add(wanted)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(full_name))
+
+
+def node_defs(function: Any) -> Iterator[Any]:
+    """The NodeDefs of a FunctionDef, whether its class keeps them parsed or serialized."""
+    node_def = protos().node_def_pb2.NodeDef
+    for node in function.node_def:
+        yield node_def.FromString(node) if isinstance(node, bytes) else node
 
 
 def dtype_name(enum_value: int) -> str:
