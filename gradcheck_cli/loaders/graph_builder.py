@@ -151,7 +151,7 @@ class GraphBuilder:
         waiting: list[tuple[Node, list[str]]] = []  # nodes read before their producers
         name = ""
         try:
-            for node_def in node_defs(fdef):
+            for node_def in node_defs(fdef, self._what):
                 name = node_def.name
                 layout = self._output_layout(node_def)
                 offsets[name] = _offsets(layout)

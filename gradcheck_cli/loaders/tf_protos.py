@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.loaders.proto_limits import Refused
+from gradcheck_cli.loaders.proto_limits import Refused, malformed
 
 _MODULES = {
     "saved_model_pb2": "tensorflow.core.protobuf.saved_model_pb2",
@@ -95,11 +95,22 @@ def lazy_nodes(full_name: str) -> type:
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(full_name))
 
 
-def node_defs(function: Any) -> Iterator[Any]:
-    """The NodeDefs of a FunctionDef, whether its class keeps them parsed or serialized."""
+def node_defs(function: Any, what: str = "SavedModel") -> Iterator[Any]:
+    """The NodeDefs of a FunctionDef, whether its class keeps them parsed or serialized.
+    `what` names the input in the error for a node that does not parse."""
     node_def = protos().node_def_pb2.NodeDef
     for node in function.node_def:
-        yield node_def.FromString(node) if isinstance(node, bytes) else node
+        if not isinstance(node, bytes):
+            yield node
+            continue
+        try:
+            yield node_def.FromString(node)
+        except Exception as error:  # protobuf's DecodeError, and anything else a bad proto raises
+            raise malformed(
+                what,
+                f"function {function.signature.name!r}",
+                f"holds a node that is not a readable NodeDef ({error})",
+            ) from None
 
 
 def dtype_name(enum_value: int) -> str:
