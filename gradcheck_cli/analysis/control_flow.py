@@ -226,7 +226,7 @@ class BodyIndex:
         # Filled by the walkers, shared by every pass over the body: the differentiability
         # rules' verdict on each node input (by node name), and ancestor orders by their seeds.
         self.input_cuts: dict[str, tuple[Any, ...]] = {}
-        self.orders: dict[frozenset[TensorRef], list[Node]] = {}
+        self.orders: dict[frozenset[TensorRef], Any] = {}
         self.surroundings: Any = None
 
     def width(self, node: Node) -> int:

@@ -200,43 +200,51 @@ class Reachability:
         facts = self.index.of(body)
         key = frozenset(seeds)
         if key not in facts.orders:
-            facts.orders[key] = _consumers_first(body, seeds)
-        order = facts.orders[key]
-        for node in order:
-            self._visit(body, node, masks, facts)
-        if order.cyclic:
+            facts.orders[key] = _plan(body, seeds, facts)
+        plan = facts.orders[key]
+        for step in plan:
+            self._visit(body, step, masks, facts)
+        if plan.cyclic:
             # TF1 while loops (NextIteration) form cycles: iterate until nothing grows.
-            pending = deque(order)
-            queued = set(n.name for n in order)
+            steps = {step[0].name: step for step in plan}
+            pending = deque(plan)
+            queued = set(steps)
             while pending:
-                node = pending.popleft()
-                queued.discard(node.name)
+                step = pending.popleft()
+                queued.discard(step[0].name)
                 grown: list[Node] = []
-                self._visit(body, node, masks, facts, grown)
+                self._visit(body, step, masks, facts, grown)
                 for producer in grown:
-                    if producer.name not in queued:
+                    if producer.name not in queued and producer.name in steps:
                         queued.add(producer.name)
-                        pending.append(producer)
+                        pending.append(steps[producer.name])
         return masks
 
     def _visit(
         self,
         body: Body,
-        node: Node,
+        step: _PlanStep,
         masks: dict[TensorRef, int],
         facts: BodyIndex,
         grown: list[Node] | None = None,
     ) -> None:
-        """Carry `node`'s output masks to its inputs; the producers whose masks grew go to
+        """Carry a node's output masks to its inputs; the producers whose masks grew go to
         `grown`. Runs for every ancestor of the loss in every pass: plain ops take a short way."""
+        node, width, plain = step
         name = node.name
         # A mask is keyed by TensorRef, equal to the plain tuple (name, index).
-        out_masks = [masks.get((name, k), 0) for k in range(facts.width(node))]
-        if not any(out_masks):
-            return
+        if width == 1:
+            only = masks.get((name, 0), 0)
+            if not only:
+                return
+            out_masks = [only]
+        else:
+            out_masks = [masks.get((name, k), 0) for k in range(width)]
+            if not any(out_masks):
+                return
         inputs = node.inputs
         reaching: Iterable[tuple[int, int]]
-        if step_of(node) is not PLAIN_STEP:
+        if not plain:
             reaching = self.input_masks(body, node, out_masks)
         elif self.gradient:
             live = _live(node, out_masks)
@@ -275,8 +283,21 @@ def _dtype(node: Node, index: int) -> str | None:
     return node.output_dtypes[index] if index < len(node.output_dtypes) else None
 
 
+_PlanStep = tuple[Node, int, bool]
+"""A node as every pass visits it: the node, how many outputs it has, whether it is plain."""
+
+
 class _Order(list):  # type: ignore[type-arg]
     cyclic = False
+
+
+def _plan(body: Body, seeds: dict[TensorRef, int], facts: BodyIndex) -> _Order:
+    """The ancestors of the seeds in the order a backward pass visits them, with what each
+    visit needs that does not change between passes."""
+    order = _consumers_first(body, seeds)
+    plan = _Order((node, facts.width(node), step_of(node) is PLAIN_STEP) for node in order)
+    plan.cyclic = order.cyclic
+    return plan
 
 
 def _consumers_first(body: Body, seeds: dict[TensorRef, int]) -> _Order:

@@ -6,7 +6,7 @@ import functools
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import (
@@ -30,7 +30,7 @@ ShapeLookup = Callable[[str, str], "tuple[tuple[int | None, ...] | None, ...]"]
 Layout = list[tuple[str, list[str | None]]]
 """[(output argument name, dtypes of its flat outputs)] of one node."""
 
-_KEPT_ATTRS = ("DstT", "SrcT", "is_training", "T")
+_KEPT_ATTRS = frozenset({"DstT", "SrcT", "is_training", "T"})
 # Attributes that fix which elements a stack or slice moves (read with the constants).
 _INDEX_OPS = frozenset({"Pack", "StridedSlice", "GatherV2"})
 _INDEX_ATTRS = (
@@ -54,6 +54,17 @@ _CONSTANT_FORMATS = {
     "int64": ("q", "int64_val"),
     "bool": ("?", "bool_val"),
 }
+
+
+class _OutputArg(NamedTuple):
+    """The fields of an OpDef output argument that shape a node's outputs."""
+
+    name: str
+    type_list_attr: str
+    type: int
+    type_attr: str
+    is_ref: bool
+    number_attr: str
 
 
 def _no_location(node: str, function: str) -> SourceLocation | None:
@@ -94,7 +105,10 @@ class GraphBuilder:
         self.notes: list[str] = []
         self._unknown_ops: set[str] = set()
         # Op type -> the attributes its OpDef types as functions (None: no OpDef, read all).
-        self._func_attr_names: dict[str, tuple[str, ...] | None] = {}
+        self._func_attr_names: dict[str, frozenset[str] | None] = {}
+        self._shared: dict[Any, Any] = {}
+        # Op type -> its OpDef's output arguments, read from the proto once.
+        self._output_args: dict[str, tuple[_OutputArg, ...]] = {}
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -203,8 +217,9 @@ class GraphBuilder:
         """The node of `node_def`, without its inputs (`inputs` of them, set by the caller)."""
         op = node_def.op
         node_attrs = node_def.attr
+        present = list(node_attrs)  # each lookup in the proto's map costs; the names, once
         calls: dict[str, tuple[str, ...]] = {}
-        for key in self._function_attrs(op, node_attrs):
+        for key in self._function_attrs(op, present):
             value = node_attrs[key]
             if value.HasField("func"):
                 calls[key] = (value.func.name,)
@@ -213,19 +228,19 @@ class GraphBuilder:
         if op in self._functions:
             calls["f"] = (op,)
         attrs: dict[str, object] = {}
-        for key in _KEPT_ATTRS:
-            if key in node_attrs:
+        for key in present:
+            if key in _KEPT_ATTRS:
                 value = node_attrs[key]
                 attrs[key] = dtype_name(value.type) if value.HasField("type") else value.b
-        if node_def.op in _INDEX_OPS:
+        if op in _INDEX_OPS:
             attrs.update(self._index_attrs(node_def))
-        if node_def.op == "Const" and "value" in node_def.attr:
-            constant = _constant(node_def.attr["value"].tensor)
+        if op == "Const" and "value" in present:
+            constant = _constant(node_attrs["value"].tensor)
             if constant is not None:
                 attrs[CONSTANT_ATTR] = constant
         grad_type = None
-        if "_gradient_op_type" in node_def.attr:
-            raw = node_def.attr["_gradient_op_type"].s
+        if "_gradient_op_type" in present:
+            raw = node_attrs["_gradient_op_type"].s
             try:
                 grad_type = raw.decode() or None
             except UnicodeDecodeError:
@@ -234,32 +249,34 @@ class GraphBuilder:
         outputs = len(output_dtypes)
         if inputs > 1 and outputs > 1:
             self._budget.spend(inputs * outputs, f"has {inputs} inputs and {outputs} outputs")
-        location = self._locations(node_def.name, fn_name)
+        name = node_def.name
+        location = self._locations(name, fn_name)
         return Node(
-            name=node_def.name,
-            op_type=op,
-            output_dtypes=output_dtypes,
+            name=name,
+            # One string and one tuple per op type and per output signature, not per node.
+            op_type=self._shared.setdefault(op, op),
+            output_dtypes=self._shared.setdefault(output_dtypes, output_dtypes),
             calls=calls,
             gradient_op_type=grad_type,
             attrs=attrs,
-            location=location and line_inside_lambda(location, node_def.op),
-            output_shapes=self._shapes(node_def.name, fn_name),
+            location=location and line_inside_lambda(location, op),
+            output_shapes=self._shapes(name, fn_name),
         )
 
-    def _function_attrs(self, op: str, node_attrs: Any) -> Iterable[str]:
+    def _function_attrs(self, op: str, present: list[str]) -> Iterable[str]:
         """The attributes of a node that may name functions: those its OpDef types `func` or
         `list(func)`; every attribute of an op without one (a call by function name)."""
         if op not in self._func_attr_names:
             op_def = self._op_defs.get(op)
             self._func_attr_names[op] = (
-                tuple(a.name for a in op_def.attr if a.type in ("func", "list(func)"))
+                frozenset(a.name for a in op_def.attr if a.type in ("func", "list(func)"))
                 if op_def is not None
                 else None
             )
         names = self._func_attr_names[op]
         if names is None:
-            return list(node_attrs)
-        return [name for name in names if name in node_attrs]
+            return present
+        return [name for name in present if name in names] if names else ()
 
     def _index_attrs(self, node_def: Any) -> dict[str, int]:
         """The integer attributes of a stack or slice, defaults included: a SavedModel strips
@@ -291,8 +308,13 @@ class GraphBuilder:
                     "assumed to carry gradient"
                 )
             return []
+        if node_def.op not in self._output_args:
+            self._output_args[node_def.op] = tuple(
+                _OutputArg(o.name, o.type_list_attr, o.type, o.type_attr, o.is_ref, o.number_attr)
+                for o in op_def.output_arg
+            )
         layout = []
-        for out in op_def.output_arg:
+        for out in self._output_args[node_def.op]:
             dtypes: list[str | None]
             if out.type_list_attr:
                 listed = _attr(node_def, op_def, out.type_list_attr, "list")

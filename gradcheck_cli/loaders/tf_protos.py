@@ -115,6 +115,15 @@ def node_defs(function: Any, what: str = "SavedModel") -> Iterator[Any]:
 
 def dtype_name(enum_value: int) -> str:
     """`DT_FLOAT` -> "float32", `DT_INT32_REF` -> "int32_ref", as TensorFlow names dtypes."""
+    known = _DTYPE_NAMES_SEEN.get(enum_value)
+    return known if known is not None else _dtype_name(enum_value)
+
+
+_DTYPE_NAMES_SEEN: dict[int, str] = {}
+"""Asked for every output of every node: each enum value is named once."""
+
+
+def _dtype_name(enum_value: int) -> str:
     types_pb2 = protos().types_pb2
     ref = enum_value > 100
     base = enum_value - 100 if ref else enum_value
@@ -123,7 +132,8 @@ def dtype_name(enum_value: int) -> str:
         raise Refused(f"has dtype {enum_value}, which is not a TensorFlow DataType")
     raw = types_pb2.DataType.Name(base)
     name = _DTYPE_NAMES.get(raw, raw.removeprefix("DT_").lower())
-    return name + "_ref" if ref else name
+    _DTYPE_NAMES_SEEN[enum_value] = name + "_ref" if ref else name
+    return _DTYPE_NAMES_SEEN[enum_value]
 
 
 @functools.cache
