@@ -2,20 +2,39 @@
 
 from __future__ import annotations
 
-from gradcheck_cli.graph.model import Body, TensorRef
+from gradcheck_cli.graph.model import Body
 
 
 def mark_constant_inputs(body: Body) -> None:
-    """Set `constant_inputs` on every node of `body`."""
-    kinds = {name: (node.op_type, node.inputs[:1]) for name, node in body.nodes.items()}
-    for node in body.nodes.values():
-        node.constant_inputs = tuple(_is_constant(kinds, ref.node) for ref in node.inputs)
+    """Set `constant_inputs` on every node of `body`.
 
+    Each tensor is followed through its Identity ops once, however many read it or how long
+    the chain (a chain of a million Identity ops is linear, not quadratic); the few distinct
+    patterns of flags are shared between nodes.
+    """
+    nodes = body.nodes
+    constant: dict[str, bool] = {}
 
-def _is_constant(kinds: dict[str, tuple[str, tuple[TensorRef, ...]]], name: str) -> bool:
-    for _ in range(len(kinds)):
-        op_type, first = kinds.get(name, ("", ()))
-        if op_type != "Identity" or not first:
-            return op_type == "Const"
-        name = first[0].node
-    return False
+    def is_constant(name: str) -> bool:
+        chain: list[str] = []
+        on_chain: set[str] = set()
+        while name not in constant:
+            node = nodes.get(name)
+            if node is None or node.op_type != "Identity" or not node.inputs:
+                constant[name] = node is not None and node.op_type == "Const"
+                break
+            if name in on_chain:  # a cycle of Identity ops holds no constant
+                constant[name] = False
+                break
+            chain.append(name)
+            on_chain.add(name)
+            name = node.inputs[0].node
+        found = constant[name]
+        for link in chain:
+            constant[link] = found
+        return found
+
+    patterns: dict[tuple[bool, ...], tuple[bool, ...]] = {}
+    for node in nodes.values():
+        flags = tuple(is_constant(ref.node) for ref in node.inputs)
+        node.constant_inputs = patterns.setdefault(flags, flags)

@@ -256,12 +256,22 @@ class GraphBuilder:
             # One string and one tuple per op type and per output signature, not per node.
             op_type=self._shared.setdefault(op, op),
             output_dtypes=self._shared.setdefault(output_dtypes, output_dtypes),
-            calls=calls,
+            # Never changed once built: nodes with the same calls or attributes share them.
+            calls=self._shared_mapping(calls),
             gradient_op_type=grad_type,
-            attrs=attrs,
+            attrs=self._shared_mapping(attrs),
             location=location and line_inside_lambda(location, op),
             output_shapes=self._shapes(name, fn_name),
         )
+
+    def _shared_mapping(self, mapping: dict[str, Any]) -> dict[str, Any]:
+        """The one dict with these items among the nodes built (most nodes have none, or only
+        "T"); a mapping whose values cannot be hashed stays its own."""
+        try:
+            key = ("mapping", *sorted(mapping.items()))
+            return self._shared.setdefault(key, mapping)  # type: ignore[no-any-return]
+        except TypeError:
+            return mapping
 
     def _function_attrs(self, op: str, present: list[str]) -> Iterable[str]:
         """The attributes of a node that may name functions: those its OpDef types `func` or
