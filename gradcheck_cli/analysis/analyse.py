@@ -23,6 +23,7 @@ from gradcheck_cli.analysis.verdicts import (
     VariableVerdict,
 )
 from gradcheck_cli.differentiability.rules import is_assign_op
+from gradcheck_cli.graph.memory import without_cyclic_gc
 from gradcheck_cli.graph.model import Program, TensorRef
 
 
@@ -32,6 +33,11 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
     `cuts_of_live`: also walk forward from every live variable to name the cuts on its other
     paths (GC204); one walk per variable, so only when asked for (`--verbose`).
     """
+    with without_cyclic_gc():
+        return _analyse(program, cuts_of_live=cuts_of_live)
+
+
+def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
     # Function summaries recurse once per level of nesting (calls, conds, loops): deep models
     # need more than Python's default limit.
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 50 * len(program.bodies) + 1000))

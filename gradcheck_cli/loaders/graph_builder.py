@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.graph.memory import without_cyclic_gc
 from gradcheck_cli.graph.model import (
     ARG_OP,
     CONSTANT_ATTR,
@@ -114,6 +115,10 @@ class GraphBuilder:
 
     def add_function(self, name: str) -> Body:
         """Convert function `name` and every function it calls, transitively."""
+        with without_cyclic_gc():
+            return self._add_function(name)
+
+    def _add_function(self, name: str) -> Body:
         pending = [name]
         while pending:
             current = pending.pop()
@@ -132,6 +137,10 @@ class GraphBuilder:
 
     def add_graph(self, graph_def: Any, name: str, loss: TensorRef) -> Body:
         """Convert a TF1 GraphDef into a body whose single ret is the loss."""
+        with without_cyclic_gc():
+            return self._add_graph(graph_def, name, loss)
+
+    def _add_graph(self, graph_def: Any, name: str, loss: TensorRef) -> Body:
         if self._sized_by_functions:
             self._budget = ExpansionBudget(self._budget.serialized_bytes + graph_def.ByteSize())
         nodes: dict[str, Node] = {}
