@@ -145,10 +145,12 @@ class Reachability:
         if cuts is None:
             around = self.surroundings(body)
             custom = self.program.custom_gradients
-            cuts = known[node.name] = tuple(
+            cuts = tuple(
                 input_cut(node, i, body.input_dtype(ref), custom, around)
                 for i, ref in enumerate(node.inputs)
             )
+            # Most nodes pass gradient to every input: they share one tuple of Nones.
+            known[node.name] = cuts = _UNCUT.setdefault(cuts, cuts) if not any(cuts) else cuts
         return cuts
 
     def surroundings(self, body: Body) -> Surroundings:
@@ -283,6 +285,9 @@ def _dtype(node: Node, index: int) -> str | None:
     return node.output_dtypes[index] if index < len(node.output_dtypes) else None
 
 
+_UNCUT: dict[tuple[Cut | None, ...], tuple[Cut | None, ...]] = {}
+"""(None,) * n: the cuts of a node whose every input gets gradient, one tuple per n."""
+
 _PlanStep = tuple[Node, int, bool]
 """A node as every pass visits it: the node, how many outputs it has, whether it is plain."""
 
@@ -301,7 +306,41 @@ def _plan(body: Body, seeds: dict[TensorRef, int], facts: BodyIndex) -> _Order:
 
 
 def _consumers_first(body: Body, seeds: dict[TensorRef, int]) -> _Order:
-    """Ancestors of the seeds, each after all of its consumers (Kahn's algorithm)."""
+    """Ancestors of the seeds, each after all of its consumers: a depth-first walk up the
+    inputs, in reverse post-order. A cycle (a TF1 while loop) takes Kahn's algorithm instead,
+    which places what it can and leaves the rest to iteration."""
+    nodes = body.nodes
+    done: set[str] = set()
+    on_path: set[str] = set()
+    post_order: list[Node] = []
+    for seed in seeds:
+        if seed.node not in nodes or seed.node in done:
+            continue
+        on_path.add(seed.node)
+        path = [(nodes[seed.node], iter(nodes[seed.node].inputs))]
+        while path:
+            node, inputs = path[-1]
+            for ref in inputs:
+                producer = ref.node
+                if producer in done or producer not in nodes:
+                    continue
+                if producer in on_path:
+                    return _kahn(body, seeds)
+                on_path.add(producer)
+                path.append((nodes[producer], iter(nodes[producer].inputs)))
+                break
+            else:
+                path.pop()
+                on_path.discard(node.name)
+                done.add(node.name)
+                post_order.append(node)
+    post_order.reverse()
+    return _Order(post_order)
+
+
+def _kahn(body: Body, seeds: dict[TensorRef, int]) -> _Order:
+    """Ancestors of the seeds, each after all of its consumers (Kahn's algorithm); the nodes
+    on a cycle go last, and the order is marked cyclic."""
     ancestors: set[str] = set()
     stack = [ref.node for ref in seeds if ref.node in body.nodes]
     while stack:

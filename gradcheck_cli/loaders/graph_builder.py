@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import struct
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -147,7 +148,9 @@ class GraphBuilder:
         for node_def in graph_def.node:
             inputs = tuple(_graph_ref(text) for text in node_def.input if not text.startswith("^"))
             with self._refusing(node_def.name, ""):
-                node = self._node(node_def, len(inputs), "", self._output_layout(node_def))
+                node = self._node(
+                    node_def, node_def.name, len(inputs), "", self._output_layout(node_def)
+                )
             node.inputs = inputs
             nodes[node_def.name] = node
         body = Body(name=name, nodes=nodes, args=(), rets=(loss,))
@@ -175,11 +178,12 @@ class GraphBuilder:
         name = ""
         try:
             for node_def in node_defs(fdef, self._what):
-                name = node_def.name
+                # One string per name: the node's, its keys and every reference to it.
+                name = sys.intern(node_def.name)
                 layout = self._output_layout(node_def)
                 offsets[name] = _offsets(layout)
                 texts = [text for text in node_def.input if not text.startswith("^")]
-                node = self._node(node_def, len(texts), fn_name, layout)
+                node = self._node(node_def, name, len(texts), fn_name, layout)
                 nodes[name] = node
                 if all(_resolvable(text, offsets) for text in texts):
                     node.inputs = tuple(_function_ref(text, offsets) for text in texts)
@@ -222,8 +226,9 @@ class GraphBuilder:
                         f"has its output {ref.index} read but declares {declared} outputs",
                     )
 
-    def _node(self, node_def: Any, inputs: int, fn_name: str, layout: Layout) -> Node:
-        """The node of `node_def`, without its inputs (`inputs` of them, set by the caller)."""
+    def _node(self, node_def: Any, name: str, inputs: int, fn_name: str, layout: Layout) -> Node:
+        """The node `name` of `node_def`, without its inputs (`inputs` of them, set by the
+        caller)."""
         op = node_def.op
         node_attrs = node_def.attr
         present = list(node_attrs)  # each lookup in the proto's map costs; the names, once
@@ -258,7 +263,6 @@ class GraphBuilder:
         outputs = len(output_dtypes)
         if inputs > 1 and outputs > 1:
             self._budget.spend(inputs * outputs, f"has {inputs} inputs and {outputs} outputs")
-        name = node_def.name
         location = self._locations(name, fn_name)
         return Node(
             name=name,
@@ -456,9 +460,9 @@ def _function_ref(text: str, offsets: Mapping[str, dict[str, int]]) -> TensorRef
     parts = text.split(":")
     if not parts[0] or len(parts) > 3 or not parts[-1].isdigit() and len(parts) > 1:
         raise GradcheckError(f"the model is malformed: a function input reads {text!r}")
+    node = sys.intern(parts[0])
     if len(parts) == 1:
-        return TensorRef(parts[0], 0)  # a function argument
-    node = parts[0]
+        return TensorRef(node, 0)  # a function argument
     if len(parts) == 2:
         return TensorRef(node, int(parts[1]))
     out_arg, index = parts[1], int(parts[2])
