@@ -128,9 +128,12 @@ class Recorder:
 
     def _opened(self, path: str, flags: int) -> None:
         if flags & (os.O_CREAT | os.O_TRUNC | os.O_APPEND) or flags & os.O_ACCMODE == os.O_WRONLY:
-            self.written.add(path)
+            # Made by the job before any read: its own output. A file read first stays an
+            # input; writing it then makes the trace unsettled, never cached.
+            if path not in self.opened:
+                self.written.add(path)
             return
-        if path in self.opened or not is_user_file(path, self.libraries):
+        if path in self.opened or path in self.written or not is_user_file(path, self.libraries):
             return
         try:
             status = os.stat(path)
@@ -191,14 +194,13 @@ class Recorder:
                 continue
             if isinstance(source, str):
                 modules.append(os.path.abspath(source))
-        opened = {p: at for p, at in self.opened.items() if p not in self.written}
-        paths = set(opened) | {os.path.abspath(p) for p in always}
+        paths = set(self.opened) | {os.path.abspath(p) for p in always}
         paths |= {p for p in modules if is_user_file(p, self.libraries)} - self.written
         files = [file_read(path) for path in sorted(paths)]
         files += [folder_read(path) for path in sorted(self.listed)]
         # A file that changed after it was opened: the result may hold its old content.
         found = {f.path: (f.mtime_ns, f.size) if f.digest is not None else None for f in files}
-        settled = all(found.get(path) == at for path, at in opened.items())
+        settled = all(found.get(path) == at for path, at in self.opened.items())
         environment = tuple(sorted(self.environment.items()))
         return Reads(tuple(files), environment, settled=settled)
 

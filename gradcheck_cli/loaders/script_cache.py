@@ -32,12 +32,12 @@ _ENTRIES = "traced"
 # Options that shape only the parent's analysis or the way the worker runs, not what it traces;
 # every other option is part of the key, so a new option is keyed until declared here.
 _NOT_KEYED = frozenset(
-    ("allow_dead", "all_cuts", "sum_loss", "timeout", "debug", "quiet", "progress")
-    + ("cache", "cache_dir")
+    {"allow_dead", "all_cuts", "sum_loss", "timeout", "debug", "quiet", "progress", "cache"}
+    | {"cache_dir"}
 )
+_METADATA_SUFFIXES = (".dist-info", ".egg-info")  # an installed distribution's metadata folder
 # What TensorFlow and Keras read at import (in a warm launcher, before any recording), and what
 # decides which module an import finds.
-_METADATA_SUFFIXES = (".dist-info", ".egg-info")
 _KEYED_ENVIRONMENT = ("PYTHONPATH", "KERAS_BACKEND", "KERAS_HOME", "TF_USE_LEGACY_KERAS")
 _TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
