@@ -1,5 +1,9 @@
-"""What the user's code read in the worker (files, folders it listed, environment variables),
-recorded with an audit hook, and whether each of those is still as it was read."""
+"""Record what the user's code read in the worker, and tell whether it is still as it was read.
+
+The files it opened and the folders it listed come from an audit hook, the environment
+variables from a watch on os.environ; the standard library's and installed packages' own are
+left to the cache key's versions.
+"""
 
 from __future__ import annotations
 

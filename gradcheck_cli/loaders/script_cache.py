@@ -1,5 +1,7 @@
-"""The cache of what the worker traced from a script or a Keras file, valid while nothing it
-read has changed: a hit answers without starting a worker or importing TensorFlow."""
+"""Cache what the worker traced from a script or a Keras file while nothing it read changes.
+
+A hit answers without starting a worker or importing TensorFlow.
+"""
 
 from __future__ import annotations
 

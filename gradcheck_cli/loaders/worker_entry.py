@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.loaders.file_reads import Recorder
 from gradcheck_cli.loaders.process_tree import MARK_VARIABLE, ProcessTree, kill_group
 from gradcheck_cli.loaders.worker_protocol import (
     Job,
@@ -40,8 +41,6 @@ def main(argv: list[str]) -> int:
     result_path = Path(argv[2])
     recorder = None
     if request.record_reads:
-        from gradcheck_cli.loaders.file_reads import Recorder
-
         recorder = Recorder()
         recorder.start()
     result: WorkerResult | None
@@ -58,7 +57,7 @@ def main(argv: list[str]) -> int:
         )
     if result is not None:
         if recorder is not None and not isinstance(result, WorkerFailure):
-            _write(reads_path(result_path), recorder.reads(always=[request.path]))
+            _write_reads(reads_path(result_path), recorder, request.path)
         _write(result_path, result)
     sys.stdout.flush()
     # The user's script may have started threads or registered atexit hooks that hang.
@@ -88,6 +87,16 @@ def _end_with_gradcheck(scratch: Path) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="gradcheck-parent-watch", daemon=True).start()
+
+
+def _write_reads(path: Path, recorder: Recorder, model: Path) -> None:
+    """What the job read, for the cache; none (the result is not cached) if a file that it read
+    cannot be hashed now."""
+    try:
+        reads = recorder.reads(always=[model])
+    except OSError:
+        return
+    _write(path, reads)
 
 
 def _write(path: Path, result: object) -> None:
