@@ -11,7 +11,6 @@ import json
 import os
 import pickle
 import sys
-import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,11 +61,10 @@ def traced(request: WorkerRequest) -> Answer:
     """The worker's answer to a script or Keras file request: from the cache when the same
     request was answered before and nothing it read has changed, else from a worker (and then
     stored). Failures are never stored; a cache that cannot be read or written is passed by."""
-    # Imported only to trace: a hit starts no worker.
-    from gradcheck_cli.loaders.worker_process import run_worker, run_worker_recording
-
     options = request.options
     if not options.cache or request.job not in CACHED_JOBS:
+        from gradcheck_cli.loaders.worker_process import run_worker
+
         return run_worker(request)
     folder = cache_folder(options) / _ENTRIES
     key = cache_key(request)
@@ -78,6 +76,9 @@ def traced(request: WorkerRequest) -> Answer:
                 "traced; using the cached result (--no-cache traces it again)"
             )
         return found
+    # Imported only on a miss: a hit starts no worker and imports none of its machinery.
+    from gradcheck_cli.loaders.worker_process import run_worker_recording
+
     result, reads = run_worker_recording(request)
     if reads is not None and reads.settled:
         _store(folder, _Entry(key, reads, pickle.dumps(result, pickle.HIGHEST_PROTOCOL)))
@@ -153,6 +154,8 @@ def _lookup(folder: Path, key: str) -> Answer | None:
 def _store(folder: Path, entry: _Entry) -> None:
     """Write the entry whole under a temporary name, then give it its own, so a reader never
     sees half of it; then keep only the MAX_ENTRIES used last."""
+    import tempfile
+
     try:
         folder.mkdir(parents=True, exist_ok=True)
         tag = folder.parent / "CACHEDIR.TAG"
