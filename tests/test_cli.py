@@ -93,7 +93,8 @@ def _gradcheck(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_script_prints_never_reach_stdout() -> None:
     script = SCRIPTS / "noisy_tf2.py"
-    result = _gradcheck(str(script), "--loss", "loss", "--format", "json")
+    # --no-cache: a cached result would print nothing of the script.
+    result = _gradcheck(str(script), "--loss", "loss", "--format", "json", "--no-cache")
     report = json.loads(result.stdout)
     # Labelled with the script's name, on stderr.
     assert "noisy_tf2.py: the user's script prints this" in result.stderr
