@@ -21,7 +21,13 @@ from gradcheck_cli.cli_options import (
     explain_option,
     grouped_options,
 )
-from gradcheck_cli.config import Overrides, Settings, load_settings, resolve_timeout
+from gradcheck_cli.config import (
+    Overrides,
+    Settings,
+    load_settings,
+    resolve_cache_dir,
+    resolve_timeout,
+)
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.loaders.process_tree import Stopped, stop_on_signals
 from gradcheck_cli.options import CheckOptions
@@ -157,6 +163,7 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
         baseline=flags.pop("baseline"),
     )
     config_file, timeout = flags.pop("config_file"), flags.pop("timeout")
+    no_cache = flags.pop("no_cache", False)  # `gradcheck run` caches nothing
     try:
         settings = load_settings(overrides, config_file)
         seconds = resolve_timeout(timeout, settings)
@@ -177,6 +184,8 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
         timeout=seconds,
         quiet=display["quiet"],
         progress=alone and not display["quiet"] and sys.stderr.isatty(),
+        cache=settings.cache and not no_cache,
+        cache_dir=resolve_cache_dir(settings),
         **flags,
     )
     return Options(models=chosen, settings=settings, check=check, **display, **extra)

@@ -110,6 +110,12 @@ SUM_LOSS_OPTION = click.option(
     is_flag=True,
     help="Check the sum of a non-scalar loss, as tf.gradients would, instead of refusing it.",
 )
+NO_CACHE_OPTION = click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Trace every script and Keras file again, even if nothing it read has changed since "
+    "the cached trace; store nothing.",
+)
 CONTINUE_OPTION = click.option(
     "--continue",
     "run_on",
@@ -119,7 +125,7 @@ CONTINUE_OPTION = click.option(
 )
 MODEL_OPTIONS: dict[str | None, list[Decorator]] = {
     INPUT: [LOSS_OPTION, IMPORT_OPTION, UNSAFE_DESERIALIZATION_OPTION, SUM_LOSS_OPTION],
-    RUN: [JOBS_OPTION],
+    RUN: [JOBS_OPTION, NO_CACHE_OPTION],
 }
 """Only `gradcheck MODEL` takes these: a script run by `gradcheck run` imports its own code,
 and its own gradient requests say what the loss is."""

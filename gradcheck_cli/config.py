@@ -14,6 +14,7 @@ from typing import Any
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.options import (
+    CACHE_DIR_VARIABLE,
     DEFAULT_TIMEOUT,
     CheckOptions,
     allow_dead_pairs,
@@ -33,6 +34,8 @@ KEYS = (
     "baseline",
     "timeout",
     "import",
+    "cache",
+    "cache-dir",
 )
 CONFIG_LIMIT = 1 << 20  # bytes: a settings table is a few hundred; more is the wrong file
 
@@ -58,6 +61,8 @@ class Settings:
     timeout: float | None = None  # the file's `timeout`; see `resolve_timeout`
     # Modules or .py files (absolute) to import before loading a Keras file; the flags add theirs.
     imports: tuple[str, ...] = ()
+    cache: bool = True  # `cache = false`: trace every script and Keras file again
+    cache_dir: Path | None = None  # see `resolve_cache_dir`
     source: Path | None = None  # the file the settings were read from, if any
 
     def loss_for(self, model: str | os.PathLike[str]) -> str | None:
@@ -192,6 +197,14 @@ def parse_table(table: Mapping[str, Any], path: Path) -> Settings:
         if not _is_strings(table["import"]):
             raise _wrong_type(where, "import", 'a list of modules or .py files (["my_layers"])')
         values["imports"] = tuple(_import_entry(entry, folder) for entry in table["import"])
+    if "cache" in table:
+        if not isinstance(table["cache"], bool):
+            raise _wrong_type(where, "cache", "true or false")
+        values["cache"] = table["cache"]
+    if "cache-dir" in table:
+        if not isinstance(table["cache-dir"], str):
+            raise _wrong_type(where, "cache-dir", "a path (string)")
+        values["cache_dir"] = folder / Path(table["cache-dir"]).expanduser()
     return Settings(**values)
 
 
@@ -216,6 +229,8 @@ def merge(base: Settings, overrides: Overrides, cwd: Path) -> Settings:
         baseline=cwd / overrides.baseline if overrides.baseline is not None else base.baseline,
         timeout=base.timeout,
         imports=base.imports,
+        cache=base.cache,
+        cache_dir=base.cache_dir,
         source=base.source,
     )
 
@@ -239,6 +254,15 @@ def resolve_timeout(
     if variable is not None:
         return variable
     return settings.timeout if settings.timeout is not None else DEFAULT_TIMEOUT
+
+
+def resolve_cache_dir(settings: Settings, environ: Mapping[str, str] | None = None) -> str | None:
+    """The cache's folder: GRADCHECK_CACHE_DIR, else the config file's `cache-dir`; None: the
+    platform's user cache folder (chosen where the cache is used)."""
+    variable = (os.environ if environ is None else environ).get(CACHE_DIR_VARIABLE, "").strip()
+    if variable:
+        return variable
+    return str(settings.cache_dir) if settings.cache_dir is not None else None
 
 
 def check_codes(codes: tuple[str, ...]) -> str | None:

@@ -78,6 +78,15 @@ class CheckOptions:
         "when stderr is a terminal, show there what gradcheck is doing while TensorFlow "
         "imports, loads and traces the model",
     )
+    cache: bool = _option(
+        True,
+        "reuse what an earlier check traced from the same script or Keras file when no file it "
+        "read has changed (no TensorFlow then); False: trace it again and store nothing",
+    )
+    cache_dir: str | None = _option(
+        None,
+        "the cache's folder; None: GRADCHECK_CACHE_DIR, else the platform's user cache folder",
+    )
 
 
 OPTION_NAMES = tuple(item.name for item in dataclasses.fields(CheckOptions))
@@ -85,6 +94,7 @@ OPTION_NAMES = tuple(item.name for item in dataclasses.fields(CheckOptions))
 DEFAULT_TIMEOUT = 600.0
 MAX_TIMEOUT = 86400.0  # one day: more is a typo, and `inf` would overflow the process timer
 TIMEOUT_VARIABLE = "GRADCHECK_TIMEOUT"
+CACHE_DIR_VARIABLE = "GRADCHECK_CACHE_DIR"
 
 
 def timeout_seconds(value: str | float) -> float:

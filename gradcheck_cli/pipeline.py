@@ -40,7 +40,6 @@ def check_path(path: Path, options: CheckOptions) -> Report:
     if not path.exists():
         raise GradcheckError(f"{path}: no such file or directory")
     from gradcheck_cli.loaders.saved_model import is_saved_model, load_saved_model
-    from gradcheck_cli.loaders.worker_process import run_worker
 
     if is_saved_model(path):
         program, loss_name = load_saved_model(path, options.loss, sum_loss=options.sum_loss)
@@ -62,8 +61,10 @@ def check_path(path: Path, options: CheckOptions) -> Report:
             f"{path} is neither a SavedModel directory, a Python script (.py) nor a Keras "
             "model file (.keras, .h5)"
         )
+    from gradcheck_cli.loaders.script_cache import traced
+
     job = Job.SCRIPT if kind == "script" else Job.KERAS_FILE
-    result = run_worker(WorkerRequest(job, path.resolve(), options))
+    result = traced(WorkerRequest(job, path.resolve(), options))
     assert isinstance(result, (TracedFunction, TracedGraph, EagerResult))
     source = SourceInfo(str(path), kind, result.loss_name)
     return report_from_result(result, source, options)

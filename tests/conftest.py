@@ -3,18 +3,28 @@ the repository's script reports shared between modules."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from gradcheck_cli.options import CACHE_DIR_VARIABLE
 from tests.shared_checks import RepositoryChecks
 
 # Must run before the first `import tensorflow`: C++ log noise off, and oneDNN's reordered
 # float arithmetic off so gradients that are exactly zero stay exactly zero.
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
+
+# The cache of traced scripts goes to a folder of this test process, never the user's own:
+# set here, so every gradcheck the tests run in this process or start as a subprocess uses it.
+CACHE_DIR = tempfile.mkdtemp(prefix="gradcheck-test-cache-")
+os.environ[CACHE_DIR_VARIABLE] = CACHE_DIR
+atexit.register(shutil.rmtree, CACHE_DIR, ignore_errors=True)
 
 # The tests that start TensorFlow subprocesses or build many models (> 10 s each, or behind a
 # module fixture that does): marked `heavy`, so `-m "not heavy"` is a fast local loop. CI and the
@@ -29,6 +39,9 @@ HEAVY = (
     "tests/loaders/test_gradient_override.py",
     "tests/loaders/test_keras_creation_lines.py",
     "tests/loaders/test_loss_finding.py",
+    "tests/loaders/test_script_cache.py::test_editing_any_file_the_script_read_invalidates_its_entry",
+    "tests/loaders/test_script_cache.py::test_a_hit_renders_the_same_bytes_as_a_miss",
+    "tests/loaders/test_script_cache.py::test_a_hit_imports_no_tensorflow",
     "tests/loaders/test_script_loading.py",
     "tests/loaders/test_warm_workers.py",
     "tests/loaders/test_saved_model.py::test_verify_asks_tensorflow_in_its_own_process",

@@ -190,7 +190,7 @@ def test_debug_reaches_the_worker_with_the_request(monkeypatch: pytest.MonkeyPat
     script = SAMPLE_MODELS / "faulty_weights_fixed.py"
     for debug in (True, False):
         with pytest.raises(GradcheckError, match="stopped"):
-            check(script, loss="loss", debug=debug)
+            check(script, loss="loss", debug=debug, cache=False)
     on, off = seen
     assert on.options.debug is True and off.options.debug is False
     assert "GRADCHECK_DEBUG" not in os.environ  # the request carries it, not the environment

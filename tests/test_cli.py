@@ -13,7 +13,7 @@ import pytest
 
 from gradcheck_cli import cli
 from gradcheck_cli.cli import ExitCode, Options, command
-from gradcheck_cli.options import CheckOptions
+from gradcheck_cli.options import CACHE_DIR_VARIABLE, CheckOptions
 from gradcheck_cli.reporters import Format
 from tests.cli_runs import cli_result, invoke
 from tests.error_documents import assert_error_document
@@ -93,7 +93,8 @@ def _gradcheck(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_script_prints_never_reach_stdout() -> None:
     script = SCRIPTS / "noisy_tf2.py"
-    result = _gradcheck(str(script), "--loss", "loss", "--format", "json")
+    # --no-cache: a cached result would print nothing of the script.
+    result = _gradcheck(str(script), "--loss", "loss", "--format", "json", "--no-cache")
     report = json.loads(result.stdout)
     # Labelled with the script's name, on stderr.
     assert "noisy_tf2.py: the user's script prints this" in result.stderr
@@ -224,6 +225,8 @@ def test_flags_that_shape_the_check_become_one_options_value(
 ) -> None:
     monkeypatch.delenv("GRADCHECK_DEBUG", raising=False)
     flags = ["--verify", "--unsafe-deserialization", "--sum-loss", "--timeout", "30", "--debug"]
+    flags.append("--no-cache")
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, "/cache")  # the suite's own folder travels too
     code, _, _ = _run("model.py", "--config", str(_empty_config(tmp_path)), *flags, "-v", "-q")
     assert code == ExitCode.CLEAN
     (options,) = seen
@@ -235,11 +238,13 @@ def test_flags_that_shape_the_check_become_one_options_value(
         timeout=30.0,
         debug=True,
         quiet=True,  # -q also leaves out what the script prints (--debug keeps it)
+        cache=False,
+        cache_dir="/cache",
     )
     assert options.quiet and options.verbose
     assert "GRADCHECK_DEBUG" not in os.environ  # --debug travels with the options
     _run("model.py", "--config", str(_empty_config(tmp_path)))
-    assert seen[1].check == CheckOptions(timeout=600.0)
+    assert seen[1].check == CheckOptions(timeout=600.0, cache_dir="/cache")
 
 
 def _empty_config(folder: Path) -> Path:

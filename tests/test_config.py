@@ -12,11 +12,12 @@ from gradcheck_cli.config import (
     Settings,
     find_pyproject,
     load_settings,
+    resolve_cache_dir,
     resolve_timeout,
 )
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.policy import FailOn
-from gradcheck_cli.options import CheckOptions
+from gradcheck_cli.options import CACHE_DIR_VARIABLE, CheckOptions
 from gradcheck_cli.reporters import Format
 from tests.cli_runs import cli_result
 from tests.error_documents import shows_path
@@ -42,10 +43,14 @@ def test_every_key_is_read_and_paths_are_relative_to_the_file(tmp_path: Path) ->
         'format = "json"\n'
         'fail-on = "warning"\n'
         'baseline = "ci/baseline.json"\n'
-        "timeout = 90\n",
+        "timeout = 90\n"
+        "cache = false\n"
+        'cache-dir = ".cache/gradcheck"\n',
     )
     settings = load_settings(config=path, cwd="/")
     assert settings.timeout == 90.0
+    assert settings.cache is False
+    assert settings.cache_dir == tmp_path.resolve() / ".cache" / "gradcheck"
     assert settings.loss == "train_loss"
     assert settings.select == ("GC1", "GC201")
     assert settings.ignore == ("GC204",)
@@ -186,6 +191,8 @@ def test_nearest_pyproject_with_the_table_is_found_walking_up(tmp_path: Path) ->
         ("timeout = inf", "timeout"),
         ("timeout = nan", "timeout"),
         ("timeout = 1e9", "timeout"),
+        ('cache = "no"', "cache"),
+        ("cache-dir = false", "cache-dir"),
     ],
 )
 def test_bad_keys_and_types_name_the_key_and_the_file(
@@ -255,3 +262,38 @@ def test_timeout_flag_beats_the_variable_beats_the_file_beats_600(
 def test_a_bad_timeout_variable_is_an_error_naming_it(variable: str) -> None:
     with pytest.raises(GradcheckError, match=r"^GRADCHECK_TIMEOUT: .*86400 \(one day\)"):
         resolve_timeout(None, Settings(timeout=5.0), {"GRADCHECK_TIMEOUT": variable})
+
+
+@pytest.mark.parametrize(
+    ("variable", "configured", "chosen"),
+    [
+        ("/from/variable", Path("/from/config"), "/from/variable"),  # the variable wins
+        (" ", Path("/from/config"), "/from/config"),  # then the config file's cache-dir
+        (None, None, None),  # then the platform's folder, chosen by the cache itself
+    ],
+)
+def test_the_cache_folder_variable_beats_the_file(
+    variable: str | None, configured: Path | None, chosen: str | None
+) -> None:
+    environ = {} if variable is None else {CACHE_DIR_VARIABLE: variable}
+    assert resolve_cache_dir(Settings(cache_dir=configured), environ) == chosen
+
+
+@pytest.mark.parametrize(
+    ("body", "flags", "cache"),
+    [
+        ("cache = true", [], True),
+        ("cache = true", ["--no-cache"], False),
+        ("cache = false", [], False),
+    ],
+)
+def test_no_cache_and_the_cache_key_reach_the_check_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str, flags: list[str], cache: bool
+) -> None:
+    from gradcheck_cli import cli
+
+    chosen: list[CheckOptions] = []
+    monkeypatch.setattr(cli, "run", lambda options: chosen.append(options.check) or 0)
+    config = _pyproject(tmp_path, body)
+    result = cli_result(command, ["model.py", "--config", config, *flags])
+    assert result.exit_code == 0 and chosen[0].cache is cache

@@ -18,8 +18,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.loaders.file_reads import Recorder
 from gradcheck_cli.loaders.process_tree import MARK_VARIABLE, ProcessTree, kill_group
-from gradcheck_cli.loaders.worker_protocol import Job, WorkerFailure, WorkerRequest, WorkerResult
+from gradcheck_cli.loaders.worker_protocol import (
+    Job,
+    WorkerFailure,
+    WorkerRequest,
+    WorkerResult,
+    reads_path,
+)
 
 # How often the worker checks that gradcheck, its parent, is still there.
 _PARENT_POLL_SECONDS = 0.5
@@ -32,6 +39,10 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     result_path = Path(argv[2])
+    recorder = None
+    if request.record_reads:
+        recorder = Recorder()
+        recorder.start()
     result: WorkerResult | None
     try:
         result = run_job(request, lambda delivered: _write(result_path, delivered))
@@ -45,6 +56,8 @@ def main(argv: list[str]) -> int:
             "(run with --debug for the traceback)"
         )
     if result is not None:
+        if recorder is not None and not isinstance(result, WorkerFailure):
+            _write_reads(reads_path(result_path), recorder, request.path)
         _write(result_path, result)
     sys.stdout.flush()
     # The user's script may have started threads or registered atexit hooks that hang.
@@ -76,7 +89,17 @@ def _end_with_gradcheck(scratch: Path) -> None:
     threading.Thread(target=watch, name="gradcheck-parent-watch", daemon=True).start()
 
 
-def _write(path: Path, result: WorkerResult) -> None:
+def _write_reads(path: Path, recorder: Recorder, model: Path) -> None:
+    """What the job read, for the cache; none (the result is not cached) if a file that it read
+    cannot be hashed now."""
+    try:
+        reads = recorder.reads(always=[model])
+    except OSError:
+        return
+    _write(path, reads)
+
+
+def _write(path: Path, result: object) -> None:
     """Write the result whole, then give it its name: gradcheck may be watching for it."""
     partial = path.with_suffix(".partial")
     with partial.open("wb") as result_file:

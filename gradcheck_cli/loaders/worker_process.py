@@ -18,11 +18,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.loaders.file_reads import Reads
 from gradcheck_cli.loaders.process_tree import ProcessTree
 from gradcheck_cli.loaders.progress import Status
 from gradcheck_cli.loaders.warm_workers import start_worker
@@ -36,6 +37,7 @@ from gradcheck_cli.loaders.worker_protocol import (
     WorkerFailure,
     WorkerRequest,
     WorkerResult,
+    reads_path,
 )
 from gradcheck_cli.options import DEFAULT_TIMEOUT, environment_timeout, timeout_seconds
 
@@ -120,9 +122,12 @@ _POLL_SECONDS = 0.05
 _stderr_lock = threading.Lock()
 
 
+Answer = TracedFunction | TracedGraph | EagerResult | TensorFlowGradients | RunResult
+
+
 def run_worker(
     request: WorkerRequest, on_result: Callable[[WorkerResult], None] | None = None
-) -> TracedFunction | TracedGraph | EagerResult | TensorFlowGradients | RunResult:
+) -> Answer:
     """Everything the worker (and the user's code in it) prints goes to our stderr, line by line.
 
     `request.options.timeout` (seconds; default GRADCHECK_TIMEOUT or 600) bounds a script that
@@ -133,6 +138,17 @@ def run_worker(
     A run that goes on after delivering its result (`request.run_on`) hands it to `on_result`
     as soon as it is written; the wait for the script's end then has no time limit.
     """
+    return _run_worker(request, on_result)[0]
+
+
+def run_worker_recording(request: WorkerRequest) -> tuple[Answer, Reads | None]:
+    """`run_worker`, and what the job read (None if the worker could not tell)."""
+    return _run_worker(replace(request, record_reads=True), None)
+
+
+def _run_worker(
+    request: WorkerRequest, on_result: Callable[[WorkerResult], None] | None
+) -> tuple[Answer, Reads | None]:
     options = request.options
     timeout = _time_limit(options.timeout)
     with tempfile.TemporaryDirectory(prefix="gradcheck-") as scratch:
@@ -205,9 +221,19 @@ def run_worker(
                 "os._exit, a crash or a kill); anything it printed is above"
             )
         result = _read_result(result_path)
+        reads = _read_reads(reads_path(result_path)) if request.record_reads else None
     if isinstance(result, WorkerFailure):
         raise GradcheckError(result.message)
-    return result
+    return result, reads
+
+
+def _read_reads(path: Path) -> Reads | None:
+    try:
+        with path.open("rb") as reads_file:
+            reads = pickle.load(reads_file)
+    except (OSError, pickle.UnpicklingError, EOFError):
+        return None
+    return reads if isinstance(reads, Reads) else None
 
 
 def _read_result(path: Path) -> WorkerResult:

@@ -31,6 +31,13 @@ class WorkerRequest:
     options: CheckOptions
     arguments: tuple[str, ...] = ()  # Job.RUN: the script's own command-line arguments
     run_on: bool = False  # Job.RUN: let the script go on once its requests are delivered
+    # Record what the job read (`file_reads`), for the cache: written beside the result.
+    record_reads: bool = False
+
+
+def reads_path(result_path: Path) -> Path:
+    """Where the worker leaves what it read (`WorkerRequest.record_reads`), before its result."""
+    return result_path.with_name("reads.pickle")
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,15 @@ ROOT = Path(__file__).parents[2]
 SCRIPTS = ROOT / "tests" / "scripts"
 LAUNCHER = "gradcheck_cli.loaders.warm_launcher"
 
-# Checks a script twice in one process, then says which processes were its launchers.
+# Checks a script twice in one process (traced both times: not from the cache), then says which
+# processes were its launchers.
 TWICE = """
 import json, sys
 import psutil
 from gradcheck_cli import api
 from gradcheck_cli.reporters import Format, render
-reports = [render(api.check(path, "loss", verify=True), Format.JSON) for path in sys.argv[1:] * 2]
+paths = sys.argv[1:] * 2
+reports = [render(api.check(p, "loss", verify=True, cache=False), Format.JSON) for p in paths]
 launcher = "gradcheck_cli.loaders.warm_launcher"
 launchers = [p.pid for p in psutil.Process().children() if launcher in p.cmdline()]
 print(json.dumps({"reports": reports, "launchers": launchers}))
