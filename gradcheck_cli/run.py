@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import enum
 import json
-import multiprocessing
 import os
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,6 +83,10 @@ def check_models(
 def _check_in_pool(checks: Sequence[ModelCheck], processes: int) -> list[Outcome]:
     """Check the models in a pool of processes; if anything stops the wait (Ctrl-C, SIGTERM),
     the pool and every process it started end before the exception goes on."""
+    # Imported here: one model, the usual case, needs no pool.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     tree = ProcessTree()
     # spawn, not fork: forking a process that may hold threads is unsafe.
     pool = ProcessPoolExecutor(
