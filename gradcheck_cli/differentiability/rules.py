@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.registry import GradientRegistry, load_registry
-from gradcheck_cli.differentiability.structural_zeros import Surroundings, zero_cut
+from gradcheck_cli.differentiability.structural_zeros import ZERO_RULE_OPS, Surroundings, zero_cut
 from gradcheck_cli.graph.model import ARG_OP, CustomGradient, Node, is_trainable_dtype
 
 
@@ -80,6 +80,20 @@ def input_cut(
     `around`: `node`'s body around it, to read the constants among its inputs and readers.
     """
     registry = load_registry()
+    if node.gradient_op_type is None and only_dtypes_decide(node.op_type, registry):
+        return _dtype_cut(node, input_dtype)
+    return rules_cut(node, input_index, input_dtype, custom_gradients, around)
+
+
+def rules_cut(
+    node: Node,
+    input_index: int,
+    input_dtype: str | None,
+    custom_gradients: Mapping[str, tuple[CustomGradient, ...]],
+    around: Surroundings | None = None,
+) -> Cut | None:
+    """`input_cut` by every rule in turn, without the short way for plain op types."""
+    registry = load_registry()
     op = node.op_type
 
     if op == "StopGradient":
@@ -129,6 +143,30 @@ def input_cut(
         if zero is not None and is_trainable_dtype(input_dtype):
             return Cut(*zero)
     return _dtype_cut(node, input_dtype)
+
+
+def only_dtypes_decide(op: str, registry: GradientRegistry) -> bool:
+    """True for an op type whose inputs only the dtype rule can cut (most ops: MatMul, Tanh,
+    AddV2...): no other rule of `rules_cut` applies to any node of it without a custom
+    gradient. Asked for every node of a graph: decided once per op type."""
+    key = (id(registry), op)
+    known = _PLAIN_OPS.get(key)
+    if known is None:
+        known = _PLAIN_OPS[key] = (
+            op not in ("StopGradient", "PreventGradient", "Sign", ARG_OP)
+            and not is_assign_op(op)
+            and op not in SHAPE_OPS
+            and op not in registry.not_differentiable
+            and op not in registry.all_none
+            and op not in FUSED_BATCH_NORM_OPS
+            and not registry.none_inputs.get(op)
+            and registry.has_entry(op)
+            and op not in ZERO_RULE_OPS
+        )
+    return known
+
+
+_PLAIN_OPS: dict[tuple[int, str], bool] = {}
 
 
 def _registry_cut(

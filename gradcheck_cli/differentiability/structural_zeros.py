@@ -14,6 +14,8 @@ _PRODUCTS = frozenset({"Mul", "MulNoNan"})
 _SELECTS = frozenset({"Select", "SelectV2"})
 # Ops whose output is their first input's value.
 _PASS_THROUGH = frozenset({"Identity", "Snapshot", "ReadVariableOp"})
+ZERO_RULE_OPS = _PRODUCTS | _SELECTS | {"Pack", "ConcatV2"}
+"""The op types a structural-zero rule looks at; `zero_cut` is None for every other."""
 # How far through identities a constant is followed: graphs chain a few, never many.
 _MAX_HOPS = 8
 # Stacks larger than this are not worth enumerating row by row.

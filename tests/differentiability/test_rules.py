@@ -318,3 +318,39 @@ def test_rules_agree_with_tf_gradients() -> None:
                 f"{name} ({op.type}): rules {from_rules}, tf.gradients {from_tensorflow}"
             )
     assert disagreements == []
+
+
+# --------------------------------------------------------------------------- the short way
+
+
+def test_the_short_way_for_plain_op_types_agrees_with_every_rule() -> None:
+    # input_cut skips the rules for op types that only the dtype rule can cut; on every op
+    # type TensorFlow knows (and a few it does not), in every dtype, next to zero constants,
+    # the full rules must say the same.
+    from gradcheck_cli.differentiability.rules import only_dtypes_decide, rules_cut
+    from gradcheck_cli.differentiability.structural_zeros import Surroundings
+    from gradcheck_cli.graph.model import CONSTANT_ATTR, Constant
+
+    registry = load_registry()
+    zero = Node("zero", "Const", output_dtypes=(F32,), attrs={CONSTANT_ATTR: Constant((), (0,))})
+    around = Surroundings(producers={"in0": zero, "in1": zero, "in2": zero})
+    op_types = sorted(
+        registry.registered | registry.not_differentiable | registry.all_none | {"NoSuchOp"}
+    )
+    plain = [op for op in op_types if only_dtypes_decide(op, registry)]
+    assert {"MatMul", "Tanh", "AddV2", "Conv2D"} <= set(plain)
+    assert not {"StopGradient", "Mul", "ArgMax", "Pack", "NoSuchOp"} & set(plain)
+    for op in plain:
+        for outputs in ((F32,), ("int32",), (F32, "int32"), ()):
+            for dtype in (F32, "int32", "resource", None):
+                built = Node(
+                    "n",
+                    op,
+                    inputs=(TensorRef("in0"), TensorRef("in1"), TensorRef("in2")),
+                    output_dtypes=outputs,
+                    attrs={"axis": 0},
+                )
+                for index in range(3):
+                    assert input_cut(built, index, dtype, {}, around) == rules_cut(
+                        built, index, dtype, {}, around
+                    ), (op, outputs, dtype, index)
