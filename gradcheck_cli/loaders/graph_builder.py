@@ -109,6 +109,7 @@ class GraphBuilder:
         # Op type -> the attributes its OpDef types as functions (None: no OpDef, read all).
         self._func_attr_names: dict[str, frozenset[str] | None] = {}
         self._shared: dict[Any, Any] = {}
+        self._shared_offsets: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         # Op type -> its OpDef's output arguments, read from the proto once.
         self._output_args: dict[str, tuple[_OutputArg, ...]] = {}
 
@@ -181,7 +182,7 @@ class GraphBuilder:
                 # One string per name: the node's, its keys and every reference to it.
                 name = sys.intern(node_def.name)
                 layout = self._output_layout(node_def)
-                offsets[name] = _offsets(layout)
+                offsets[name] = self._offsets(layout)
                 texts = [text for text in node_def.input if not text.startswith("^")]
                 node = self._node(node_def, name, len(texts), fn_name, layout)
                 nodes[name] = node
@@ -276,6 +277,14 @@ class GraphBuilder:
             location=location and line_inside_lambda(location, op),
             output_shapes=self._shapes(name, fn_name),
         )
+
+    def _offsets(self, layout: Layout) -> dict[str, int]:
+        """Output argument name -> the flat index of its first output; one dict for all the
+        nodes of one output signature (never changed once built)."""
+        signature = tuple((name, len(dtypes)) for name, dtypes in layout)
+        if signature not in self._shared_offsets:
+            self._shared_offsets[signature] = _offsets(layout)
+        return self._shared_offsets[signature]
 
     def _shared_mapping(self, mapping: dict[str, Any]) -> dict[str, Any]:
         """The one dict with these items among the nodes built (most nodes have none, or only
