@@ -142,7 +142,7 @@ def run_fresh_python(argv: list[str]) -> None:
 
 
 def template_dir(
-    cache: Path, template: Template, run_python: Callable[[list[str]], None] = run_fresh_python
+    cache: Path, template: Template, run_python: Callable[[list[str]], object] = run_fresh_python
 ) -> Path:
     """The template SavedModel, written by TensorFlow on first use: `run_python(["-c", ...])`
     (a fresh process by default; the tests fork one from a process that imported TensorFlow)."""
@@ -166,7 +166,7 @@ def write(
     ops: int,
     out_dir: Path,
     cache: Path | None = None,
-    run_python: Callable[[list[str]], None] = run_fresh_python,
+    run_python: Callable[[list[str]], object] = run_fresh_python,
 ) -> Path:
     """Write a SavedModel whose `loss` has about `ops` ops in `shape` to `out_dir`; returns its
     saved_model.pb. The templates are kept in `cache` (`template_dir`)."""

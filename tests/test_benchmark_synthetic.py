@@ -3,7 +3,6 @@ agree with gradcheck's verdicts (and with the verdicts the generator promises)."
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -14,17 +13,14 @@ from tests import forked_python
 from tests.oracle import dead_names, start_dead_in_savedmodel
 
 
-def _forked(argv: list[str]) -> None:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
-    forked_python.run(argv, env)
-
-
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[synthetic.Shape, Path]:
     """Each shape at about 50 ops, from templates that a process forked from TensorFlow wrote."""
     root = tmp_path_factory.mktemp("synthetic")
     return {
-        shape: synthetic.write(shape, 50, root / shape.value, root / "cache", _forked).parent
+        shape: synthetic.write(
+            shape, 50, root / shape.value, root / "cache", forked_python.run
+        ).parent
         for shape in synthetic.Shape
     }
 
