@@ -206,7 +206,7 @@ class _Splice:
         self.resource = read.input[0] if read and read.op == "ReadVariableOp" else None
         self.float_type = self.node.attr["T"].type
 
-    def add(self, op: str, name: str, inputs: list[str], **attrs: Any) -> str:
+    def add(self, op: str, name: str, inputs: list[str]) -> str:
         """Add a node; returns its first output's reference."""
         node = self.function.node_def.add()
         node.name = self.prefix + name
@@ -216,8 +216,6 @@ class _Splice:
             node.attr["dtype"].type = self.float_type
         elif not op.endswith("PartitionedCall"):
             node.attr["T"].type = self.float_type
-        for key, value in attrs.items():
-            node.attr[key].CopyFrom(value)
         return f"{node.name}:{_OUTPUT_ARG.get(op, 'output')}:0"
 
     def finish(self, end: str) -> None:
@@ -358,15 +356,11 @@ def _node(function: Any, name: str) -> Any:
     return next(node for node in function.node_def if node.name == name)
 
 
-def _generate_while(function: Any, library: Any, ops: int) -> None:
-    _generate_chain(function, library, ops)
-
-
 _GENERATORS = {
     Shape.CHAIN: _generate_chain,
     Shape.TREE: _generate_tree,
     Shape.CALLS: _generate_calls,
-    Shape.WHILE: _generate_while,
+    Shape.WHILE: _generate_chain,  # the loop template's splice point is in the body
 }
 
 
