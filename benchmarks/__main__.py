@@ -287,6 +287,8 @@ def summarise(rows: list[Row]) -> list[dict[str, Any]]:
         tensorflow = summaries.get((row.benchmark, Route.TENSORFLOW)) or summaries.get(
             (f"{row.benchmark}-tf-route", Route.TENSORFLOW)
         )
+        if row.route is Route.TENSORFLOW:
+            tensorflow = None
         results.append(
             {
                 "benchmark": row.benchmark,
@@ -295,23 +297,15 @@ def summarise(rows: list[Row]) -> list[dict[str, Any]]:
                 "wall_s": summary.wall,
                 "cpu_s": summary.cpu,
                 "peak_rss_mib": summary.peak_rss_mib,
-                "wall_x_import": _ratio(summary.wall, baseline and baseline.wall),
-                "cpu_x_import": _ratio(summary.cpu, baseline and baseline.cpu),
-                "wall_x_tf_route": _ratio(summary.wall, tensorflow and tensorflow.wall)
-                if row.route is not Route.TENSORFLOW
-                else None,
-                "cpu_x_tf_route": _ratio(summary.cpu, tensorflow and tensorflow.cpu)
-                if row.route is not Route.TENSORFLOW
-                else None,
+                "wall_x_import": baseline and summary.wall / baseline.wall,
+                "cpu_x_import": baseline and summary.cpu / baseline.cpu,
+                "wall_x_tf_route": tensorflow and summary.wall / tensorflow.wall,
+                "cpu_x_tf_route": tensorflow and summary.cpu / tensorflow.cpu,
                 "problems": sorted(set(row.problems)),
                 "each_run": [vars(run) for run in row.runs],
             }
         )
     return results
-
-
-def _ratio(value: float, base: float | None) -> float | None:
-    return value / base if base else None
 
 
 def table(results: list[dict[str, Any]], described: Mapping[str, str]) -> str:
