@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import enum
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -31,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks import models, synthetic
+from benchmarks import models, synthetic, templates
 from benchmarks.measure import Run, Summary, measure
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,10 +127,6 @@ def parse_ops(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a number of ops: {text!r}") from None
 
 
-def _source_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:10]
-
-
 def catalogue(
     cache: Path, sizes: tuple[int, ...], tf_route_100k: bool, real_models: tuple[models.Model, ...]
 ) -> list[Benchmark]:
@@ -145,8 +140,9 @@ def catalogue(
     ]
     for model in real_models:
         benchmarks.append(_real_model(model, cache))
-    # Regenerated when the generator changes: its source is part of the folder's name.
-    synthetic_cache = cache / f"synthetic-{_source_hash(Path(synthetic.__file__))}"
+    # Regenerated when the generator or its templates change: their sources name the folder.
+    sources = (Path(synthetic.__file__), Path(templates.__file__))
+    synthetic_cache = cache / f"synthetic-{'-'.join(map(synthetic.source_hash, sources))}"
     for shape in synthetic.Shape:
         for ops in sizes:
             benchmarks.append(_synthetic(shape, ops, synthetic_cache, cache))

@@ -10,7 +10,6 @@ import importlib.metadata
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.synthetic import run_fresh_python
@@ -110,9 +109,7 @@ _PROGRAMS = {
 }
 
 
-def saved_model(
-    model: Model, cache: Path, run_python: Callable[[list[str]], object] = run_fresh_python
-) -> Path:
+def saved_model(model: Model, cache: Path) -> Path:
     """The model's SavedModel folder in `cache`, written on first use (in a fresh process)."""
     versions = "-".join(
         f"{package}{importlib.metadata.version(package)}"
@@ -127,7 +124,7 @@ def saved_model(
         # Written beside, then renamed: an interrupted build is never taken for a model.
         scratch = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{model.value}-"))
         try:
-            run_python(["-c", program, str(scratch / "model")])
+            run_fresh_python(["-c", program, str(scratch / "model")])
             shutil.rmtree(folder, ignore_errors=True)
             os.replace(scratch / "model", folder)
         finally:

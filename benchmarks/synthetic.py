@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import hashlib
 import importlib.metadata
 import os
 import shutil
@@ -36,7 +37,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks import templates
 from gradcheck_cli.loaders.tf_protos import protos
+
+ROOT = Path(__file__).resolve().parents[1]
 
 LOSS = "loss"
 """The loss function's attribute name in every generated SavedModel."""
@@ -66,53 +70,6 @@ _TEMPLATE_OF = {
     Shape.WHILE: Template.LOOP,
 }
 
-# In both templates the generated ops go before the Identity `splice` (the generator rewires its
-# input to their end) and use the Identities `alive_value` and `x_value`: each AddV2 of the chain
-# adds `alive` again, so its gradient stays far from float32's underflow at any depth.
-_WRITE_TEMPLATES = """
-import sys
-import tensorflow as tf
-
-
-class Template(tf.Module):
-    def __init__(self):
-        super().__init__()
-        self.alive = tf.Variable(0.5, name="alive")
-        self.stopped = tf.Variable(0.25, name="stopped")
-        self.casted = tf.Variable(1.5, name="casted")
-        self.unused = tf.Variable(2.0, name="unused")
-
-
-class Straight(Template):
-    @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
-    def loss(self, x):
-        a = tf.identity(self.alive, name="alive_value")
-        x = tf.identity(x, name="x_value")
-        h = tf.identity(a * x, name="splice")
-        dead = tf.stop_gradient(self.stopped) + tf.cast(tf.cast(self.casted, tf.int32), tf.float32)
-        return h + dead
-
-
-class Loop(Template):
-    @tf.function(input_signature=[tf.TensorSpec([], tf.float32)])
-    def loss(self, x):
-        alive = self.alive * 1.0
-
-        def body(i, h, s, c):
-            a = tf.identity(alive, name="alive_value")
-            h = tf.identity(h * tf.identity(x, name="x_value"), name="splice")
-            h = h + a * 0.0 + tf.stop_gradient(s) + tf.cast(tf.cast(c, tf.int32), tf.float32)
-            return i + 1, h, s, c
-
-        start = (tf.constant(0), alive, self.stopped * 1.0, self.casted * 1.0)
-        _, h, _, _ = tf.while_loop(lambda i, h, s, c: i < 3, body, start)
-        return h
-
-
-tf.saved_model.save(Straight(), sys.argv[1])
-tf.saved_model.save(Loop(), sys.argv[2])
-"""
-
 _CHAIN_OPS = ("Mul", "Tanh", "AddV2", "Identity")
 _OUTPUT_ARG = {
     "Mul": "z",
@@ -131,9 +88,16 @@ def default_cache() -> Path:
     return Path(base) / "gradcheck-benchmarks"
 
 
+def source_hash(path: Path) -> str:
+    """A short hash of a file's bytes, for cache folder names."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:10]
+
+
 def run_fresh_python(argv: list[str]) -> None:
-    """Run `python *argv` in a fresh process with TensorFlow's log quiet; raise if it fails."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
+    """Run `python *argv` in a fresh process with TensorFlow's log quiet and this checkout
+    importable; raise if it fails."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=path, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
     done = subprocess.run(
         [sys.executable, *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -141,19 +105,27 @@ def run_fresh_python(argv: list[str]) -> None:
         raise RuntimeError(f"python {argv[0]} exited {done.returncode}:\n{done.stderr.decode()}")
 
 
+def save_in_fresh_process(straight: Path, loop: Path) -> None:
+    """`templates.save_templates` in a fresh process: TensorFlow stays out of this one."""
+    run_fresh_python(["-m", "benchmarks.templates", str(straight), str(loop)])
+
+
 def template_dir(
-    cache: Path, template: Template, run_python: Callable[[list[str]], object] = run_fresh_python
+    cache: Path,
+    template: Template,
+    save: Callable[[Path, Path], None] = save_in_fresh_process,
 ) -> Path:
-    """The template SavedModel, written by TensorFlow on first use: `run_python(["-c", ...])`
-    (a fresh process by default; the tests fork one from a process that imported TensorFlow)."""
+    """The template SavedModel, written on first use by `save(straight, loop)` (in a fresh
+    process by default; the tests call `templates.save_templates`, in theirs)."""
     version = importlib.metadata.version("tensorflow")
-    folder = cache / f"templates-tf{version}"
+    # A changed template is a new one: a hash of its source is part of the folder's name.
+    folder = cache / f"templates-tf{version}-{source_hash(Path(templates.__file__))}"
     if not all((folder / t.value / "saved_model.pb").is_file() for t in Template):
         folder.parent.mkdir(parents=True, exist_ok=True)
         # Written beside, then renamed: a concurrent or interrupted run never sees half of it.
         scratch = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".templates-"))
         try:
-            run_python(["-c", _WRITE_TEMPLATES, *(str(scratch / t.value) for t in Template)])
+            save(scratch / Template.STRAIGHT.value, scratch / Template.LOOP.value)
             shutil.rmtree(folder, ignore_errors=True)
             os.replace(scratch, folder)
         finally:
@@ -166,11 +138,11 @@ def write(
     ops: int,
     out_dir: Path,
     cache: Path | None = None,
-    run_python: Callable[[list[str]], object] = run_fresh_python,
+    save: Callable[[Path, Path], None] = save_in_fresh_process,
 ) -> Path:
     """Write a SavedModel whose `loss` has about `ops` ops in `shape` to `out_dir`; returns its
     saved_model.pb. The templates are kept in `cache` (`template_dir`)."""
-    template = template_dir(cache or default_cache(), _TEMPLATE_OF[shape], run_python)
+    template = template_dir(cache or default_cache(), _TEMPLATE_OF[shape], save)
     saved_model = protos().saved_model_pb2.SavedModel()
     saved_model.ParseFromString((template / "saved_model.pb").read_bytes())
     library = saved_model.meta_graphs[0].graph_def.library

@@ -2,26 +2,28 @@
 twice the time, and a bigger weight file costs nothing, because `variables/` is never opened.
 
 The graphs are the benchmark's synthetic SavedModels (`benchmarks.synthetic`), spliced as protos
-into templates that a process forked from TensorFlow writes once for the module; the check runs
-in this process through the public API, timed in process CPU time (what other processes on a
-busy machine take does not count), the best of a few runs.
+into templates that TensorFlow writes once for the module. The check runs through the public API
+(`gradcheck_cli.check`) in a fresh process, timed in that process's CPU time (what other
+processes on a busy machine take does not count), the best of a few runs; which files it opens
+is recorded in this one.
 """
 
 from __future__ import annotations
 
-import gc
+import json
 import os
+import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchmarks import synthetic
+from benchmarks import synthetic, templates
 from gradcheck_cli import check
-from tests import forked_python
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # Linear work doubles; quadratic work quadruples. 2.6 leaves room for a loaded machine and for
 # the garbage collector's passes, which grow a little faster than the objects they walk.
@@ -32,37 +34,45 @@ REPEATS = 3
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Templates written once for this module (by a process forked from TensorFlow)."""
+    """Templates written once for this module, by TensorFlow in this process."""
     folder = tmp_path_factory.mktemp("templates")
-    for template in synthetic.Template:
-        synthetic.template_dir(folder, template, forked_python.run)
+    synthetic.template_dir(folder, synthetic.Template.STRAIGHT, templates.save_templates)
     return folder
 
 
-def _cpu_seconds(path: Path) -> float:
-    # The objects earlier tests left in this process are frozen out of the garbage collector's
-    # reach, as if gradcheck ran in a process of its own: otherwise every full collection walks
-    # them too, and the bigger graph, which triggers more collections, pays for them (2.5x).
+# Timed in a fresh process that imports gradcheck and not TensorFlow, like the command line: in
+# the test process, the objects earlier tests left (and TensorFlow, if one imported it) make the
+# bigger graph pay more than its share of garbage collection and cache misses.
+_BEST_CPU_SECONDS = """
+import gc, json, sys, time
+from gradcheck_cli import check
+
+def seconds(path):
     gc.collect()
-    gc.freeze()
-    try:
-        start = time.process_time()
-        report = check(path, loss=synthetic.LOSS)
-        elapsed = time.process_time() - start
-    finally:
-        gc.unfreeze()
-    assert {v.variable.name: v.status.value for v in report.variables} == synthetic.EXPECTED
-    return elapsed
+    start = time.process_time()
+    check(path, loss=sys.argv[1])
+    return time.process_time() - start
+
+paths = sys.argv[3:]
+seconds(paths[0])  # the first check imports and caches what every later one uses
+best = [float("inf")] * len(paths)
+for _ in range(int(sys.argv[2])):
+    for index, path in enumerate(paths):  # taking turns: a slow moment touches each alike
+        best[index] = min(best[index], seconds(path))
+print(json.dumps(best))
+"""
 
 
-def _best_of(paths: list[Path]) -> list[float]:
-    """The least CPU time of each path over `REPEATS` rounds, the paths taking turns so a slow
-    moment touches them alike."""
-    best = [float("inf")] * len(paths)
-    for _ in range(REPEATS):
-        for index, path in enumerate(paths):
-            best[index] = min(best[index], _cpu_seconds(path))
-    return best
+def _best_cpu_seconds(paths: list[Path]) -> list[float]:
+    """The least CPU time gradcheck's check takes on each path over `REPEATS` rounds."""
+    done = subprocess.run(
+        [sys.executable, "-c", _BEST_CPU_SECONDS, synthetic.LOSS, str(REPEATS), *map(str, paths)],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return list(json.loads(done.stdout))
 
 
 @pytest.mark.parametrize("shape", [synthetic.Shape.CHAIN, synthetic.Shape.TREE])
@@ -72,8 +82,7 @@ def test_twice_the_ops_cost_at_most_about_twice_the_time(
     paths = [
         synthetic.write(shape, ops, tmp_path / str(ops), cache).parent for ops in (OPS, 2 * OPS)
     ]
-    _cpu_seconds(paths[0])  # the first check imports and caches what every later one uses
-    single, double = _best_of(paths)
+    single, double = _best_cpu_seconds(paths)
     assert double <= MAX_DOUBLING_RATIO * single, (
         f"{shape.value}: {OPS} ops took {single:.3f} s of CPU, {2 * OPS} took {double:.3f} s "
         f"({double / single:.2f}x)"
@@ -114,11 +123,13 @@ def test_the_weight_file_is_never_opened_and_its_size_costs_nothing(
         os.truncate(data, gib * 1024**3)  # sparse: no disk used, but every byte readable
         paths.append(path)
     opened_files.clear()  # writing the models copied the template's weights
-    _cpu_seconds(paths[0])
-    small, large = _best_of(paths)
+    for path in paths:
+        report = check(path, loss=synthetic.LOSS)
+        assert {v.variable.name: v.status.value for v in report.variables} == synthetic.EXPECTED
     variables = tuple(os.fspath(path / "variables") for path in paths)
     names = [os.fsdecode(os.fspath(f)) for f in opened_files if not isinstance(f, int)]
     assert names, "the audit hook saw no file opened at all"
     read = [name for name in names if os.path.abspath(name).startswith(variables)]
     assert not read, f"gradcheck opened the weights: {read}"
+    small, large = _best_cpu_seconds(paths)
     assert large <= 1.5 * small + 0.05, f"1 GiB of weights: {small:.3f} s, 2 GiB: {large:.3f} s"
