@@ -21,6 +21,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import resource
 import shutil
 import sys
 import tempfile
@@ -177,8 +178,13 @@ def _synthetic(
 
     def build() -> str:
         if not (path / "saved_model.pb").is_file():
+            # In a process of its own: a 1M-op graph would grow this one by a gigabyte, which
+            # every process it starts later would report as its peak RSS (`measure.measure`).
             start = time.perf_counter()
-            synthetic.write(shape, ops, path, cache)
+            synthetic.run_fresh_python(
+                ["-m", "benchmarks.synthetic", "--shape", shape.value, "--ops", str(ops)]
+                + ["--cache", str(cache), str(path)]
+            )
             print(f"  generated in {time.perf_counter() - start:.1f} s", file=sys.stderr)
         return _describe(path)
 
@@ -346,6 +352,8 @@ def select(benchmarks: list[Benchmark], only: list[str] | None) -> list[Benchmar
 
 def machine() -> dict[str, Any]:
     return {
+        # A floor under every peak RSS measured (see `measure.measure`).
+        "runner_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "python": platform.python_version(),
         "tensorflow": importlib.metadata.version("tensorflow"),
         "cpus": os.cpu_count(),

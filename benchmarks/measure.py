@@ -64,7 +64,9 @@ def measure(
             raise
         wall = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)  # already reaped: Popen must not wait
-    # ru_maxrss is in KiB on Linux: the largest of the process and of its reaped descendants.
+    # ru_maxrss is in KiB on Linux: the largest of the process and of its reaped descendants,
+    # and of the memory it was started from: exec records the resident size of the process
+    # image it replaces, which (forked or vforked) is the caller's. Callers stay small.
     return Run(
         wall=wall,
         cpu=usage.ru_utime + usage.ru_stime,
