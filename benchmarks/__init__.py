@@ -1,0 +1,1 @@
+"""Benchmarks of gradcheck against TensorFlow, and the synthetic graphs they use."""
