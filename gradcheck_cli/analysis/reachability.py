@@ -187,13 +187,17 @@ class Reachability:
 
     def _plain_gradient(
         self, body: Body, node: Node, out_masks: list[int]
-    ) -> Iterator[tuple[int, int]]:
+    ) -> list[tuple[int, int]]:
+        """(input index, mask) for the inputs of an ordinary op that gradient reaches."""
         live = _live(node, out_masks)
         if not live:
-            return
-        for i in range(len(node.inputs)):
-            if self.passes(body, node, i):
-                yield i, live
+            return []
+        ignore = self.ignore
+        return [
+            (i, live)
+            for i, cut in enumerate(self._cuts(body, node))
+            if cut is None or cut.reason in ignore
+        ]
 
     def _propagate(self, body: Body, seeds: dict[TensorRef, int]) -> dict[TensorRef, int]:
         masks: dict[TensorRef, int] = {}
@@ -249,14 +253,7 @@ class Reachability:
         if not plain:
             reaching = self.input_masks(body, node, out_masks)
         elif self.gradient:
-            live = _live(node, out_masks)
-            if not live:
-                return
-            cuts = facts.input_cuts.get(name) or self._cuts(body, node)
-            ignore = self.ignore
-            reaching = [
-                (i, live) for i, cut in enumerate(cuts) if cut is None or cut.reason in ignore
-            ]
+            reaching = self._plain_gradient(body, node, out_masks)
         else:
             everything = union(out_masks)
             reaching = [(i, everything) for i in range(len(inputs))]
@@ -279,10 +276,6 @@ def _live(node: Node, out_masks: list[int]) -> int:
         if mask and (index >= len(dtypes) or dtypes[index] in CARRIES_GRADIENT):
             live |= mask
     return live
-
-
-def _dtype(node: Node, index: int) -> str | None:
-    return node.output_dtypes[index] if index < len(node.output_dtypes) else None
 
 
 _UNCUT: dict[tuple[Cut | None, ...], tuple[Cut | None, ...]] = {}
