@@ -12,6 +12,8 @@ from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Stat
 from gradcheck_cli.differentiability.rules import STOP_GRADIENT_OPS
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
+_Reached = Callable[[], set[TensorRef]]
+"""The tensors a forward walk reaches, walked on the first call (only when a node asks)."""
 _PASS_THROUGH = frozenset({"Identity", "ReadVariableOp", "Enter", "Switch"})
 
 
@@ -23,8 +25,8 @@ def find_concerns(
     index = structural.index
     sources = [v.source for v in program.variables if v.trainable and v.source is not None]
     # The forward passes cost a walk of the graph each: only taken when a node asks for them.
-    reached = _Lazy(lambda: _forward(top, sources, structural))
-    reached_with_gradient = _Lazy(lambda: _forward(top, sources, gradient))
+    reached = functools.cache(lambda: _forward(top, sources, structural))
+    reached_with_gradient = functools.cache(lambda: _forward(top, sources, gradient))
     live = gradient.top_masks()
     concerns: list[Concern] = []
     consumed = index.of(top).consumed
@@ -53,14 +55,14 @@ def _stop_gradient_concern(
     body: Body,
     node: Node,
     consumed: frozenset[TensorRef],
-    reached: _Lazy,
-    reached_with_gradient: _Lazy,
+    reached: _Reached,
+    reached_with_gradient: _Reached,
 ) -> Iterable[Concern]:
     if TensorRef(node.name, 0) not in consumed:
         yield _concern(ConcernKind.STOP_GRADIENT_UNUSED, body, node)
-    elif node.inputs[0] not in reached.value:
+    elif node.inputs[0] not in reached():
         yield _concern(ConcernKind.STOP_GRADIENT_NO_EFFECT, body, node)
-    elif node.inputs[0] not in reached_with_gradient.value:
+    elif node.inputs[0] not in reached_with_gradient():
         yield _concern(ConcernKind.STOP_GRADIENT_REDUNDANT, body, node)
 
 
@@ -68,7 +70,7 @@ def _branch_concerns(
     program: Program,
     body: Body,
     node: Node,
-    reached_with_gradient: _Lazy,
+    reached_with_gradient: _Reached,
     live: dict[TensorRef, int],
     gradient: Reachability,
     structural: Reachability,
@@ -82,7 +84,7 @@ def _branch_concerns(
     step = step_of(node)
     for i, ref in enumerate(node.inputs):
         argument = step.argument(i)
-        if argument is None or ref not in reached_with_gradient.value:
+        if argument is None or ref not in reached_with_gradient():
             continue
         passing, cutting = [], []
         for index, branch in enumerate(step.callees):
@@ -123,17 +125,6 @@ def _variables_behind(program: Program, body: Body, ref: TensorRef) -> tuple[str
             return ()
         ref = producer.inputs[0]
     return ()
-
-
-class _Lazy:
-    """A set of tensors computed on first use."""
-
-    def __init__(self, compute: Callable[[], set[TensorRef]]) -> None:
-        self._compute = compute
-
-    @functools.cached_property
-    def value(self) -> set[TensorRef]:
-        return self._compute()
 
 
 def _forward(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> set[TensorRef]:

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gradcheck_cli.differentiability.rules import Cut
+from gradcheck_cli.differentiability.structural_zeros import Surroundings
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
@@ -62,8 +64,7 @@ class Step:
         return argument + 1 if self.selects else argument
 
 
-PLAIN_STEP = Step(StepKind.PLAIN)
-"""The step of every ordinary op (one object: a walker may test it with `is`)."""
+_PLAIN = Step(StepKind.PLAIN)
 
 
 def step_of(node: Node) -> Step:
@@ -85,7 +86,7 @@ def step_of(node: Node) -> Step:
     # A direct library call is a node whose op type is the name of the function it runs.
     if called and (op in CALL_OPS or op == called[0]):
         return Step(StepKind.CALL, called[:1])
-    return PLAIN_STEP
+    return _PLAIN
 
 
 def union(masks: Iterable[int]) -> int:
@@ -225,9 +226,9 @@ class BodyIndex:
         self._widest = widest
         # Filled by the walkers, shared by every pass over the body: the differentiability
         # rules' verdict on each node input (by node name), and ancestor orders by their seeds.
-        self.input_cuts: dict[str, tuple[Any, ...]] = {}
-        self.orders: dict[frozenset[TensorRef], Any] = {}
-        self.surroundings: Any = None
+        self.input_cuts: dict[str, tuple[Cut | None, ...]] = {}
+        self.orders: dict[frozenset[TensorRef], Any] = {}  # reachability's plans
+        self.surroundings: Surroundings | None = None
 
     def width(self, node: Node) -> int:
         """How many outputs of `node` exist: its declared ones and any that is read."""

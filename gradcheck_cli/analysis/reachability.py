@@ -12,7 +12,6 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from gradcheck_cli.analysis.control_flow import (
     EVERYTHING,
-    PLAIN_STEP,
     BodyIndex,
     ProgramIndex,
     Step,
@@ -115,17 +114,15 @@ class Reachability:
         facts = self.index.of(body)
         width = facts.width(node)
         step = step_of(node)
-        if step is not PLAIN_STEP:
+        if step.kind is not StepKind.PLAIN:
             summaries = self.step_summaries(step, node)
             mask = outputs_reached(step, summaries, input_index, gradient=self.gradient)
             return set_bits(mask, width)
         if not self.gradient:
             return range(width)
-        cut = (facts.input_cuts.get(node.name) or self._cuts(body, node))[input_index]
-        if cut is not None and cut.reason not in self.ignore:
+        if not self.passes(body, node, input_index):
             return ()
-        dtypes = node.output_dtypes
-        return [k for k in range(width) if k >= len(dtypes) or dtypes[k] in CARRIES_GRADIENT]
+        return [k for k in range(width) if _carries_gradient(node, k)]
 
     def passes(self, body: Body, node: Node, input_index: int) -> bool:
         """True if gradient from an ordinary op's outputs reaches its input `input_index`."""
@@ -168,7 +165,7 @@ class Reachability:
                 rets=frozenset(body.rets),
                 shapes=shapes,
             )
-        return facts.surroundings  # type: ignore[no-any-return]
+        return facts.surroundings
 
     def step_summaries(self, step: Step, node: Node) -> list[Summary]:
         """The summaries of what a control-flow node runs, over its own inputs and outputs."""
@@ -271,11 +268,17 @@ class Reachability:
 def _live(node: Node, out_masks: list[int]) -> int:
     """The union of the masks of the outputs that can carry gradient (by their dtype)."""
     live = 0
-    dtypes = node.output_dtypes
     for index, mask in enumerate(out_masks):
-        if mask and (index >= len(dtypes) or dtypes[index] in CARRIES_GRADIENT):
+        if mask and _carries_gradient(node, index):
             live |= mask
     return live
+
+
+def _carries_gradient(node: Node, index: int) -> bool:
+    """Whether output `index` of `node` can carry gradient; an undeclared one is given the
+    benefit of the doubt."""
+    dtypes = node.output_dtypes
+    return index >= len(dtypes) or dtypes[index] in CARRIES_GRADIENT
 
 
 _UNCUT: dict[tuple[Cut | None, ...], tuple[Cut | None, ...]] = {}
@@ -293,7 +296,7 @@ def _plan(body: Body, seeds: dict[TensorRef, int], facts: BodyIndex) -> _Order:
     """The ancestors of the seeds in the order a backward pass visits them, with what each
     visit needs that does not change between passes."""
     order = _consumers_first(body, seeds)
-    plan = _Order((node, facts.width(node), step_of(node) is PLAIN_STEP) for node in order)
+    plan = _Order((node, facts.width(node), step_of(node).kind is StepKind.PLAIN) for node in order)
     plan.cyclic = order.cyclic
     return plan
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -79,8 +80,7 @@ def input_cut(
 
     `around`: `node`'s body around it, to read the constants among its inputs and readers.
     """
-    registry = load_registry()
-    if node.gradient_op_type is None and only_dtypes_decide(node.op_type, registry):
+    if node.gradient_op_type is None and only_dtypes_decide(node.op_type):
         return _dtype_cut(node, input_dtype)
     return rules_cut(node, input_index, input_dtype, custom_gradients, around)
 
@@ -145,28 +145,23 @@ def rules_cut(
     return _dtype_cut(node, input_dtype)
 
 
-def only_dtypes_decide(op: str, registry: GradientRegistry) -> bool:
+@functools.cache
+def only_dtypes_decide(op: str) -> bool:
     """True for an op type whose inputs only the dtype rule can cut (most ops: MatMul, Tanh,
     AddV2...): no other rule of `rules_cut` applies to any node of it without a custom
     gradient. Asked for every node of a graph: decided once per op type."""
-    key = (id(registry), op)
-    known = _PLAIN_OPS.get(key)
-    if known is None:
-        known = _PLAIN_OPS[key] = (
-            op not in ("StopGradient", "PreventGradient", "Sign", ARG_OP)
-            and not is_assign_op(op)
-            and op not in SHAPE_OPS
-            and op not in registry.not_differentiable
-            and op not in registry.all_none
-            and op not in FUSED_BATCH_NORM_OPS
-            and not registry.none_inputs.get(op)
-            and registry.has_entry(op)
-            and op not in ZERO_RULE_OPS
-        )
-    return known
-
-
-_PLAIN_OPS: dict[tuple[int, str], bool] = {}
+    registry = load_registry()
+    return (
+        op not in ("StopGradient", "PreventGradient", "Sign", ARG_OP)
+        and not is_assign_op(op)
+        and op not in SHAPE_OPS
+        and op not in registry.not_differentiable
+        and op not in registry.all_none
+        and op not in FUSED_BATCH_NORM_OPS
+        and not registry.none_inputs.get(op)
+        and registry.has_entry(op)
+        and op not in ZERO_RULE_OPS
+    )
 
 
 def _registry_cut(

@@ -108,7 +108,10 @@ class GraphBuilder:
         self._unknown_ops: set[str] = set()
         # Op type -> the attributes its OpDef types as functions (None: no OpDef, read all).
         self._func_attr_names: dict[str, frozenset[str] | None] = {}
-        self._shared: dict[Any, Any] = {}
+        # Values nodes share (never changed once built), each kept once: output signatures,
+        # attribute and call dicts by their items, output offsets by their layout.
+        self._signatures: dict[tuple[str | None, ...], tuple[str | None, ...]] = {}
+        self._mappings: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
         self._shared_offsets: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         # Op type -> its OpDef's output arguments, read from the proto once.
         self._output_args: dict[str, tuple[_OutputArg, ...]] = {}
@@ -268,8 +271,8 @@ class GraphBuilder:
         return Node(
             name=name,
             # One string and one tuple per op type and per output signature, not per node.
-            op_type=self._shared.setdefault(op, op),
-            output_dtypes=self._shared.setdefault(output_dtypes, output_dtypes),
+            op_type=sys.intern(op),
+            output_dtypes=self._signatures.setdefault(output_dtypes, output_dtypes),
             # Never changed once built: nodes with the same calls or attributes share them.
             calls=self._shared_mapping(calls),
             gradient_op_type=grad_type,
@@ -290,8 +293,7 @@ class GraphBuilder:
         """The one dict with these items among the nodes built (most nodes have none, or only
         "T"); a mapping whose values cannot be hashed stays its own."""
         try:
-            key = ("mapping", *sorted(mapping.items()))
-            return self._shared.setdefault(key, mapping)  # type: ignore[no-any-return]
+            return self._mappings.setdefault(tuple(sorted(mapping.items())), mapping)
         except TypeError:
             return mapping
 

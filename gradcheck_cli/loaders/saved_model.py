@@ -36,7 +36,7 @@ from gradcheck_cli.loaders.saved_variable_lists import (
 )
 from gradcheck_cli.loaders.saved_variable_names import name_saved_variables
 from gradcheck_cli.loaders.structured_values import flat_outputs, output_shape
-from gradcheck_cli.loaders.tf_protos import dtype_name, lazy_nodes, protos
+from gradcheck_cli.loaders.tf_protos import dtype_name, lazy_saved_model, protos
 
 _SKIPPED_SIGNATURES = frozenset({"__saved_model_init_op", "__saved_model_train_op"})
 _WHAT = "SavedModel"
@@ -115,7 +115,7 @@ def _parse(path: Path) -> tuple[Any, int]:
     try:
         if binary.is_file():
             data = binary.read_bytes()
-            saved_model = lazy_nodes("tensorflow.SavedModel")()
+            saved_model = lazy_saved_model()()
             saved_model.ParseFromString(data)
         else:
             from google.protobuf import text_format

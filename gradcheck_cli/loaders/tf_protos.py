@@ -57,10 +57,9 @@ def _import_all() -> types.SimpleNamespace:
 
 
 @functools.cache
-def lazy_nodes(full_name: str) -> type:
-    """The message class `full_name` ("tensorflow.SavedModel"), except that a function's nodes
-    stay serialized: `FunctionDef.node_def` holds bytes, read by `node_defs` when the function
-    is converted.
+def lazy_saved_model() -> type:
+    """The SavedModel message class, except that a function's nodes stay serialized:
+    `FunctionDef.node_def` holds bytes, read by `node_defs` when the function is converted.
 
     A parsed NodeDef takes about twelve times its serialized size (its attribute maps above
     all): 800 MB for a million ops. Kept as bytes, a node costs its size until it is read, and
@@ -82,17 +81,15 @@ def lazy_nodes(full_name: str) -> type:
         proto = descriptor_pb2.FileDescriptorProto()
         file.CopyToProto(proto)
         if file.name == function.file.name:
-            for message in proto.message_type:
-                if message.name == function.name:
-                    for field in message.field:
-                        if field.name == "node_def":
-                            field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
-                            field.ClearField("type_name")
+            message = next(m for m in proto.message_type if m.name == function.name)
+            nodes = next(f for f in message.field if f.name == "node_def")
+            nodes.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+            nodes.ClearField("type_name")
         pool.Add(proto)
 
-    wanted = protos().saved_model_pb2.SavedModel.DESCRIPTOR.file
-    add(wanted)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(full_name))
+    saved_model = protos().saved_model_pb2.SavedModel.DESCRIPTOR
+    add(saved_model.file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(saved_model.full_name))
 
 
 def node_defs(function: Any, what: str = "SavedModel") -> Iterator[Any]:
@@ -113,17 +110,9 @@ def node_defs(function: Any, what: str = "SavedModel") -> Iterator[Any]:
             ) from None
 
 
+@functools.cache  # asked for every output of every node; a refusal is not kept
 def dtype_name(enum_value: int) -> str:
     """`DT_FLOAT` -> "float32", `DT_INT32_REF` -> "int32_ref", as TensorFlow names dtypes."""
-    known = _DTYPE_NAMES_SEEN.get(enum_value)
-    return known if known is not None else _dtype_name(enum_value)
-
-
-_DTYPE_NAMES_SEEN: dict[int, str] = {}
-"""Asked for every output of every node: each enum value is named once."""
-
-
-def _dtype_name(enum_value: int) -> str:
     types_pb2 = protos().types_pb2
     ref = enum_value > 100
     base = enum_value - 100 if ref else enum_value
@@ -132,8 +121,7 @@ def _dtype_name(enum_value: int) -> str:
         raise Refused(f"has dtype {enum_value}, which is not a TensorFlow DataType")
     raw = types_pb2.DataType.Name(base)
     name = _DTYPE_NAMES.get(raw, raw.removeprefix("DT_").lower())
-    _DTYPE_NAMES_SEEN[enum_value] = name + "_ref" if ref else name
-    return _DTYPE_NAMES_SEEN[enum_value]
+    return name + "_ref" if ref else name
 
 
 @functools.cache
