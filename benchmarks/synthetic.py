@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import templates
-from gradcheck_cli.loaders.tf_protos import protos
+from gradcheck_cli.protos.tf_protos import protos
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,10 +10,10 @@ from typing import Any
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.policy import apply_policy
 from gradcheck_cli.findings.report import Report
-from gradcheck_cli.loaders.keras_models import is_keras_model
 from gradcheck_cli.options import CheckOptions, check_options, takes_check_options
 from gradcheck_cli.pipeline import check_live_function, check_live_keras_model, check_path
 from gradcheck_cli.pipeline import check_run as run_pipeline
+from gradcheck_cli.tracing.keras_models import is_keras_model
 
 
 @takes_check_options()

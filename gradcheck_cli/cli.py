@@ -29,7 +29,6 @@ from gradcheck_cli.config import (
     resolve_timeout,
 )
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.loaders.process_tree import Stopped, stop_on_signals
 from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.report_output import (
     cannot_write,
@@ -54,6 +53,7 @@ from gradcheck_cli.run import (
     write_baseline,
 )
 from gradcheck_cli.version import __version__
+from gradcheck_cli.worker.process_tree import Stopped, stop_on_signals
 
 __all__ = ["ExitCode", "Options", "command", "main", "run", "run_command"]
 

@@ -19,8 +19,10 @@ from gradcheck_cli.findings.report import Report, RequestInfo, SourceInfo, Verif
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.findings.verification import compare
 from gradcheck_cli.graph.model import GraphKind, TensorFlowVerdict
-from gradcheck_cli.loaders.tf_verification import SAVED_MODEL_TAPE, TAPE
-from gradcheck_cli.loaders.worker_protocol import (
+from gradcheck_cli.options import CheckOptions
+from gradcheck_cli.reporters import display_path
+from gradcheck_cli.tracing.tf_verification import SAVED_MODEL_TAPE, TAPE
+from gradcheck_cli.worker.protocol import (
     EagerResult,
     Job,
     RunResult,
@@ -31,15 +33,13 @@ from gradcheck_cli.loaders.worker_protocol import (
     WorkerRequest,
     WorkerResult,
 )
-from gradcheck_cli.options import CheckOptions
-from gradcheck_cli.reporters import display_path
 
 
 def check_path(path: Path, options: CheckOptions) -> Report:
     """A SavedModel directory (read here), or a script or Keras file (traced in the worker)."""
     if not path.exists():
         raise GradcheckError(f"{path}: no such file or directory")
-    from gradcheck_cli.loaders.saved_model import is_saved_model, load_saved_model
+    from gradcheck_cli.savedmodel.loading import is_saved_model, load_saved_model
 
     if is_saved_model(path):
         program, loss_name = load_saved_model(path, options.loss, sum_loss=options.sum_loss)
@@ -61,7 +61,7 @@ def check_path(path: Path, options: CheckOptions) -> Report:
             f"{path} is neither a SavedModel directory, a Python script (.py) nor a Keras "
             "model file (.keras, .h5)"
         )
-    from gradcheck_cli.loaders.script_cache import traced
+    from gradcheck_cli.cache.script_cache import traced
 
     job = Job.SCRIPT if kind == "script" else Job.KERAS_FILE
     result = traced(WorkerRequest(job, path.resolve(), options))
@@ -98,7 +98,7 @@ def check_run(
             f"{path} is neither a Python script (.py) nor a notebook (.ipynb); for a SavedModel "
             "or a Keras file use `gradcheck MODEL`"
         )
-    from gradcheck_cli.loaders.worker_process import run_worker
+    from gradcheck_cli.worker.process import run_worker
 
     request = WorkerRequest(Job.RUN, path.resolve(), options, arguments, run_on)
     run_options = replace(options, sum_loss=True)  # TensorFlow sums a non-scalar target
@@ -133,7 +133,7 @@ def _run_reports(path: Path, result: RunResult, options: CheckOptions) -> list[R
 
 def check_live_keras_model(model: Any, options: CheckOptions) -> Report:
     """A compiled keras.Model's own objective, traced in this process."""
-    from gradcheck_cli.loaders.keras_models import trace_live_keras_model
+    from gradcheck_cli.tracing.keras_models import trace_live_keras_model
 
     name = str(getattr(model, "name", None) or type(model).__name__)
     result = trace_live_keras_model(model, options.loss, name, options.verify)
@@ -143,7 +143,7 @@ def check_live_keras_model(model: Any, options: CheckOptions) -> Report:
 
 def check_live_function(function: Any, variables: Any, options: CheckOptions) -> Report:
     """A tf.function, concrete function or zero-argument loss function, traced in this process."""
-    from gradcheck_cli.loaders.function_tracing import trace_live_function
+    from gradcheck_cli.tracing.function_tracing import trace_live_function
 
     result = trace_live_function(function, variables, verify=options.verify)
     source = SourceInfo("<function>", "function", result.loss_name)
@@ -190,7 +190,7 @@ def report_from_result(
 
 
 def _traced_analysis(result: Traced, options: CheckOptions) -> tuple[Analysis, list[str]]:
-    from gradcheck_cli.loaders.traced_program import program_from_traced
+    from gradcheck_cli.protos.traced_program import program_from_traced
 
     program = program_from_traced(result, sum_loss=options.sum_loss)
     context = set(getattr(result, "context_variables", ()))
@@ -318,7 +318,7 @@ def _verify_saved_model(
     path: Path, loss_name: str, verdicts: tuple[VariableVerdict, ...], options: CheckOptions
 ) -> Verification:
     """TensorFlow's own gradients on the SavedModel, loaded for real in the worker."""
-    from gradcheck_cli.loaders.worker_process import run_worker
+    from gradcheck_cli.worker.process import run_worker
 
     request_options = CheckOptions(
         loss=loss_name,

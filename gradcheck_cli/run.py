@@ -15,8 +15,8 @@ from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.names import sharing_last_part, variables_named
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Report
-from gradcheck_cli.loaders.process_tree import ProcessTree, Stopped, stop_on_sigterm_only
 from gradcheck_cli.options import CheckOptions
+from gradcheck_cli.worker.process_tree import ProcessTree, Stopped, stop_on_sigterm_only
 
 BASELINE_SCHEMA = "gradcheck-baseline/1"
 BASELINE_LIMIT = 16 << 20  # bytes: 16 MiB holds hundreds of thousands of variable names

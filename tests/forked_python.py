@@ -4,7 +4,7 @@ that imported TensorFlow.
 Every oracle question runs in a fresh process, so a TF1 script's `disable_v2_behavior()` or a
 script's globals never leak into the next question; but a fresh `import tensorflow` costs seconds
 of CPU, and the suite asks dozens of questions. gradcheck's own warm launcher
-(`gradcheck_cli.loaders.warm_launcher`, through its client `warm_workers.Launcher`) imports
+(`gradcheck_cli.jobs.warm_launcher`, through its client `warm_workers.Launcher`) imports
 TensorFlow and Keras once and forks a clean child per request; this module keeps one launcher
 per test process and starts the children through it.
 A child is a process like `subprocess.Popen` starts: its own session, stdin empty, stdout
@@ -25,7 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gradcheck_cli.loaders.warm_workers import Launcher
+from gradcheck_cli.worker.warm_workers import Launcher
 
 ROOT = Path(__file__).resolve().parents[1]
 _POLL_SECONDS = 0.05

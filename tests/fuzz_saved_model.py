@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gradcheck_cli import GradcheckError, check
-from gradcheck_cli.loaders.tf_protos import protos
+from gradcheck_cli.protos.tf_protos import protos
 
 SLOW_SECONDS = 10.0
 

@@ -176,8 +176,8 @@ def test_assert_no_dead_variables_takes_the_worker_options() -> None:
 
 
 def test_debug_reaches_the_worker_with_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gradcheck_cli.loaders import worker_process
-    from gradcheck_cli.loaders.worker_protocol import WorkerRequest
+    from gradcheck_cli.worker import process
+    from gradcheck_cli.worker.protocol import WorkerRequest
 
     seen: list[WorkerRequest] = []
 
@@ -186,7 +186,7 @@ def test_debug_reaches_the_worker_with_the_request(monkeypatch: pytest.MonkeyPat
         raise GradcheckError("stopped before TensorFlow")
 
     monkeypatch.delenv("GRADCHECK_DEBUG", raising=False)
-    monkeypatch.setattr(worker_process, "run_worker", run_worker)
+    monkeypatch.setattr(process, "run_worker", run_worker)
     script = SAMPLE_MODELS / "faulty_weights_fixed.py"
     for debug in (True, False):
         with pytest.raises(GradcheckError, match="stopped"):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gradcheck_cli.cli import ExitCode, command
-from gradcheck_cli.loaders.tf_protos import protos
+from gradcheck_cli.protos.tf_protos import protos
 from tests.cli_runs import Ran, gradcheck_json, invoke
 from tests.error_documents import assert_error_document
 

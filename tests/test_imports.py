@@ -18,9 +18,9 @@ def test_package_cli_and_reporters_do_not_import_tensorflow() -> None:
 def test_the_worker_protocol_and_the_worker_modules_do_not_import_tensorflow_on_import() -> None:
     # The worker entry point unpickles a request before it decides to import TensorFlow.
     assert not imported_after(
-        "import gradcheck_cli.loaders.worker_protocol, gradcheck_cli.loaders.worker_process, "
-        "gradcheck_cli.loaders.worker_entry, gradcheck_cli.loaders.script_loading, "
-        "gradcheck_cli.loaders.keras_models, gradcheck_cli.loaders.eager_fallback"
+        "import gradcheck_cli.worker.protocol, gradcheck_cli.worker.process, "
+        "gradcheck_cli.jobs.worker_entry, gradcheck_cli.tracing.script_loading, "
+        "gradcheck_cli.tracing.keras_models, gradcheck_cli.tracing.eager_fallback"
     )
 
 

@@ -12,11 +12,11 @@ import pytest
 from gradcheck_cli.cli import command
 from gradcheck_cli.config import parse_table
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.loaders.keras_models import (
+from gradcheck_cli.options import CheckOptions
+from gradcheck_cli.tracing.keras_models import (
     import_user_code,
     without_warnings_gradcheck_causes,
 )
-from gradcheck_cli.options import CheckOptions
 from tests.cli_runs import invoke
 from tests.keras_models.keras_oracle import ROOT
 

@@ -8,7 +8,7 @@ from gradcheck_cli.analysis.verdicts import PathStep, VariableVerdict
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.findings.transform_source import Rewrite
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.loaders.op_expressions import called_name, statement_at
+from gradcheck_cli.source_code.op_expressions import called_name, statement_at
 
 # Ops that take an argmax's result as an index (or a label), not as a number.
 _INDEX_USES = frozenset(

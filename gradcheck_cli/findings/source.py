@@ -8,8 +8,8 @@ from pathlib import Path
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.loaders.notebook import notebook_cell, read_notebook
-from gradcheck_cli.loaders.op_expressions import called_name, parsed
+from gradcheck_cli.source_code.notebook import notebook_cell, read_notebook
+from gradcheck_cli.source_code.op_expressions import called_name, parsed
 
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=[^=]")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from gradcheck_cli.analysis.verdicts import PathStep, VariableVerdict
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.loaders.op_expressions import called_name, creates, statement_at
+from gradcheck_cli.source_code.op_expressions import called_name, creates, statement_at
 
 # Ops that run a function: a cut inside is not on the top graph's route.
 _CALLS = frozenset(

@@ -16,7 +16,7 @@ from gradcheck_cli.errors import GradcheckError, TextKind, capped, error_line, e
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.loaders.tf_protos import protos
+from gradcheck_cli.protos.tf_protos import protos
 from gradcheck_cli.reporters import Format, TerminalOptions, render
 from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.terminal import render_terminal

@@ -1,5 +1,5 @@
 """Keras layers built every way a script builds them: each weight must be created at the line
-that constructed its own layer, marked `# builds NAME` (tests/loaders/test_keras_creation_lines.py).
+that constructed its own layer, marked `# builds NAME` (tests/tracing/test_keras_creation_lines.py).
 
 Run as a script (`gradcheck run`), it asks once for the gradients of every model's weights.
 """

@@ -1,0 +1,1 @@
+"""A script's or Keras file's trace reused while nothing it read has changed."""

@@ -1,0 +1,480 @@
+"""Turn TensorFlow FunctionDef and GraphDef protos into the graph model."""
+
+from __future__ import annotations
+
+import functools
+import struct
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.graph.memory import without_cyclic_gc
+from gradcheck_cli.graph.model import (
+    ARG_OP,
+    CONSTANT_ATTR,
+    Body,
+    Constant,
+    Node,
+    SourceLocation,
+    TensorRef,
+)
+from gradcheck_cli.protos.constant_inputs import mark_constant_inputs
+from gradcheck_cli.protos.limits import ExpansionBudget, Refused, malformed
+from gradcheck_cli.protos.tf_protos import dtype_name, node_defs, protos
+from gradcheck_cli.source_code.op_expressions import line_inside_lambda
+
+LocationLookup = Callable[[str, str], "SourceLocation | None"]
+ShapeLookup = Callable[[str, str], "tuple[tuple[int | None, ...] | None, ...]"]
+"""(node name, function name or "" for a top-level graph) -> where the user's code made it."""
+
+Layout = list[tuple[str, list[str | None]]]
+"""[(output argument name, dtypes of its flat outputs)] of one node."""
+
+_KEPT_ATTRS = frozenset({"DstT", "SrcT", "is_training", "T"})
+# Attributes that fix which elements a stack or slice moves (read with the constants).
+_INDEX_OPS = frozenset({"Pack", "StridedSlice", "GatherV2"})
+_INDEX_ATTRS = (
+    "axis",
+    "batch_dims",
+    "begin_mask",
+    "end_mask",
+    "ellipsis_mask",
+    "new_axis_mask",
+    "shrink_axis_mask",
+)
+
+# Const values the analysis reads (zeros, where-conditions, slice bounds) are small; a larger
+# constant is kept as an unknown value rather than copied into the model.
+_MAX_CONSTANT_ELEMENTS = 64
+# dtype -> (struct format of one element in tensor_content, the TensorProto field of values).
+_CONSTANT_FORMATS = {
+    "float32": ("f", "float_val"),
+    "float64": ("d", "double_val"),
+    "int32": ("i", "int_val"),
+    "int64": ("q", "int64_val"),
+    "bool": ("?", "bool_val"),
+}
+
+
+class _OutputArg(NamedTuple):
+    """The fields of an OpDef output argument that shape a node's outputs."""
+
+    name: str
+    type_list_attr: str
+    type: int
+    type_attr: str
+    is_ref: bool
+    number_attr: str
+
+
+def _no_location(node: str, function: str) -> SourceLocation | None:
+    return None
+
+
+def _no_shapes(node: str, function: str) -> tuple[tuple[int | None, ...] | None, ...]:
+    return ()
+
+
+class GraphBuilder:
+    """Converts the functions reachable from a top function or graph, each once.
+
+    Everything a node expands from its attributes (outputs from `num`, `N`, type lists, a
+    callee's signature, output indices its consumers read) is drawn from `budget`; without
+    one, the budget is proportional to the functions' serialized size. `what` names the input
+    in refusals ("malformed SavedModel: ...").
+    """
+
+    def __init__(
+        self,
+        functions: Mapping[str, Any],
+        op_defs: Mapping[str, Any],
+        locations: LocationLookup = _no_location,
+        *,
+        shapes: ShapeLookup = _no_shapes,
+        budget: ExpansionBudget | None = None,
+        what: str = "model",
+    ) -> None:
+        self._functions = functions
+        self._op_defs = op_defs
+        self._locations = locations
+        self._shapes = shapes
+        self._budget = budget or ExpansionBudget(sum(f.ByteSize() for f in functions.values()))
+        self._sized_by_functions = budget is None
+        self._what = what
+        self.bodies: dict[str, Body] = {}
+        self.notes: list[str] = []
+        self._unknown_ops: set[str] = set()
+        # Op type -> the attributes its OpDef types as functions (None: no OpDef, read all).
+        self._func_attr_names: dict[str, frozenset[str] | None] = {}
+        # Values nodes share (never changed once built), each kept once: output signatures,
+        # attribute and call dicts by their items, output offsets by their layout.
+        self._signatures: dict[tuple[str | None, ...], tuple[str | None, ...]] = {}
+        self._mappings: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
+        self._shared_offsets: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+        # Op type -> its OpDef's output arguments, read from the proto once.
+        self._output_args: dict[str, tuple[_OutputArg, ...]] = {}
+
+    # -- entry points -----------------------------------------------------------------------
+
+    def add_function(self, name: str) -> Body:
+        """Convert function `name` and every function it calls, transitively."""
+        with without_cyclic_gc():
+            return self._add_function(name)
+
+    def _add_function(self, name: str) -> Body:
+        pending = [name]
+        while pending:
+            current = pending.pop()
+            if current in self.bodies:
+                continue
+            fdef = self._functions.get(current)
+            if fdef is None:
+                self.notes.append(f"the body of function {current} is not in the model")
+                continue
+            body = self._function_body(fdef)
+            self.bodies[current] = body
+            pending.extend(self._callees(body))
+        if name not in self.bodies:
+            raise GradcheckError(f"the model is malformed: function {name} has no body")
+        return self.bodies[name]
+
+    def add_graph(self, graph_def: Any, name: str, loss: TensorRef) -> Body:
+        """Convert a TF1 GraphDef into a body whose single ret is the loss."""
+        with without_cyclic_gc():
+            return self._add_graph(graph_def, name, loss)
+
+    def _add_graph(self, graph_def: Any, name: str, loss: TensorRef) -> Body:
+        if self._sized_by_functions:
+            self._budget = ExpansionBudget(self._budget.serialized_bytes + graph_def.ByteSize())
+        nodes: dict[str, Node] = {}
+        for node_def in graph_def.node:
+            inputs = tuple(_graph_ref(text) for text in node_def.input if not text.startswith("^"))
+            with self._refusing(node_def.name, ""):
+                node = self._node(
+                    node_def, node_def.name, len(inputs), "", self._output_layout(node_def)
+                )
+            node.inputs = inputs
+            nodes[node_def.name] = node
+        body = Body(name=name, nodes=nodes, args=(), rets=(loss,))
+        self._charge_read_outputs(body, "")
+        mark_constant_inputs(body)
+        self.bodies[name] = body
+        for callee in self._callees(body):
+            self.add_function(callee)
+        return body
+
+    # -- conversion -------------------------------------------------------------------------
+
+    def _function_body(self, fdef: Any) -> Body:
+        fn_name = fdef.signature.name
+        nodes: dict[str, Node] = {}
+        for arg in fdef.signature.input_arg:
+            with self._refusing(arg.name, fn_name, "argument"):
+                dtype = dtype_name(arg.type) if arg.type else None
+            nodes[arg.name] = Node(name=arg.name, op_type=ARG_OP, output_dtypes=(dtype,))
+        # FunctionDef refs name an output *argument* ("MatMul:product:0"); they resolve to flat
+        # output indices once the producer's output layout is known. One pass: each node is
+        # parsed, converted and let go (a function may hold a million of them).
+        offsets: dict[str, dict[str, int]] = {}
+        waiting: list[tuple[Node, list[str]]] = []  # nodes read before their producers
+        name = ""
+        try:
+            for node_def in node_defs(fdef, self._what):
+                # One string per name: the node's, its keys and every reference to it.
+                name = sys.intern(node_def.name)
+                layout = self._output_layout(node_def)
+                offsets[name] = self._offsets(layout)
+                texts = [text for text in node_def.input if not text.startswith("^")]
+                node = self._node(node_def, name, len(texts), fn_name, layout)
+                nodes[name] = node
+                if all(_resolvable(text, offsets) for text in texts):
+                    node.inputs = tuple(_function_ref(text, offsets) for text in texts)
+                else:
+                    waiting.append((node, texts))
+        except Refused as refused:
+            raise malformed(self._what, _where("node", name, fn_name), refused) from None
+        for node, texts in waiting:
+            node.inputs = tuple(_function_ref(text, offsets) for text in texts)
+        rets = tuple(
+            _function_ref(fdef.ret[out.name], offsets) for out in fdef.signature.output_arg
+        )
+        args = tuple(arg.name for arg in fdef.signature.input_arg)
+        body = Body(name=fn_name, nodes=nodes, args=args, rets=rets)
+        self._charge_read_outputs(body, fn_name)
+        mark_constant_inputs(body)
+        return body
+
+    @contextmanager
+    def _refusing(self, name: str, fn_name: str, kind: str = "node") -> Iterator[None]:
+        """Name the node and function in any refusal raised while converting them."""
+        try:
+            yield
+        except Refused as refused:
+            raise malformed(self._what, _where(kind, name, fn_name), refused) from None
+
+    def _charge_read_outputs(self, body: Body, fn_name: str) -> None:
+        """Output indices read past a node's declared outputs widen it: they cost too."""
+        widest: dict[str, TensorRef] = {}
+        for ref in (*(r for node in body.nodes.values() for r in node.inputs), *body.rets):
+            if ref.index >= widest.get(ref.node, ref).index:
+                widest[ref.node] = ref
+        for producer, ref in widest.items():
+            node = body.nodes.get(producer)
+            declared = len(node.output_dtypes) if node else 0
+            if node is not None and ref.index >= declared:
+                with self._refusing(producer, fn_name):
+                    self._budget.spend(
+                        ref.index + 1 - declared,
+                        f"has its output {ref.index} read but declares {declared} outputs",
+                    )
+
+    def _node(self, node_def: Any, name: str, inputs: int, fn_name: str, layout: Layout) -> Node:
+        """The node `name` of `node_def`, without its inputs (`inputs` of them, set by the
+        caller)."""
+        op = node_def.op
+        node_attrs = node_def.attr
+        present = list(node_attrs)  # each lookup in the proto's map costs; the names, once
+        calls: dict[str, tuple[str, ...]] = {}
+        for key in self._function_attrs(op, present):
+            value = node_attrs[key]
+            if value.HasField("func"):
+                calls[key] = (value.func.name,)
+            elif value.HasField("list") and value.list.func:
+                calls[key] = tuple(f.name for f in value.list.func)
+        if op in self._functions:
+            calls["f"] = (op,)
+        attrs: dict[str, object] = {}
+        for key in present:
+            if key in _KEPT_ATTRS:
+                value = node_attrs[key]
+                attrs[key] = dtype_name(value.type) if value.HasField("type") else value.b
+        if op in _INDEX_OPS:
+            attrs.update(self._index_attrs(node_def))
+        if op == "Const" and "value" in present:
+            constant = _constant(node_attrs["value"].tensor)
+            if constant is not None:
+                attrs[CONSTANT_ATTR] = constant
+        grad_type = None
+        if "_gradient_op_type" in present:
+            raw = node_attrs["_gradient_op_type"].s
+            try:
+                grad_type = raw.decode() or None
+            except UnicodeDecodeError:
+                raise Refused("has a _gradient_op_type that is not UTF-8 text") from None
+        output_dtypes = tuple(d for _, dtypes in layout for d in dtypes)
+        outputs = len(output_dtypes)
+        if inputs > 1 and outputs > 1:
+            self._budget.spend(inputs * outputs, f"has {inputs} inputs and {outputs} outputs")
+        location = self._locations(name, fn_name)
+        return Node(
+            name=name,
+            # One string and one tuple per op type and per output signature, not per node.
+            op_type=sys.intern(op),
+            output_dtypes=self._signatures.setdefault(output_dtypes, output_dtypes),
+            # Never changed once built: nodes with the same calls or attributes share them.
+            calls=self._shared_mapping(calls),
+            gradient_op_type=grad_type,
+            attrs=self._shared_mapping(attrs),
+            location=location and line_inside_lambda(location, op),
+            output_shapes=self._shapes(name, fn_name),
+        )
+
+    def _offsets(self, layout: Layout) -> dict[str, int]:
+        """Output argument name -> the flat index of its first output; one dict for all the
+        nodes of one output signature (never changed once built)."""
+        signature = tuple((name, len(dtypes)) for name, dtypes in layout)
+        if signature not in self._shared_offsets:
+            self._shared_offsets[signature] = _offsets(layout)
+        return self._shared_offsets[signature]
+
+    def _shared_mapping(self, mapping: dict[str, Any]) -> dict[str, Any]:
+        """The one dict with these items among the nodes built (most nodes have none, or only
+        "T"); a mapping whose values cannot be hashed stays its own."""
+        try:
+            return self._mappings.setdefault(tuple(sorted(mapping.items())), mapping)
+        except TypeError:
+            return mapping
+
+    def _function_attrs(self, op: str, present: list[str]) -> Iterable[str]:
+        """The attributes of a node that may name functions: those its OpDef types `func` or
+        `list(func)`; every attribute of an op without one (a call by function name)."""
+        if op not in self._func_attr_names:
+            op_def = self._op_defs.get(op)
+            self._func_attr_names[op] = (
+                frozenset(a.name for a in op_def.attr if a.type in ("func", "list(func)"))
+                if op_def is not None
+                else None
+            )
+        names = self._func_attr_names[op]
+        if names is None:
+            return present
+        return [name for name in present if name in names] if names else ()
+
+    def _index_attrs(self, node_def: Any) -> dict[str, int]:
+        """The integer attributes of a stack or slice, defaults included: a SavedModel strips
+        the attributes that hold their default value."""
+        found: dict[str, int] = {}
+        op_def = self._op_defs.get(node_def.op)
+        defaults = {a.name: a.default_value for a in op_def.attr} if op_def is not None else {}
+        for key in _INDEX_ATTRS:
+            value = node_def.attr[key] if key in node_def.attr else defaults.get(key)
+            if value is not None and value.WhichOneof("value") == "i":
+                found[key] = int(value.i)
+        return found
+
+    def _output_layout(self, node_def: Any) -> Layout:
+        """[(output arg name, dtypes of its flat outputs)] from the OpDef or the callee."""
+        fdef = self._functions.get(node_def.op)
+        if fdef is not None:
+            outputs = fdef.signature.output_arg
+            self._budget.spend(
+                len(outputs), f"declares {len(outputs)} outputs (its function returns them)"
+            )
+            return [(out.name, [dtype_name(out.type) if out.type else None]) for out in outputs]
+        op_def = self._op_defs.get(node_def.op)
+        if op_def is None:
+            if node_def.op not in self._unknown_ops:
+                self._unknown_ops.add(node_def.op)
+                self.notes.append(
+                    f"op type {node_def.op} is unknown to this TensorFlow; its outputs are "
+                    "assumed to carry gradient"
+                )
+            return []
+        if node_def.op not in self._output_args:
+            self._output_args[node_def.op] = tuple(
+                _OutputArg(o.name, o.type_list_attr, o.type, o.type_attr, o.is_ref, o.number_attr)
+                for o in op_def.output_arg
+            )
+        layout = []
+        for out in self._output_args[node_def.op]:
+            dtypes: list[str | None]
+            if out.type_list_attr:
+                listed = _attr(node_def, op_def, out.type_list_attr, "list")
+                types = listed.list.type if listed else ()
+                self._budget.spend(
+                    len(types), f"declares {len(types)} outputs ({out.type_list_attr} lists them)"
+                )
+                dtypes = [dtype_name(t) for t in types]
+            else:
+                if out.type:
+                    single: str | None = dtype_name(out.type)
+                else:
+                    type_attr = _attr(node_def, op_def, out.type_attr, "type")
+                    single = dtype_name(type_attr.type) if type_attr else None
+                if single is not None and out.is_ref:
+                    single += "_ref"
+                count = 1
+                if out.number_attr:
+                    number = _attr(node_def, op_def, out.number_attr, "i")
+                    count = number.i if number else 1
+                    self._budget.spend(
+                        count, f"declares {count} outputs ({out.number_attr}={count})"
+                    )
+                dtypes = [single] * count
+            layout.append((out.name, dtypes))
+        return layout
+
+    def _callees(self, body: Body) -> Iterable[str]:
+        for node in body.nodes.values():
+            for names in node.calls.values():
+                yield from (n for n in names if n in self._functions)
+
+
+def _constant(tensor: Any) -> Constant | None:
+    """A small numeric or boolean TensorProto as a `Constant`; None for anything else."""
+    if tensor.dtype not in _known_dtypes_of_constants():
+        return None
+    element, field_name = _CONSTANT_FORMATS[dtype_name(tensor.dtype)]
+    shape = tuple(int(dim.size) for dim in tensor.tensor_shape.dim)
+    if tensor.tensor_shape.unknown_rank or any(dim < 0 for dim in shape):
+        return None
+    size = 1
+    for dim in shape:
+        size *= dim
+    if tensor.tensor_content:
+        width = struct.calcsize(element)
+        if size > _MAX_CONSTANT_ELEMENTS or len(tensor.tensor_content) != size * width:
+            return None
+        elements = struct.unpack(f"<{size}{element}", tensor.tensor_content)
+    else:
+        # A large constant of one repeated value (tf.zeros) is stored as that value alone.
+        elements = tuple(getattr(tensor, field_name))
+        if len(elements) > min(size, _MAX_CONSTANT_ELEMENTS):
+            return None
+    return Constant(shape, tuple(elements))
+
+
+@functools.cache
+def _known_dtypes_of_constants() -> frozenset[int]:
+    types = protos().types_pb2
+    return frozenset(
+        {types.DT_FLOAT, types.DT_DOUBLE, types.DT_INT32, types.DT_INT64, types.DT_BOOL}
+    )
+
+
+def _where(kind: str, name: str, fn_name: str) -> str:
+    return (
+        f"{kind} {name!r} in function {fn_name!r}" if fn_name else f"{kind} {name!r} of the graph"
+    )
+
+
+def _attr(node_def: Any, op_def: Any, name: str, kind: str) -> Any:
+    """The node's attribute `name` (or the OpDef's default) holding a `kind`, or None."""
+    value = None
+    if name in node_def.attr:
+        value = node_def.attr[name]
+    else:
+        for attr_def in op_def.attr:
+            if attr_def.name == name and attr_def.HasField("default_value"):
+                value = attr_def.default_value
+                break
+    if value is None:
+        return None
+    held = value.WhichOneof("value")
+    if held == "placeholder":  # a polymorphic function's attribute: not known here
+        return None
+    if held != kind:
+        raise Refused(f"has attribute {name} holding {held or 'nothing'}, not {_KINDS[kind]}")
+    return value
+
+
+_KINDS = {"i": "an integer", "list": "a list", "type": "a dtype"}
+
+
+def _offsets(layout: Layout) -> dict[str, int]:
+    """Output argument name -> the flat index of its first output."""
+    offsets: dict[str, int] = {}
+    offset = 0
+    for name, dtypes in layout:
+        offsets.setdefault(name, offset)
+        offset += len(dtypes)
+    return offsets
+
+
+def _resolvable(text: str, offsets: Mapping[str, dict[str, int]]) -> bool:
+    """Whether a function input can be resolved now: it names an argument, a flat index, or
+    an output argument of a node already converted."""
+    node, separator, rest = text.partition(":")
+    return not separator or ":" not in rest or node in offsets
+
+
+def _graph_ref(text: str) -> TensorRef:
+    name, _, index = text.partition(":")
+    if not name or (index and not index.isdigit()):
+        raise GradcheckError(f"the model is malformed: a node input reads {text!r}")
+    return TensorRef(name, int(index) if index else 0)
+
+
+def _function_ref(text: str, offsets: Mapping[str, dict[str, int]]) -> TensorRef:
+    parts = text.split(":")
+    if not parts[0] or len(parts) > 3 or not parts[-1].isdigit() and len(parts) > 1:
+        raise GradcheckError(f"the model is malformed: a function input reads {text!r}")
+    node = sys.intern(parts[0])
+    if len(parts) == 1:
+        return TensorRef(node, 0)  # a function argument
+    if len(parts) == 2:
+        return TensorRef(node, int(parts[1]))
+    out_arg, index = parts[1], int(parts[2])
+    return TensorRef(node, offsets.get(node, {}).get(out_arg, 0) + index)

@@ -1,0 +1,332 @@
+"""Catch a running script's gradient requests and stop it before its first weight change."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.run_mode import gradient_requests
+from gradcheck_cli.run_mode.eager_recording import OpRecorder
+from gradcheck_cli.run_mode.gradient_requests import CreatedVariables
+from gradcheck_cli.tracing.leaving_tensorflow import LEAVING_METHODS, LeaveLog, leaving_owners
+from gradcheck_cli.worker.protocol import EagerResult, GradientRequest, RunResult
+
+
+class CaptureFailed(BaseException):  # noqa: N818 - it stops the script, like ScriptStopped
+    """gradcheck could not read a gradient request: the script is stopped and the run fails."""
+
+
+class ScriptStopped(BaseException):  # noqa: N818 - not an error: the check is done
+    """Raised inside the script at its first weight change; a BaseException, so that the script's
+    own `except Exception` handlers let it through."""
+
+
+@dataclass
+class _Patch:
+    owner: Any
+    attribute: str
+    original: Any
+
+
+@dataclass
+class Capture:
+    """The hooks of one run. `deliver` takes the result once the script is about to change a
+    weight (or ends); with `run_on` the script then goes on, else it is stopped."""
+
+    deliver: Callable[[RunResult], None]
+    run_on: bool = False
+    created: CreatedVariables = field(default_factory=CreatedVariables)
+    requests: list[GradientRequest] = field(default_factory=list)
+    delivered: bool = False
+    _patches: list[_Patch] = field(default_factory=list)
+    _busy: int = 0  # inside one of gradcheck's own calls: TensorFlow's nested calls are its own
+    _leaves: LeaveLog = field(init=False)  # values that left TensorFlow in the script's code
+    _requested: set[int] = field(default_factory=set)  # ids of the requested tf.Variables
+    _recorder: OpRecorder = field(init=False)  # the ops each eager tape runs
+
+    def __post_init__(self) -> None:
+        self._recorder = OpRecorder(busy=lambda: bool(self._busy))
+        self._leaves = LeaveLog(busy=lambda: bool(self._busy))
+
+    # -- installing ----------------------------------------------------------------------------
+
+    def install(self) -> None:
+        import tensorflow as tf
+        from tensorflow.python.client import session
+        from tensorflow.python.eager.polymorphic_function import atomic_function
+        from tensorflow.python.ops import gradients_util, resource_variable_ops
+        from tensorflow.python.training import optimizer as v1_optimizer
+
+        self._wrap(tf.GradientTape, "gradient", self._tape_gradient)
+        self._wrap(tf.GradientTape, "__enter__", self._tape_enter)
+        self._wrap(tf.GradientTape, "__exit__", self._tape_exit)
+        for method in ("jacobian", "batch_jacobian"):  # their inner gradients are not requests
+            self._wrap(tf.GradientTape, method, self._inside_tensorflow)
+        self._wrap(gradients_util, "_GradientsHelper", self._graph_gradients)
+        self._wrap(atomic_function.AtomicFunction, "call_flat", self._function_call)
+        self._wrap(session.BaseSession, "run", self._stop_before_session_run)
+        self._wrap(v1_optimizer.Optimizer, "apply_gradients", self._stop_before_eager_call)
+        for owner in (
+            resource_variable_ops.BaseResourceVariable,
+            resource_variable_ops.ResourceVariable,
+        ):
+            for method in _WEIGHT_UPDATES:
+                if method in vars(owner):
+                    self._wrap(owner, method, self._stop_before_assign)
+        for owner in leaving_owners():
+            for method in LEAVING_METHODS:
+                if hasattr(owner, method):
+                    self._wrap(owner, method, self._leaves.hook(method))
+
+    def uninstall(self) -> None:
+        self._recorder.close()
+        for patch in reversed(self._patches):
+            setattr(patch.owner, patch.attribute, patch.original)
+        self._patches.clear()
+
+    def _wrap(self, owner: Any, attribute: str, hook: Callable[..., Any]) -> None:
+        original = getattr(owner, attribute)
+        self._patches.append(_Patch(owner, attribute, original))
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return hook(original, *args, **kwargs)
+
+        wrapper.__name__ = getattr(original, "__name__", attribute)
+        wrapper.__doc__ = getattr(original, "__doc__", None)
+        setattr(owner, attribute, wrapper)
+
+    # -- gradient requests ---------------------------------------------------------------------
+
+    def _tape_enter(self, original: Any, tape: Any) -> Any:
+        tape._gradcheck_started = self._leaves.clock  # noqa: SLF001 - our own mark on the tape
+        entered = original(tape)
+        recording = not self._busy and not self.delivered and _executing_eagerly()
+        tape._gradcheck_ops = self._recorder.tape_entered() if recording else None  # noqa: SLF001
+        return entered
+
+    def _tape_exit(self, original: Any, tape: Any, *args: Any) -> Any:
+        if getattr(tape, "_gradcheck_ops", None) is not None:
+            self._recorder.tape_exited()
+        return original(tape, *args)
+
+    def _tape_gradient(
+        self, original: Any, tape: Any, target: Any, sources: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        import tensorflow as tf
+
+        variables = gradient_requests.variables_of(sources)
+        if self._busy or self.delivered or not variables:
+            return original(tape, target, sources, *args, **kwargs)
+        location = _caller_location()
+        label = _label("GradientTape.gradient", location)
+        self._busy += 1
+        try:
+            if tf.executing_eagerly():
+                since = getattr(tape, "_gradcheck_started", 0)
+                left = next((leave for leave in self._leaves.leaves if leave.clock >= since), None)
+                watched = {id(v) for v in tape.watched_variables()}
+                ops = self._recorder.ops_since(getattr(tape, "_gradcheck_ops", None))
+                gradients = original(tape, target, sources, *args, **kwargs)
+                result: Any = gradient_requests.eager_request(
+                    variables, gradients, watched, left, self.created, label
+                )
+                if ops is not None:
+                    result = self._reconstructed(result, ops, target, variables)
+            else:
+                result = _reading(
+                    location,
+                    gradient_requests.graph_request,
+                    target,
+                    variables,
+                    self.created,
+                    label,
+                )
+                gradients = original(tape, target, sources, *args, **kwargs)
+                gradient_requests.with_tensorflow_verdicts(result, variables, gradients)
+        finally:
+            self._busy -= 1
+        self._record(GradientRequest("GradientTape.gradient", location, result), variables)
+        return gradients
+
+    def _reconstructed(
+        self, eager: Any, ops: list[Any], target: Any, variables: list[tuple[int, Any]]
+    ) -> Any:
+        try:
+            return gradient_requests.reconstructed_request(
+                eager, ops, self._recorder.functions, target, variables, self.created
+            )
+        except Exception:  # an op the rebuild cannot express: TensorFlow's verdict stands
+            return eager
+
+    def _graph_gradients(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        bound = _bind(original, args, kwargs)
+        if self._busy or self.delivered or not bound or bound.get("src_graph") is not None:
+            return original(*args, **kwargs)
+        variables = gradient_requests.graph_variables_of(bound["xs"])
+        if not variables:
+            return original(*args, **kwargs)
+        location = _caller_location()
+        api = _graph_api()
+        self._busy += 1
+        try:
+            result = _reading(
+                location,
+                gradient_requests.graph_request,
+                bound["ys"],
+                variables,
+                self.created,
+                _label(api, location),
+            )
+            gradients = original(*args, **kwargs)
+            gradient_requests.with_tensorflow_verdicts(result, variables, gradients)
+        finally:
+            self._busy -= 1
+        self._record(GradientRequest(api, location, result), variables)
+        return gradients
+
+    def _inside_tensorflow(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        self._busy += 1
+        try:
+            return original(*args, **kwargs)
+        finally:
+            self._busy -= 1
+
+    def _record(self, request: GradientRequest, variables: list[tuple[int, Any]]) -> None:
+        self.requests.append(request)
+        self._requested.update(id(gradient_requests.backing(v)) for _, v in variables)
+
+    # -- stopping before a weight changes ------------------------------------------------------
+
+    def _function_call(self, original: Any, function: Any, *args: Any, **kwargs: Any) -> Any:
+        self._recorder.function_called(function)
+        return self._stop_before_call(original, function, *args, **kwargs)
+
+    def _stop_before_call(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        from tensorflow.python.eager import context
+
+        if self.requests and not self._busy and context.executing_eagerly():
+            self.finish()
+        return original(*args, **kwargs)
+
+    _stop_before_eager_call = _stop_before_call
+
+    def _stop_before_session_run(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.requests and not self._busy:
+            self.finish()
+        return original(*args, **kwargs)
+
+    def _stop_before_assign(self, original: Any, variable: Any, *args: Any, **kwargs: Any) -> Any:
+        from tensorflow.python.eager import context
+
+        if (
+            self.requests
+            and not self._busy
+            and id(variable) in self._requested
+            and context.executing_eagerly()
+        ):
+            self.finish()
+        return original(variable, *args, **kwargs)
+
+    def finish(self) -> None:
+        """Deliver what the script asked for; stop it unless it runs on."""
+        if self.delivered:
+            return
+        self.delivered = True
+        self.uninstall()
+        requests = _distinct(self.requests)
+        self.deliver(
+            RunResult(requests, gradient_requests.untrained(self.created, self._requested))
+        )
+        if not self.run_on:
+            raise ScriptStopped
+
+
+# What an optimizer calls on a variable to change it (sparse gradients use the scatters).
+_WEIGHT_UPDATES = (
+    "assign",
+    "assign_add",
+    "assign_sub",
+    "scatter_add",
+    "scatter_sub",
+    "scatter_update",
+    "scatter_nd_add",
+    "scatter_nd_sub",
+    "scatter_nd_update",
+)
+
+
+def _distinct(requests: list[GradientRequest]) -> list[GradientRequest]:
+    """One request per call site and variable list: a step traced twice asks twice."""
+    seen: set[tuple[str, SourceLocation | None, tuple[str, ...]]] = set()
+    found = []
+    for request in requests:
+        key = (
+            request.api,
+            request.location,
+            tuple(v.name for v in _variables(request)),
+        )
+        if key not in seen:
+            seen.add(key)
+            found.append(request)
+    return found
+
+
+def _variables(request: GradientRequest) -> list[Any]:
+    result = request.result
+    if isinstance(result, EagerResult):
+        return list(result.variables)
+    return [record.variable for record in result.variables]
+
+
+def _reading(location: SourceLocation | None, read: Callable[..., Any], *args: Any) -> Any:
+    """`read(*args)`, a gradcheck failure stopping the script rather than raising in its code."""
+    try:
+        return read(*args)
+    except Exception as error:
+        where = f" at {location}" if location is not None else ""
+        raise CaptureFailed(
+            f"gradcheck could not read the gradient request{where}: {type(error).__name__}: "
+            f"{error} (run with --debug for the traceback)"
+        ) from error
+
+
+def _executing_eagerly() -> bool:
+    from tensorflow.python.eager import context
+
+    return bool(context.executing_eagerly())
+
+
+def _bind(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return dict(inspect.signature(function).bind(*args, **kwargs).arguments)
+    except TypeError:
+        return {}
+
+
+def _graph_api() -> str:
+    """Which public call reached TensorFlow's graph gradients: an optimizer or tf.gradients."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_name
+        if name in ("minimize", "compute_gradients"):
+            return f"Optimizer.{name}"
+        frame = frame.f_back
+    return "tf.gradients"
+
+
+def _label(api: str, location: SourceLocation | None) -> str:
+    return f"{api} at {location.file}:{location.line}" if location is not None else api
+
+
+def _caller_location() -> SourceLocation | None:
+    """The innermost frame of the script's own code on the current stack; TensorFlow's stack
+    maps the code autograph generates for a tf.function back to the user's lines."""
+    from tensorflow.python.util import tf_stack
+
+    from gradcheck_cli.tracing.traced import user_location
+
+    return user_location(tf_stack.extract_stack())

@@ -1,0 +1,129 @@
+"""Run a training script (or notebook) as `__main__` in the worker up to its first training step."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.run_mode.capture import Capture, CaptureFailed, ScriptStopped
+from gradcheck_cli.worker import progress
+from gradcheck_cli.worker.protocol import RunResult, WorkerRequest
+
+
+def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> None:
+    """Run the script with its arguments; `deliver` gets its gradient requests at its first
+    weight change (or at its end). GradcheckError if it fails or never asks for gradients."""
+    path = request.path
+    capture = Capture(deliver, run_on=request.run_on)
+    _track_variables(capture, path)
+    capture.install()
+    sys.argv = [str(path), *request.arguments]
+    sys.path.insert(0, str(path.parent))
+    progress.say(f"running {path.name} up to its first training step...")
+    try:
+        _run_as_main(path)
+    except ScriptStopped:
+        return
+    except CaptureFailed as failure:
+        if request.options.debug:
+            traceback.print_exception(failure.__cause__ or failure)
+        raise GradcheckError(str(failure)) from None
+    except SystemExit as exit_:
+        if not capture.requests and not capture.delivered:
+            raise GradcheckError(
+                f"{path} exited (sys.exit({exit_.code})) before it asked TensorFlow for gradients"
+            ) from None
+    except BaseException as error:  # the script's own failure: its traceback, then one line
+        from gradcheck_cli.tracing.traced import exception_location
+
+        where = exception_location(error)
+        at = f" at {where}" if where else ""
+        if capture.delivered:
+            _print_script_traceback(error, path)
+            return
+        if capture.requests:
+            # Failing after asking for gradients is often the symptom gradcheck explains:
+            # "No gradients provided for any variable" while the step is traced.
+            print(
+                f"gradcheck: {path.name} raised {type(error).__name__}{at} after it asked for "
+                f"gradients: {_first_line(error)}",
+                file=sys.stderr,
+            )
+            _finish(capture)
+            return
+        _print_script_traceback(error, path)
+        # -q keeps the script's output, its traceback included, off stderr (unless debugging).
+        hidden = request.options.quiet and not request.options.debug
+        where_traceback = (
+            "run without -q to see its traceback" if hidden else "its traceback is above"
+        )
+        raise GradcheckError(
+            f"{path} raised {type(error).__name__}{at} before it asked TensorFlow for gradients: "
+            f"{error} ({where_traceback})"
+        ) from None
+    if capture.delivered:
+        return
+    if not capture.requests:
+        raise GradcheckError(
+            f"{path} ran to its end without asking TensorFlow for gradients: no "
+            "GradientTape.gradient, tf.gradients, Optimizer.minimize or Model.fit was called"
+        )
+    _finish(capture)
+
+
+def _finish(capture: Capture) -> None:
+    try:
+        capture.finish()
+    except ScriptStopped:
+        pass
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _track_variables(capture: Capture, path: Path) -> None:
+    """Record every tf.Variable the script creates, and what Keras says of its weights."""
+    from tensorflow.python.ops import resource_variable_ops
+
+    from gradcheck_cli.tracing.keras_weights import track_keras_weights
+
+    created = capture.created
+    original = resource_variable_ops.ResourceVariable.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        created.add(self)
+
+    resource_variable_ops.ResourceVariable.__init__ = init  # type: ignore[method-assign]
+    created.keras = track_keras_weights(path)
+
+
+def _run_as_main(path: Path) -> None:
+    if path.suffix == ".ipynb":
+        from gradcheck_cli.source_code.notebook import read_notebook, run_cells
+
+        cells, notes = read_notebook(path)
+        for note in notes:
+            print(f"gradcheck: {path.name}: {note}", file=sys.stderr)
+        namespace: dict[str, Any] = {"__name__": "__main__", "__file__": str(path)}
+        sys.modules["__main__"].__dict__.update(namespace)
+        run_cells(cells, sys.modules["__main__"].__dict__)
+        return
+    runpy.run_path(str(path), run_name="__main__")
+
+
+def _print_script_traceback(error: BaseException, path: Path) -> None:
+    """The script's traceback from its own first frame on (gradcheck's frames left out)."""
+    tb = error.__traceback__
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(str(path)):
+        tb = tb.tb_next
+    lines = traceback.format_exception(type(error), error, tb or error.__traceback__)
+    sys.stderr.write("".join(lines))
+    sys.stderr.flush()

@@ -1,0 +1,382 @@
+"""Load a SavedModel directory from its protos alone: no variable values, no TensorFlow runtime."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.graph.model import (
+    TF1_TOP,
+    GraphKind,
+    Program,
+    TensorRef,
+    Variable,
+    make_names_unique,
+)
+from gradcheck_cli.loss.checks import validate_loss
+from gradcheck_cli.loss.names import (
+    ambiguous_name,
+    keyed_matches,
+    resolve_loss_name,
+)
+from gradcheck_cli.protos.graph_builder import GraphBuilder
+from gradcheck_cli.protos.limits import ExpansionBudget, Refused, malformed, shape_dims
+from gradcheck_cli.protos.op_defs import merged_op_defs
+from gradcheck_cli.protos.tf_protos import dtype_name, lazy_saved_model, protos
+from gradcheck_cli.savedmodel.custom_gradients import saved_custom_gradients
+from gradcheck_cli.savedmodel.structured_values import flat_outputs, output_shape
+from gradcheck_cli.savedmodel.variable_lists import (
+    ListedCopies,
+    in_variable_list,
+    listed_trainable,
+)
+from gradcheck_cli.savedmodel.variable_names import name_saved_variables
+from gradcheck_cli.source_code.debug_info import DebugInfoLocations
+
+_SKIPPED_SIGNATURES = frozenset({"__saved_model_init_op", "__saved_model_train_op"})
+_WHAT = "SavedModel"
+
+
+@dataclass
+class _Candidate:
+    """A loss the user can name: a function output or a signature output."""
+
+    concrete_function: str | None  # TF2: the FunctionDef that computes it
+    ret_index: int  # which output of that function
+    tensor: str | None = None  # TF1: the tensor name in the graph
+    shape: tuple[int | None, ...] | None = None  # TF1: the signature's static shape
+
+
+def is_saved_model(path: Path) -> bool:
+    return path.is_dir() and any(
+        (path / name).is_file()
+        for name in ("saved_model.pb", "saved_model.pbtxt", "saved_model.cpb")
+    )
+
+
+def load_saved_model(
+    path: Path, loss: str | None, *, sum_loss: bool = False
+) -> tuple[Program, str]:
+    """The program of the loss `loss` in the SavedModel at `path`, and the loss's full name."""
+    saved_model, size = _parse(path)
+    budget = ExpansionBudget(size, "saved_model.pb")
+    if not saved_model.meta_graphs:
+        raise GradcheckError(f"{path} holds no MetaGraph")
+    meta_graph = _serving_meta_graph(saved_model)
+    library = meta_graph.graph_def.library
+    functions = {f.signature.name: f for f in library.function}
+    locations = _debug_locations(path)
+    builder = GraphBuilder(
+        functions,
+        merged_op_defs(meta_graph.meta_info_def.stripped_op_list.op),
+        locations or _no_locations,
+        budget=budget,
+        what=_WHAT,
+    )
+    object_graph = meta_graph.object_graph_def
+    if object_graph.nodes:
+        text = ExpansionBudget.of_text(size, "saved_model.pb")
+        paths = _object_paths(object_graph, text)
+        candidates = _tf2_candidates(meta_graph, paths, text)
+        name = resolve_loss_name(loss, candidates, what=f"SavedModel {path}")
+        chosen = candidates[name]
+        assert chosen.concrete_function is not None
+        program = _tf2_program(meta_graph, builder, chosen, paths)
+    else:
+        candidates = _tf1_candidates(meta_graph)
+        name = _tf1_loss_name(loss, candidates, meta_graph, path)
+        chosen = candidates[name]
+        program = _tf1_program(meta_graph, builder, chosen)
+    program.notes.extend(builder.notes)
+    program.located = locations is not None
+    validate_loss(program, name, sum_loss=sum_loss)
+    return program, name
+
+
+def _no_locations(node: str, function: str) -> None:
+    return None
+
+
+# -- parsing ------------------------------------------------------------------------------------
+
+
+def _parse(path: Path) -> tuple[Any, int]:
+    binary = path / "saved_model.pb"
+    if not binary.is_file() and (path / "saved_model.cpb").is_file():
+        raise GradcheckError(
+            f"{path} is a chunked SavedModel (saved_model.cpb, the format for models over 2 GiB), "
+            "which gradcheck cannot read yet; check the script that builds the model instead"
+        )
+    try:
+        if binary.is_file():
+            data = binary.read_bytes()
+            saved_model = lazy_saved_model()()
+            saved_model.ParseFromString(data)
+        else:
+            from google.protobuf import text_format
+
+            saved_model = protos().saved_model_pb2.SavedModel()
+            text = (path / "saved_model.pbtxt").read_text()
+            text_format.Parse(text, saved_model)
+            data = text.encode()
+    except Exception as error:  # protobuf raises DecodeError, ParseError, RuntimeWarning...
+        raise GradcheckError(f"{path} is not a readable SavedModel: {error}") from None
+    return saved_model, len(data)
+
+
+def _serving_meta_graph(saved_model: Any) -> Any:
+    for meta_graph in saved_model.meta_graphs:
+        if "serve" in meta_graph.meta_info_def.tags:
+            return meta_graph
+    return saved_model.meta_graphs[0]
+
+
+def _debug_locations(path: Path) -> DebugInfoLocations | None:
+    debug_file = path / "debug" / "saved_model_debug_info.pb"
+    if not debug_file.is_file():
+        return None
+    info = protos().graph_debug_info_pb2.GraphDebugInfo()
+    try:
+        info.ParseFromString(debug_file.read_bytes())
+    except Exception:
+        return None
+    return DebugInfoLocations(info)
+
+
+# -- TF2: object graph --------------------------------------------------------------------------
+
+
+def _object_paths(object_graph: Any, budget: ExpansionBudget) -> dict[int, str]:
+    """Node id -> attribute path from the root ("model.dense.kernel"), shortest first."""
+    paths = {0: ""}
+    queue = deque([0])
+    while queue:
+        node_id = queue.popleft()
+        for child in object_graph.nodes[node_id].children:
+            if not 0 <= child.node_id < len(object_graph.nodes):
+                raise GradcheckError(
+                    f"the SavedModel is malformed: object {child.local_name!r} points at "
+                    f"node {child.node_id}, which does not exist"
+                )
+            if child.node_id not in paths:
+                parent = paths[node_id]
+                # A deep chain of objects makes paths quadratic in the chain's length.
+                path = f"{parent}.{child.local_name}" if parent else child.local_name
+                with _refusing(f"object {child.node_id}"):
+                    budget.spend(len(path), f"has a path of {len(path)} characters")
+                paths[child.node_id] = path
+                queue.append(child.node_id)
+    return paths
+
+
+def _tf2_candidates(
+    meta_graph: Any, paths: dict[int, str], budget: ExpansionBudget
+) -> dict[str, _Candidate]:
+    object_graph = meta_graph.object_graph_def
+    candidates: dict[str, _Candidate] = {}
+    for node_id, path in sorted(paths.items(), key=lambda item: (item[1].count("."), item[1])):
+        node = object_graph.nodes[node_id]
+        kind = node.WhichOneof("kind")
+        if kind == "function" and node.function.concrete_functions:
+            names = [node.function.concrete_functions[0]]
+        elif kind == "bare_concrete_function":
+            names = [node.bare_concrete_function.concrete_function_name]
+        else:
+            continue
+        if not path or path.split(".")[-1].startswith("_"):
+            continue
+        concrete = names[0]
+        saved = object_graph.concrete_functions.get(concrete)
+        display = path.removeprefix("signatures.")
+        with _refusing(f"object {path!r}"):
+            outputs = flat_outputs(saved.output_signature, budget) if saved is not None else [""]
+            # Each output is a candidate named "path:key": the path is copied into every name.
+            budget.spend(len(outputs) * (len(display) + 1), "names too many loss candidates")
+        for index, key in enumerate(outputs):
+            name = display if len(outputs) == 1 or not key else f"{display}:{key}"
+            candidates.setdefault(name, _Candidate(concrete, index))
+        if len(outputs) > 1 and "loss" in outputs:
+            candidates.setdefault(display, _Candidate(concrete, outputs.index("loss")))
+    return candidates
+
+
+def _tf2_program(
+    meta_graph: Any, builder: GraphBuilder, chosen: _Candidate, paths: dict[int, str]
+) -> Program:
+    object_graph = meta_graph.object_graph_def
+    concrete = chosen.concrete_function
+    assert concrete is not None
+    top = builder.add_function(concrete)
+    saved = object_graph.concrete_functions[concrete]
+    bound = list(saved.bound_inputs)
+    captured_args = top.args[len(top.args) - len(bound) :] if bound else ()
+    source_of = {node_id: TensorRef(arg, 0) for node_id, arg in zip(bound, captured_args)}
+    variables: list[Variable] = []
+    copies = ListedCopies()
+    with _refusing("the list of trainable variables"):
+        listed = listed_trainable(object_graph)
+    node_of: dict[int, int] = {}
+    for node_id, node in enumerate(object_graph.nodes):
+        if node.WhichOneof("kind") != "variable":
+            continue
+        saved_variable = node.variable
+        with _refusing(f"variable {saved_variable.name or node_id!r}"):
+            shape = shape_dims(saved_variable.shape)
+            dtype = dtype_name(saved_variable.dtype)
+        key = (saved_variable.name, saved_variable.dtype, str(shape))
+        source = source_of.get(node_id)
+        path = paths.get(node_id) or None
+        listing = path.partition(".")[0] if in_variable_list(path) else None
+        twin = copies.twin(key, listing) if listing is not None else None
+        if twin is not None:
+            kept = variables[twin]
+            if kept.source is None and source is not None:
+                kept.source = source
+            continue
+        if listing is not None:
+            copies.keep(key, listing, len(variables))
+        elif path is not None:
+            node_of[len(variables)] = node_id
+        variables.append(
+            Variable(
+                name=saved_variable.name or path or f"variable_{node_id}",
+                trainable=saved_variable.trainable if listed is None else key in listed,
+                dtype=dtype,
+                shape=shape,
+                source=source,
+                path=path,
+            )
+        )
+    name_saved_variables(variables, meta_graph, node_of)
+    make_names_unique(variables)
+    custom = saved_custom_gradients(meta_graph, builder)
+    if chosen.ret_index >= len(top.rets):
+        raise malformed(
+            _WHAT,
+            f"function {concrete!r}",
+            f"returns {len(top.rets)} outputs, but its output signature lists more",
+        )
+    with _refusing(f"the output signature of function {concrete!r}"):
+        loss_shape = output_shape(saved, chosen.ret_index)
+    return Program(
+        bodies=builder.bodies,
+        top=concrete,
+        loss=top.rets[chosen.ret_index],
+        loss_shape=loss_shape,
+        variables=variables,
+        custom_gradients=custom,
+    )
+
+
+@contextmanager
+def _refusing(where: str) -> Iterator[None]:
+    """Name the element of the SavedModel in a refusal raised while reading it."""
+    try:
+        yield
+    except Refused as refused:
+        raise malformed(_WHAT, where, refused) from None
+
+
+# -- TF1: signatures over a GraphDef --------------------------------------------------------------
+
+
+def _tf1_candidates(meta_graph: Any) -> dict[str, _Candidate]:
+    candidates: dict[str, _Candidate] = {}
+    for signature_name in sorted(meta_graph.signature_def):
+        if signature_name in _SKIPPED_SIGNATURES:
+            continue
+        outputs = meta_graph.signature_def[signature_name].outputs
+        for key in sorted(outputs):
+            tensor = outputs[key].name
+            with _refusing(f"output {key!r} of signature {signature_name!r}"):
+                shape = shape_dims(outputs[key].tensor_shape)
+            candidates[f"{signature_name}:{key}"] = _Candidate(None, 0, tensor, shape)
+            if len(outputs) == 1:
+                candidates[signature_name] = _Candidate(None, 0, tensor, shape)
+    losses = meta_graph.collection_def.get("losses")
+    if losses is not None:
+        for tensor in losses.node_list.value:
+            candidates.setdefault(tensor.split(":")[0], _Candidate(None, 0, tensor))
+    return candidates
+
+
+def _tf1_loss_name(
+    loss: str | None, candidates: dict[str, _Candidate], meta_graph: Any, path: Path
+) -> str:
+    if loss is not None and loss not in candidates:
+        tensor = _tf1_tensor_named(loss, candidates, meta_graph, f"SavedModel {path}")
+        if tensor is not None:
+            candidates[loss] = _Candidate(None, 0, tensor)
+    return resolve_loss_name(loss, candidates, what=f"SavedModel {path}")
+
+
+def _tf1_tensor_named(
+    loss: str, candidates: dict[str, _Candidate], meta_graph: Any, what: str
+) -> str | None:
+    """The tensor a TF1 graph answers to under `loss`: a node's name ("loss", "loss:0",
+    "scope/loss"), or the last part of exactly one node's scoped name ("loss" for
+    "train/loss"), unless a signature output key already names it."""
+    node_name, colon, _ = loss.partition(":")
+    node_names = {node.name for node in meta_graph.graph_def.node}
+    if node_name in node_names:
+        return loss if colon else f"{loss}:0"
+    if colon or keyed_matches(loss, candidates):
+        return None
+    scoped = sorted(name for name in node_names if name.endswith(f"/{loss}"))
+    if len(scoped) > 1:
+        raise ambiguous_name(loss, scoped, "tensors", what=what)
+    return f"{scoped[0]}:0" if scoped else None
+
+
+def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> Program:
+    assert chosen.tensor is not None
+    node, _, index = chosen.tensor.partition(":")
+    if not node or index and not index.isdigit():
+        raise malformed(_WHAT, f"the loss tensor {chosen.tensor!r}", "is not a tensor name")
+    loss = TensorRef(node, int(index) if index else 0)
+    body = builder.add_graph(meta_graph.graph_def, TF1_TOP, loss)
+    variable_def = protos().variable_pb2.VariableDef
+    trainable_names: set[str] = set()
+    variables: list[Variable] = []
+    for collection, trainable in (("trainable_variables", True), ("variables", False)):
+        entry = meta_graph.collection_def.get(collection)
+        if entry is None:
+            continue
+        for raw in entry.bytes_list.value:
+            definition = variable_def()
+            try:
+                definition.ParseFromString(raw)
+            except Exception:  # protobuf's DecodeError, and anything else a bad proto raises
+                raise malformed(
+                    _WHAT, f"collection {collection!r}", "holds an unreadable VariableDef"
+                ) from None
+            name = definition.variable_name.split(":")[0]
+            if name in trainable_names or any(v.name == name for v in variables):
+                continue
+            if trainable:
+                trainable_names.add(name)
+            producer = body.nodes.get(name)
+            dtype = producer.output_dtypes[0] if producer and producer.output_dtypes else None
+            variables.append(
+                Variable(
+                    name=name,
+                    trainable=trainable,
+                    dtype=dtype.removesuffix("_ref") if dtype else None,
+                    shape=None,
+                    source=TensorRef(name, 0) if producer else None,
+                    location=producer.location if producer else None,
+                )
+            )
+    return Program(
+        bodies=builder.bodies,
+        top=TF1_TOP,
+        loss=loss,
+        variables=variables,
+        loss_shape=chosen.shape,
+        kind=GraphKind.TF1_GRAPH,
+    )

@@ -1,0 +1,87 @@
+"""Source locations from a GraphDebugInfo proto: the user's innermost frame, with its callers."""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.source_code.notebook import notebook_cell
+
+# Frames inside these folders belong to libraries, not to the user's model code.
+_LIBRARY_MARKERS = (
+    f"{os.sep}site-packages{os.sep}",
+    f"{os.sep}dist-packages{os.sep}",
+    f"{os.sep}lib{os.sep}python3",
+    "<frozen ",
+    "__autograph_generated_file",
+    f"{os.sep}gradcheck_cli{os.sep}",
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_user_file(path: str) -> bool:
+    """Whether frames in `path` are the user's code. Asked for every frame of every op's
+    traceback, so of the same few files thousands of times: cached."""
+    # A notebook cell that gradcheck runs is the user's code, wherever the notebook lives.
+    if notebook_cell(path) is not None:
+        return True
+    return bool(path) and not any(marker in path for marker in _LIBRARY_MARKERS)
+
+
+class DebugInfoLocations:
+    """Looks up `"<node>@<function>"` keys; frames run outermost first, innermost last.
+
+    Asked once per node: the ops of one layer share their frames, and often their whole trace,
+    so each frame is resolved once and each trace's location built once.
+    """
+
+    def __init__(self, debug_info: Any) -> None:
+        self._info = debug_info
+        self._files = list(debug_info.files)
+        self._frames: dict[int, tuple[str, int, str | None] | None] = {}
+        self._traces: dict[object, SourceLocation | None] = {}
+
+    def __call__(self, node: str, function: str) -> SourceLocation | None:
+        info = self._info
+        key = f"{node}@{function}"
+        trace_id = info.name_to_trace_id.get(key)
+        if trace_id is not None:
+            if trace_id not in self._traces:
+                trace = info.traces_by_id.get(trace_id)
+                frame_ids = trace.frame_id if trace is not None else ()
+                self._traces[trace_id] = self._located(frame_ids)
+            return self._traces[trace_id]
+        if key in info.traces:
+            return innermost_with_callers(
+                [f for f in map(self._frame, info.traces[key].file_line_cols) if f is not None]
+            )
+        return None
+
+    def _located(self, frame_ids: Any) -> SourceLocation | None:
+        frames = []
+        known = self._frames
+        for frame_id in frame_ids:
+            if frame_id not in known:
+                frame = self._info.frames_by_id.get(frame_id)
+                known[frame_id] = self._frame(frame) if frame is not None else None
+            located = known[frame_id]
+            if located is not None:
+                frames.append(located)
+        return innermost_with_callers(frames)
+
+    def _frame(self, frame: Any) -> tuple[str, int, str | None] | None:
+        """(file, line, function) of a user frame; None for a library's."""
+        index = frame.file_index
+        path = self._files[index] if 0 <= index < len(self._files) else ""
+        return (path, frame.line, frame.func or None) if is_user_file(path) else None
+
+
+def innermost_with_callers(frames: list[tuple[str, int, str | None]]) -> SourceLocation | None:
+    """The last of the user's (file, line, function) frames, outermost first, with the others
+    as its callers."""
+    if not frames:
+        return None
+    callers = tuple(SourceLocation(*frame) for frame in frames[:-1])
+    return SourceLocation(*frames[-1], callers=callers)

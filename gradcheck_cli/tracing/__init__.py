@@ -1,0 +1,1 @@
+"""With TensorFlow, in the worker (or in process): scripts, Keras models and losses traced."""

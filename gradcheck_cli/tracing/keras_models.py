@@ -1,0 +1,227 @@
+"""Trace a Keras model's own objective: a script's model, a live model, a .keras / .h5 file."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.tracing.function_tracing import trace_loss
+from gradcheck_cli.tracing.keras_objective import Tape
+from gradcheck_cli.tracing.keras_weights import KerasWeights
+from gradcheck_cli.worker import progress
+from gradcheck_cli.worker.protocol import TracedFunction
+
+
+def is_keras_model(value: Any) -> bool:
+    """Whether `value` is a keras.Model; never imports Keras to find out."""
+    keras = sys.modules.get("keras")
+    return keras is not None and isinstance(value, keras.Model)
+
+
+def trace_keras_model(
+    model: Any,
+    loss: str | None,
+    name: str,
+    candidates: list[Any],
+    keras: KerasWeights,
+    created_at: dict[int, SourceLocation | None],
+    verify: bool,
+) -> TracedFunction:
+    """The model's own objective; with model.losses, also the data loss alone (for GC206)."""
+    from gradcheck_cli.tracing.keras_objective import keras_objective
+
+    # The optimizer's slots and the metrics' counters are Keras's bookkeeping, not the model's.
+    bookkeeping = {id(getattr(v, "value", v)) for v in _bookkeeping_variables(model)}
+    candidates = [v for v in candidates if id(v) not in bookkeeping]
+    weights = [w.value for w in model.weights]
+    for weight in model.weights:
+        keras.info.setdefault(id(weight.value), (weight.path, bool(weight.trainable)))
+    known = {id(v) for v in candidates}
+    candidates = candidates + [v for v in weights if id(v) not in known]
+    objective = keras_objective(model, loss, name)
+    keras.settle()
+    if objective.tapes:
+        return _trace_tapes(objective.tapes, model, name, keras, created_at, verify)
+    result = trace_loss(
+        objective.full, name, candidates, verify=verify, created_at=created_at, keras=keras
+    )
+    if objective.data_only is not None:
+        result.data_only = trace_loss(
+            objective.data_only, name, candidates, verify=False, created_at=created_at, keras=keras
+        )
+    return result
+
+
+def _trace_tapes(
+    tapes: list[Tape],
+    model: Any,
+    name: str,
+    keras: KerasWeights,
+    created_at: dict[int, SourceLocation | None],
+    verify: bool,
+) -> TracedFunction:
+    """Each tape's target over the variables that tape differentiates; the first tape's result
+    carries the others, and the trainable weights that no tape differentiates."""
+    import tensorflow as tf
+
+    from gradcheck_cli.tracing.keras_objective import backing_variable
+
+    results = []
+    listed: set[int] = set()
+    for tape in tapes:
+        variables = []
+        for source in tf.nest.flatten(tape.sources):
+            backing = backing_variable(source)
+            if backing is None:
+                continue
+            if backing is not source:
+                keras.info.setdefault(id(backing), (source.path, bool(source.trainable)))
+            variables.append(backing)
+        variables = list({id(v): v for v in variables}.values())
+        listed |= {id(v) for v in variables}
+        result = trace_loss(
+            tape.target, name, variables, verify=verify, created_at=created_at, keras=keras
+        )
+        # The candidates come first; the other variables the step reads are not this tape's.
+        result.tape_variables = tuple(r.variable.name for r in result.variables[: len(variables)])
+        results.append(result)
+    first, *others = results
+    first.other_tapes = others
+    # Frozen weights are told once, as frozen, by the first tape.
+    first.tape_variables = (first.tape_variables or ()) + tuple(
+        w.path for w in model.non_trainable_weights
+    )
+    first.untrained = tuple(
+        w.path for w in model.trainable_weights if id(backing_variable(w)) not in listed
+    )
+    if others:
+        first.loss_name = f"{name}.train_step ({len(results)} GradientTape targets)"
+    return first
+
+
+def _bookkeeping_variables(model: Any) -> list[Any]:
+    variables = list(getattr(model, "metrics_variables", []) or [])
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is not None:
+        variables += list(getattr(optimizer, "variables", []) or [])
+    return variables
+
+
+def load_keras_file(
+    path: Path, loss: str | None, verify: bool, unsafe: bool, imports: tuple[str, ...] = ()
+) -> TracedFunction:
+    """A `.keras` / `.h5` model, deserialized with Keras's safe mode unless told otherwise,
+    after importing the user's `imports` (the code that registers its custom classes)."""
+    import keras
+
+    import_user_code(imports)
+    try:
+        with without_warnings_gradcheck_causes():
+            model = keras.saving.load_model(str(path), safe_mode=not unsafe, compile=True)
+    except Exception as error:
+        from gradcheck_cli.tracing import traced
+
+        unlocated = _unregistered_class(str(error))
+        if unlocated is not None:
+            raise GradcheckError(f"{path} cannot be loaded by Keras: {unlocated}") from None
+        code = _code_refused_by_safe_mode(str(error))
+        if code is not None:
+            raise GradcheckError(
+                f"{path} holds {code}, and loading it would run code stored in the file, which "
+                "Keras's safe mode refuses; if you trust the file, pass "
+                "--unsafe-deserialization (unsafe_deserialization=True from Python)"
+            ) from None
+        raise GradcheckError(
+            f"{path} cannot be loaded by Keras: {traced.error_summary(error)}"
+        ) from None
+    progress.say(f"tracing the objective of {path.name}...")
+    with without_warnings_gradcheck_causes():
+        return trace_live_keras_model(model, loss, path.name, verify)
+
+
+# What Keras warns about gradcheck's own calls, not about the user's model: the optimizer's
+# variables are not loaded (gradcheck never trains, so it never builds them), and gradcheck
+# calls a functional model on plain tensors where it was built on a named structure.
+_CAUSED_BY_GRADCHECK = (
+    r"Skipping variable loading for optimizer",
+    r"The structure of `inputs` doesn't match the expected structure",
+)
+
+
+@contextlib.contextmanager
+def without_warnings_gradcheck_causes() -> Iterator[None]:
+    """Keras's warnings about gradcheck's own loading and tracing calls left out; any other
+    warning still shows."""
+    with warnings.catch_warnings():
+        for message in _CAUSED_BY_GRADCHECK:
+            warnings.filterwarnings("ignore", message=message, category=UserWarning)
+        yield
+
+
+def _code_refused_by_safe_mode(error: str) -> str | None:
+    """What Keras's safe mode refused to deserialize ("a Lambda layer", "a Python lambda"),
+    or None when that is not the error. Keras's own advice (`safe_mode=False`,
+    `enable_unsafe_deserialization()`) names its Python API, not gradcheck's option."""
+    if "safe_mode" not in error and "unsafe_deserialization" not in error:
+        return None
+    found = re.search(r"deserialization of (an? .+?)(?: whose| which|[.,])", error)
+    return found.group(1).replace("`", "") if found else "Python code"
+
+
+def _unregistered_class(error: str) -> str | None:
+    """What to say when Keras's error is that a custom class is not registered here."""
+    found = re.search(r"Could not locate (\w+) '([^']+)'", error)
+    if found is None:
+        return None
+    kind, name = found.groups()
+    module = re.compile(r"'module': '([\w.]+)'").search(error, found.end())
+    where = module.group(1) if module else ""
+    target = where if where and where.split(".")[0] not in ("keras", "__main__") else "MODULE"
+    return (
+        f"it uses the custom {kind} {name!r}, which no imported code registers; pass "
+        f"--import {target} (a module or a .py file; or `import = [...]` in [tool.gradcheck]) "
+        "naming the code that defines it with @keras.saving.register_keras_serializable()"
+    )
+
+
+def import_user_code(imports: tuple[str, ...]) -> None:
+    """Import each module (from the working directory) or .py file, in order."""
+    import importlib
+    import importlib.util
+
+    if imports and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for entry in imports:
+        try:
+            if entry.endswith(".py") or "/" in entry or os.sep in entry:
+                path = Path(entry).resolve()
+                if not path.is_file():
+                    raise FileNotFoundError(f"no such file: {path}")
+                sys.path.insert(0, str(path.parent))
+                spec = importlib.util.spec_from_file_location(path.stem, path)
+                assert spec is not None and spec.loader is not None
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[path.stem] = module
+                spec.loader.exec_module(module)
+            else:
+                importlib.import_module(entry)
+        except BaseException as error:  # also SystemExit: the user's code is not gradcheck's
+            raise GradcheckError(
+                f"--import {entry}: cannot import it: {type(error).__name__}: {error}"
+            ) from None
+
+
+def trace_live_keras_model(model: Any, loss: str | None, name: str, verify: bool) -> TracedFunction:
+    """A live Keras model's own objective (a loaded file's, or one handed to the library)."""
+    result = trace_keras_model(model, loss, name, [], KerasWeights(), {}, verify)
+    if not result.other_tapes:
+        result.loss_name = loss or "compiled loss + model.losses"
+    return result

@@ -1,0 +1,278 @@
+"""A Keras model's own training objective as a traceable function: compiled losses with their
+weights plus `model.losses` (regularizers, add_loss), on inputs and targets shaped like the model's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradcheck_cli.errors import GradcheckError
+
+
+@dataclass
+class Tape:
+    """One GradientTape.gradient call of a model's own train_step."""
+
+    target: Any  # concrete function: the train_step, returning what this tape differentiates
+    sources: list[Any]  # the variables this tape differentiates it against
+
+
+@dataclass
+class KerasObjective:
+    full: Any  # concrete function: what Keras's fit() minimises (a train_step's last tape)
+    data_only: Any | None  # the same without model.losses, when there are any
+    tapes: list[Tape] = field(default_factory=list)  # a train_step's tapes, in call order
+
+
+def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
+    """Trace `model`'s objective; `loss` names a Keras loss for an uncompiled model."""
+    import keras
+    import tensorflow as tf
+
+    compiled = getattr(model, "_compile_loss", None) is not None
+    if loss is None and _overrides_train_step(model):
+        # A train_step trains on what it asks its tapes for, compiled loss or not (a GAN
+        # compiles optimizers and a loss function of its own).
+        tapes = train_step_tapes(model, name)
+        return KerasObjective(tapes[-1].target, None, tapes)
+    if loss is not None:
+        try:
+            loss_function = keras.losses.get(loss)
+        except (ValueError, TypeError):
+            raise GradcheckError(
+                f"{loss!r} is not a Keras loss; name one such as 'mse' or "
+                "'sparse_categorical_crossentropy'"
+            ) from None
+    elif not compiled:
+        raise GradcheckError(
+            f"{name} is not compiled, so it has no loss; compile it, or name a Keras loss with "
+            "--loss (e.g. --loss mse or --loss sparse_categorical_crossentropy)"
+        )
+    else:
+        loss_function = None
+    x_specs = _input_specs(model, name)
+    y_specs = _target_specs(model, loss, x_specs)
+
+    def predict_and_targets(x: Any, y: Any) -> tuple[Any, Any]:
+        return model(x, training=True), y
+
+    @tf.function(input_signature=[x_specs, y_specs], autograph=False)
+    def objective(x: Any, y: Any) -> Any:
+        y_pred, y = predict_and_targets(x, y)
+        if loss_function is not None:
+            total = tf.reduce_mean(loss_function(y, y_pred))
+            regularization = [tf.cast(term, total.dtype) for term in model.losses]
+            return tf.add_n([total, *regularization]) if regularization else total
+        return model.compute_loss(x=x, y=y, y_pred=y_pred, training=True)
+
+    @tf.function(input_signature=[x_specs, y_specs], autograph=False)
+    def data_loss(x: Any, y: Any) -> Any:
+        y_pred, y = predict_and_targets(x, y)
+        if loss_function is not None:
+            return tf.reduce_mean(loss_function(y, y_pred))
+        return model._compile_loss(y, y_pred, None)
+
+    has_extra_losses = bool(model.losses)
+    overrides = type(model).compute_loss is not keras.Model.compute_loss
+    data_only = None
+    if has_extra_losses and not overrides:
+        data_only = data_loss.get_concrete_function()
+    return KerasObjective(objective.get_concrete_function(), data_only)
+
+
+def _target_specs(model: Any, loss: str | None, x_specs: Any) -> Any:
+    """Specs of targets shaped like the model's outputs on inputs of `x_specs`."""
+    import tensorflow as tf
+    from tensorflow.python.util import nest
+
+    y_sample = model(tf.nest.map_structure(_sample, x_specs), training=False)
+    sparse = _sparse_outputs(model, loss, y_sample)
+    return nest.map_structure_with_paths(lambda path, t: _target_spec(t, path in sparse), y_sample)
+
+
+def _input_specs(model: Any, name: str) -> Any:
+    import tensorflow as tf
+
+    inputs = getattr(model, "_inputs_struct", None)
+    if inputs is None:
+        inputs = _functional_inputs(model)
+    if inputs is not None:
+        return tf.nest.map_structure(
+            lambda t: tf.TensorSpec((None, *t.shape[1:]), t.dtype or "float32"), inputs
+        )
+    shapes = getattr(model, "_build_shapes_dict", None)
+    if shapes and len(shapes) == 1:
+        (shape,) = shapes.values()
+        if isinstance(shape, (tuple, list)) and shape and not isinstance(shape[0], (tuple, list)):
+            return tf.TensorSpec((None, *shape[1:]), "float32")
+    raise GradcheckError(
+        f"{name} has no known input shape: build it (call it once on a batch, or give it a "
+        "keras.Input) so gradcheck can trace its loss"
+    )
+
+
+def _functional_inputs(model: Any) -> Any:
+    try:
+        return model.inputs
+    except AttributeError:
+        return None
+
+
+def _sample(spec: Any) -> Any:
+    import tensorflow as tf
+
+    shape = [2 if d is None else d for d in spec.shape]
+    if spec.dtype.is_floating:
+        return tf.random.normal(shape, dtype=spec.dtype, seed=0)
+    return tf.zeros(shape, spec.dtype)
+
+
+def _sparse_outputs(model: Any, loss: str | None, y_sample: Any) -> set[str]:
+    """Paths of the outputs whose loss takes integer class labels as targets."""
+    from tensorflow.python.util import nest
+
+    configured: Any = loss if loss is not None else getattr(model, "loss", None)
+    paths = [p for p, _ in nest.flatten_with_joined_string_paths(y_sample)]
+    sparse = set()
+    for path in paths:
+        entry = configured.get(path.split("/")[0]) if isinstance(configured, dict) else configured
+        if isinstance(configured, (list, tuple)):
+            index = int(path.split("/")[0] or 0) if path.split("/")[0].isdigit() else 0
+            entry = configured[index] if index < len(configured) else None
+        label = entry if isinstance(entry, str) else type(entry).__name__ if entry else ""
+        if "sparse" in label.lower():
+            sparse.add(path)
+    return sparse
+
+
+def _target_spec(tensor: Any, sparse: bool) -> Any:
+    import tensorflow as tf
+
+    shape = (None, *tensor.shape[1:])
+    if sparse:
+        return tf.TensorSpec(shape[:-1], tf.int32)
+    return tf.TensorSpec(shape, tensor.dtype)
+
+
+def _overrides_train_step(model: Any) -> bool:
+    step = type(model).train_step
+    return not getattr(step, "__qualname__", "").startswith("TensorFlowTrainer.")
+
+
+def train_step_tapes(model: Any, name: str) -> list[Tape]:
+    """Trace the model's own train_step once per tape that differentiates variables, each
+    returning what that tape differentiates; gradients and optimizer steps are left out."""
+    from gradcheck_cli.tracing.traced import error_summary
+
+    failures: list[Exception] = []
+    for data in _step_data_specs(model, name):
+        try:
+            last, captured = _trace_step(model, data, -1)
+        except GradcheckError:
+            raise
+        except Exception as error:  # not the data this train_step takes: try the next shape
+            failures.append(error)
+            continue
+        targets = [_trace_step(model, data, index)[0] for index in range(len(captured) - 1)]
+        return [Tape(target, sources) for target, (_, sources) in zip([*targets, last], captured)]
+    raise GradcheckError(
+        f"{name}'s train_step cannot be traced on a batch shaped like its inputs: "
+        f"{error_summary(failures[0])}"
+    )
+
+
+def _step_data_specs(model: Any, name: str) -> list[Any]:
+    """What train_step may be given, likeliest first: (inputs, targets) for a compiled model,
+    else the inputs alone; a model without inputs of its own (a GAN): each sub-model's inputs."""
+    import keras
+
+    specs: list[Any] = []
+    try:
+        inputs = _input_specs(model, name)
+    except GradcheckError as error:
+        inputs, missing = None, error
+    if inputs is not None:
+        try:
+            pair = [(inputs, _target_specs(model, None, inputs))]
+        except Exception:  # a model whose call() is not its training path
+            pair = []
+        compiled = getattr(model, "_compile_loss", None) is not None
+        specs += [*pair, inputs] if compiled else [inputs, *pair]
+    for value in vars(model).values():
+        if isinstance(value, keras.Model) and value is not model:
+            with suppress(GradcheckError):
+                specs.append(_input_specs(value, name))
+    if not specs:
+        raise missing
+    # fit() hands train_step a batch as it is: a one-input model's batch is one tensor.
+    return [s[0] if isinstance(s, (list, tuple)) and len(s) == 1 else s for s in specs]
+
+
+def _trace_step(model: Any, data_spec: Any, index: int) -> tuple[Any, list[tuple[Any, Any]]]:
+    """The train_step on `data_spec`, returning the target of its `index`-th tape that
+    differentiates variables; with every such (target, sources) in call order."""
+    import tensorflow as tf
+
+    captured: list[tuple[Any, Any]] = []
+    original = tf.GradientTape.gradient
+
+    def capture(tape: Any, target: Any, sources: Any, *args: Any, **kwargs: Any) -> Any:
+        if all(backing_variable(s) is None for s in tf.nest.flatten(sources)):
+            # A gradient the loss itself uses (a gradient penalty): TensorFlow computes it.
+            return original(tape, target, sources, *args, **kwargs)
+        captured.append((target, sources))
+        return tf.nest.map_structure(tf.zeros_like, sources)
+
+    @tf.function(input_signature=[data_spec], autograph=False)
+    def step(data: Any) -> Any:
+        model.train_step(data)
+        if not captured:
+            raise GradcheckError(
+                "the model's train_step never calls GradientTape.gradient on variables, so "
+                "gradcheck cannot tell what it trains on"
+            )
+        targets = tf.nest.flatten(captured[index][0])
+        # TensorFlow differentiates several targets as their sum.
+        return targets[0] if len(targets) == 1 else tf.add_n([tf.reduce_sum(t) for t in targets])
+
+    with _steps_skipped(model, capture):
+        return step.get_concrete_function(), captured
+
+
+@contextmanager
+def _steps_skipped(model: Any, capture: Any) -> Iterator[None]:
+    """GradientTape.gradient replaced by `capture`, and every optimizer of the model idle."""
+    import keras
+    import tensorflow as tf
+
+    def no_step(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    optimizers = [getattr(model, "optimizer", None), *vars(model).values()]
+    idle = [o for o in optimizers if isinstance(o, keras.optimizers.Optimizer)]
+    original = tf.GradientTape.gradient
+    tf.GradientTape.gradient = capture  # type: ignore[method-assign]
+    for optimizer in idle:
+        for method in ("apply_gradients", "apply"):
+            setattr(optimizer, method, no_step)
+    try:
+        yield
+    finally:
+        tf.GradientTape.gradient = original  # type: ignore[method-assign]
+        for optimizer in idle:
+            for method in ("apply_gradients", "apply"):
+                with suppress(AttributeError):
+                    delattr(optimizer, method)
+
+
+def backing_variable(value: Any) -> Any | None:
+    """The tf.Variable a tape source stands for (a Keras variable's backing one), or None."""
+    import tensorflow as tf
+
+    if isinstance(value, tf.Variable):
+        return value
+    backing = getattr(value, "value", None)
+    return backing if isinstance(backing, tf.Variable) else None

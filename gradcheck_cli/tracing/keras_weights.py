@@ -1,0 +1,164 @@
+"""Keras's names, trainability, attribute paths and construction lines for a script's weights."""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.source_code.debug_info import is_user_file
+
+
+@dataclass
+class KerasWeights:
+    """What Keras knows about a script's weights; `track_keras_weights` fills it as layers add
+    weights, also while the loss is traced, and `keras_weights` adds what the namespace tells."""
+
+    # id(backing tf.Variable) -> (Keras path, Keras trainable)
+    info: dict[int, tuple[str, bool]] = field(default_factory=dict)
+    # id(backing tf.Variable) -> attribute path ("model.proj.kernel")
+    attributes: dict[int, str] = field(default_factory=dict)
+    # id(backing tf.Variable) -> where the user's code constructed the layer that owns it
+    constructed_at: dict[int, SourceLocation | None] = field(default_factory=dict)
+    # id(backing tf.Variable) -> the Keras variable that wraps it
+    variables: dict[int, Any] = field(default_factory=dict)
+    # id(backing tf.Variable) -> id of the layer whose add_weight created it
+    owners: dict[int, int] = field(default_factory=dict)
+    # layer -> where the user's code constructed it (None: no user frame on the stack)
+    layer_sites: weakref.WeakKeyDictionary[Any, SourceLocation | None] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    # (Keras variable, its layer) whose tf.Variable Keras creates later: a subclassed model
+    # without build() is built symbolically, its weights initialised at their first use.
+    deferred: list[tuple[Any, Any]] = field(default_factory=list)
+
+    def add(self, weight: Any, layer: Any) -> None:
+        """A weight `layer` added (recorded once its tf.Variable exists)."""
+        backing = getattr(weight, "_value", None)
+        if backing is None:
+            self.deferred.append((weight, layer))
+            return
+        self.variables[id(backing)] = weight
+        self.owners[id(backing)] = id(layer)
+        self.info[id(backing)] = (str(weight.path), bool(weight.trainable))
+        site = self.layer_sites.get(layer)
+        if site is not None:
+            self.constructed_at[id(backing)] = site
+
+    def settle(self) -> None:
+        """Record the deferred weights that Keras has initialised since."""
+        deferred, self.deferred = self.deferred, []
+        for weight, layer in deferred:
+            self.add(weight, layer)
+
+
+def keras_weights(namespace: dict[str, Any], found: KerasWeights | None = None) -> KerasWeights:
+    """`found` completed with the Keras path, trainability and attribute path of every weight
+    of the layers bound in `namespace` (a weight is named by the layer that owns it)."""
+    found = found if found is not None else KerasWeights()
+    found.settle()
+    for backing, weight in found.variables.items():
+        found.info[backing] = (str(weight.path), bool(weight.trainable))
+    if "keras" not in sys.modules:
+        return found
+    import keras
+
+    pending = [(name, value) for name, value in namespace.items() if not name.startswith("_")]
+    # A functional or Sequential model holds its layers in `model.layers` only: a path through
+    # it is taken when no attribute leads to the layer.
+    by_layers_list: list[tuple[str, Any]] = []
+    seen: set[int] = set()
+    while pending or by_layers_list:
+        path, value = pending.pop(0) if pending else by_layers_list.pop(0)
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, keras.layers.Layer):
+            _name_weights(found, path, value)
+            for attribute, member in vars(value).items():
+                if not attribute.startswith("_"):
+                    pending.append((f"{path}.{attribute}", member))
+            if isinstance(value, keras.Model):
+                by_layers_list.extend(
+                    (f"{path}.layers[{i}]", layer) for i, layer in enumerate(value.layers)
+                )
+        elif isinstance(value, (list, tuple)):
+            pending.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+        elif isinstance(value, dict):
+            pending.extend((f"{path}[{key!r}]", item) for key, item in value.items())
+    return found
+
+
+def _name_weights(found: KerasWeights, path: str, layer: Any) -> None:
+    site = found.layer_sites.get(layer)
+    for weight in layer.weights:
+        backing = getattr(weight, "value", None)
+        if backing is None:
+            continue
+        found.info[id(backing)] = (weight.path, bool(weight.trainable))
+        owner = found.owners.get(id(backing))
+        if owner is not None and owner != id(layer):
+            continue
+        # A weight no add_weight created (a keras.Variable set as an attribute): breadth first,
+        # the deepest layer that holds it overwrites its parents.
+        found.attributes[id(backing)] = f"{path}.{weight.name}"
+        if owner is None and site is not None:
+            found.constructed_at[id(backing)] = site
+
+
+def track_keras_weights(path: Path) -> KerasWeights:
+    """Record, from now on, the user's line that constructs each Keras layer and, for every
+    weight a layer adds, its Keras variable and that layer's line (all in the result).
+
+    Only for scripts that mention Keras: importing it costs a second.
+    """
+    found = KerasWeights()
+    try:
+        if "keras" not in path.read_text(errors="replace"):
+            return found
+    except OSError:
+        return found
+    import keras
+
+    original_init = keras.layers.Layer.__init__
+    original_add_weight = keras.layers.Layer.add_weight
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        if self not in found.layer_sites:  # a subclass's __init__ may reach Layer's twice
+            found.layer_sites[self] = _construction_site(self, sys._getframe(1), found)
+        original_init(self, *args, **kwargs)
+
+    def add_weight(self: Any, *args: Any, **kwargs: Any) -> Any:
+        weight = original_add_weight(self, *args, **kwargs)
+        found.add(weight, self)
+        return weight
+
+    keras.layers.Layer.__init__ = init  # type: ignore[method-assign]
+    keras.layers.Layer.add_weight = add_weight  # type: ignore[method-assign]
+    return found
+
+
+def _construction_site(
+    layer: Any, frame: FrameType | None, found: KerasWeights
+) -> SourceLocation | None:
+    """The line of the user's code that constructs `layer`: the innermost user frame outside the
+    layer's own constructors (`super().__init__()` is not it). A layer that a library layer
+    builds for itself (the dense layers of a MultiHeadAttention) has its parent's line."""
+    import keras
+
+    while frame is not None:
+        code = frame.f_code
+        # A method's `self` is its first argument (locals of other frames are never read).
+        is_method = code.co_argcount > 0 and code.co_varnames[0] == "self"
+        owner = frame.f_locals.get("self") if is_method else None
+        if owner is not layer:
+            if is_user_file(code.co_filename):
+                return SourceLocation(code.co_filename, frame.f_lineno, code.co_name)
+            if isinstance(owner, keras.layers.Layer) and owner in found.layer_sites:
+                return found.layer_sites[owner]
+        frame = frame.f_back
+    return None

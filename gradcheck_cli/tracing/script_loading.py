@@ -1,0 +1,98 @@
+"""Import a user's script in the worker, recording its variables, and trace the loss it names."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.tracing.eager_fallback import eager_fallback
+from gradcheck_cli.tracing.eager_reads import mark_frozen_reads, recording_eager_reads
+from gradcheck_cli.tracing.function_tracing import concrete_function, trace_loss
+from gradcheck_cli.tracing.keras_models import is_keras_model, trace_keras_model
+from gradcheck_cli.tracing.keras_weights import keras_weights, track_keras_weights
+from gradcheck_cli.tracing.loss_finding import SCRIPT_RUN_NAME, find_loss, is_graph_tensor
+from gradcheck_cli.worker import progress
+from gradcheck_cli.worker.protocol import EagerResult, Traced
+
+
+def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerResult:
+    import tensorflow as tf
+
+    from gradcheck_cli.tracing import traced
+    from gradcheck_cli.tracing.tf_verification import verify_graph
+
+    created: list[tuple[Any, SourceLocation | None]] = []
+
+    def record(next_creator: Any, **kwargs: Any) -> Any:
+        variable = next_creator(**kwargs)
+        created.append((variable, traced.user_location(traceback.extract_stack()[:-1])))
+        return variable
+
+    sys.argv = [str(path)]
+    sys.path.insert(0, str(path.parent.resolve()))
+    tracked = track_keras_weights(path)
+    with tf.variable_creator_scope(record):
+        with recording_eager_reads() as reads:
+            namespace = _run(path)
+        name, value = find_loss(namespace, loss, path)
+        progress.say(f"tracing {name}...")
+        if is_graph_tensor(value):
+            graph = traced.traced_graph(value.graph, value, name)
+            if verify:
+                graph.tensorflow = verify_graph(graph, value)
+            return graph
+        if isinstance(value, (tf.Tensor, tf.Variable)):
+            raise GradcheckError(
+                f"{name} in {path} is an eager value, not a loss function: gradients cannot be "
+                "traced from a computed number; pass the function that computes it"
+            )
+        keras = keras_weights(namespace, tracked)
+        # The layer's line for a Keras weight, else the variable's own; the same dict goes on
+        # filling in as tracing builds the layers the script did not call yet.
+        created_at = keras.constructed_at
+        for variable, location in created:
+            created_at.setdefault(id(variable), location)
+        candidates = [v for v, _ in created if isinstance(v, tf.Variable)]
+        if is_keras_model(value):
+            return trace_keras_model(value, None, name, candidates, keras, created_at, verify)
+        try:
+            concrete = concrete_function(value, name, path)
+        except GradcheckError:
+            raise
+        except Exception as error:
+            # Tracing failed: the eager run decides whether the value left TensorFlow (the
+            # loss runs) or the loss has a bug (it fails there too), whatever the error says.
+            return eager_fallback(
+                value, name, path, candidates, keras.info, created_at, error, verify
+            )
+        keras.settle()
+        result = trace_loss(
+            concrete, name, candidates, verify=verify, created_at=created_at, keras=keras
+        )
+        mark_frozen_reads(result, traced.candidate_variables(candidates, concrete), concrete, reads)
+        return result
+
+
+def _run(path: Path) -> dict[str, Any]:
+    try:
+        return runpy.run_path(str(path), run_name=SCRIPT_RUN_NAME)
+    except SystemExit as exit_:
+        arguments = " (does it parse required command-line arguments at import?)"
+        raise GradcheckError(
+            f"{path} called sys.exit({exit_.code}) while gradcheck imported it"
+            f"{arguments if exit_.code == 2 else ''}; put the training code under "
+            '`if __name__ == "__main__":`'
+        ) from None
+    except BaseException as error:
+        from gradcheck_cli.tracing.traced import exception_location
+
+        where = exception_location(error)
+        at = f" at {where}" if where else ""
+        raise GradcheckError(
+            f"{path} raised {type(error).__name__}{at} while gradcheck imported it: {error}"
+        ) from None

@@ -1,0 +1,156 @@
+"""An eager tape's step rebuilt from the ops TensorFlow ran: the cut op and its line, judged
+against TensorFlow's own gradients of the same step computed here."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tensorflow as tf
+
+from gradcheck_cli.cli import run_command
+from gradcheck_cli.run_mode import eager_recording
+from gradcheck_cli.run_mode.eager_recording import OpRecorder, rebuild
+from tests.cli_runs import invoke
+
+SCRIPTS = Path(__file__).parent.parent / "scripts" / "eager_run"
+REBUILT = "eager step: reconstructed from the ops TensorFlow ran"
+VERDICT_ONLY = "eager step: TensorFlow's verdict only, no graph"
+
+
+def _run(script: str) -> dict[str, Any]:
+    code, out, err = invoke(run_command, [str(SCRIPTS / script), "-f", "json"])
+    assert code == 1, err
+    report: dict[str, Any] = json.loads(out)
+    return report
+
+
+def _tensorflow_dead(script: str) -> set[str]:
+    """The variables TensorFlow's own tape gives no gradient or zeros, from the script's step
+    run here."""
+    name = f"eager_run_{Path(script).stem}"
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    names = [name for name in vars(module) if name.startswith("w_")]
+    gradients = module.gradients()
+    return {
+        name
+        for name, gradient in zip(names, gradients)
+        if gradient is None or not bool(tf.reduce_any(tf.not_equal(gradient, 0.0)))
+    }
+
+
+def _cuts(report: dict[str, Any]) -> dict[str, list[tuple[str, int]]]:
+    return {
+        v["name"]: [(b["op_type"], b["location"]["line"]) for b in v["blockers"]]
+        for v in report["variables"]
+    }
+
+
+@pytest.fixture(scope="module")
+def cuts() -> dict[str, Any]:
+    return _run("cuts.py")
+
+
+def test_tf_ops_that_cut_an_eager_step_are_named_at_their_lines(cuts: dict[str, Any]) -> None:
+    assert _cuts(cuts) == {
+        "w_ok": [],
+        "w_stop": [("StopGradient", 22)],
+        "w_argmax": [("ArgMax", 23)],
+        "w_model": [("Round", 16)],  # inside the tf.function the tape called
+        "w_zero": [("Mul", 27)],  # `* 0.0`: the eager scalar is a constant of the rebuilt step
+    }
+    assert cuts["source"]["loss"].endswith(f"({REBUILT})")
+
+
+def test_the_rebuilt_step_agrees_with_tensorflow(cuts: dict[str, Any]) -> None:
+    dead = {v["name"] for v in cuts["variables"] if v["status"] != "ok"}
+    assert dead == _tensorflow_dead("cuts.py") == {"w_stop", "w_argmax", "w_model", "w_zero"}
+
+
+def test_a_value_through_numpy_keeps_the_eager_story() -> None:
+    report = _run("through_numpy.py")
+    assert _cuts(report) == {"w_ok": [], "w_numpy": [("LeavesTensorFlow", 13)]}  # .numpy()
+    assert report["source"]["loss"].endswith(f"({VERDICT_ONLY})")
+    assert _tensorflow_dead("through_numpy.py") == {"w_numpy"}
+
+
+def test_the_recorder_rebuilds_only_what_it_kept_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tensorflow as tf
+
+    variable = tf.Variable([1.0, 2.0])
+    recorder = OpRecorder(busy=lambda: False)
+    mark = recorder.tape_entered()
+    loss = tf.reduce_sum(tf.stop_gradient(variable * 2.0))
+    recorder.tape_exited()
+    not_recorded = tf.reduce_sum(variable)
+    ops = recorder.ops_since(mark)
+    assert ops is not None
+    step = rebuild(ops, loss, {id(variable.handle): "v"}, {})
+    assert step is not None
+    nodes = {n.name: n for n in step.graph_def.node}
+    assert sorted(n.op for n in nodes.values()) == [
+        "Const",  # 2.0: a number of the step is a constant, so that a zero factor is seen
+        "Const",  # the reduction axes
+        "Mul",
+        "Placeholder",  # the variable's handle
+        "ReadVariableOp",
+        "StopGradient",
+        "Sum",
+    ]
+    assert nodes[step.loss_tensor.split(":")[0]].op == "Sum"
+    assert nodes["v"].attr["dtype"].type == tf.resource.as_datatype_enum
+    assert step.handle_nodes == {id(variable.handle): "v"}
+    assert rebuild(ops, not_recorded, {}, {}) is None
+
+    monkeypatch.setattr(eager_recording, "MAX_OPS", 2)
+    mark = recorder.tape_entered()
+    tf.reduce_sum(variable * 2.0 + 1.0)
+    recorder.tape_exited()
+    assert recorder.ops_since(mark) is None
+
+
+def test_tensorflow_judges_where_the_rebuilt_step_disagrees() -> None:
+    import tensorflow as tf
+
+    from gradcheck_cli.findings.build import Context
+    from gradcheck_cli.findings.report import SourceInfo
+    from gradcheck_cli.options import CheckOptions
+    from gradcheck_cli.pipeline import report_from_result
+    from gradcheck_cli.run_mode import gradient_requests
+
+    @tf.custom_gradient
+    def no_gradient(value: Any) -> Any:
+        return tf.identity(value), lambda upstream: None
+
+    kept = tf.Variable([1.0, 2.0], name="kept")
+    hidden = tf.Variable([3.0], name="hidden")
+    created = gradient_requests.CreatedVariables(variables=[kept, hidden])
+    recorder = OpRecorder(busy=lambda: False)
+    with tf.GradientTape() as tape:
+        mark = recorder.tape_entered()
+        loss = tf.reduce_sum(kept * 2.0) + tf.reduce_sum(no_gradient(hidden))
+        recorder.tape_exited()
+    gradients = tape.gradient(loss, [kept, hidden])
+    assert gradients[1] is None  # the custom gradient is TensorFlow's, not the ops' own
+    variables = [(0, kept), (1, hidden)]
+    watched = {id(v) for v in tape.watched_variables()}
+    eager = gradient_requests.eager_request(variables, gradients, watched, None, created, "step")
+    ops = recorder.ops_since(mark)
+    assert ops is not None
+    rebuilt = gradient_requests.reconstructed_request(eager, ops, {}, loss, variables, created)
+    assert not isinstance(rebuilt, type(eager))
+
+    source = SourceInfo("train.py", "run", "step")
+    options = CheckOptions(sum_loss=True)
+    report = report_from_result(rebuilt, source, options, Context(requested=True))
+    assert report.source.loss == f"step ({VERDICT_ONLY})"
+    assert {v.name: v.status.value for v in report.variables} == {
+        "kept": "ok",
+        "hidden": "blocked",
+    }
