@@ -4,6 +4,7 @@ and the package's folders stay small enough to read."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from typing import Any
 
 import pytest
 from importlinter.cli import EXIT_STATUS_ERROR, EXIT_STATUS_SUCCESS, lint_imports
+
+from tests.readme import section
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "gradcheck_cli"
@@ -127,9 +130,7 @@ def test_every_module_is_on_one_side_of_the_tensorflow_door() -> None:
 
 def test_every_package_has_its_place_in_the_layers() -> None:
     layered = {
-        name.strip()
-        for layer in _contract("pipeline")["layers"]
-        for name in layer.split("|")
+        name.strip() for layer in _contract("pipeline")["layers"] for name in layer.split("|")
     }
     packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
     assert packages <= layered, packages - layered
@@ -158,3 +159,17 @@ def test_no_module_but_the_rule_catalogue_is_over_five_hundred_lines() -> None:
         and (lines := len(path.read_text().splitlines())) > MAX_LINES_PER_MODULE
     }
     assert not long
+
+
+def test_the_readme_maps_every_package_and_every_loader_module() -> None:
+    architecture = section("Architecture")
+    # The layer table: one row per layer, its packages first.
+    rows = {line.split()[0] for line in architecture.splitlines() if line.startswith("    ")}
+    layers = {layer.strip().split()[0] for layer in _contract("pipeline")["layers"]}
+    assert layers <= rows, layers - rows
+    forbidden = _contract("analysis-sees-the-graph-model")["forbidden_modules"]
+    for package in (name.removeprefix("gradcheck_cli.") for name in forbidden):
+        (entry,) = re.findall(rf"^- `{package}/`:(.*?)(?=^- |^$)", architecture, re.M | re.S)
+        modules = {path.stem for path in (PACKAGE / package).glob("*.py")} - {"__init__"}
+        unnamed = {module for module in modules if f"`{module}`" not in entry}
+        assert not unnamed, (package, unnamed)
