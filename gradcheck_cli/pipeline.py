@@ -13,7 +13,7 @@ from gradcheck_cli.analysis.eager import eager_verdicts
 from gradcheck_cli.analysis.verdicts import Analysis, Status, VariableVerdict
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.build import Context, build_findings
-from gradcheck_cli.findings.fixes import variable_fix
+from gradcheck_cli.findings.explanation import explain
 from gradcheck_cli.findings.intent import judge_intent, trained_elsewhere
 from gradcheck_cli.findings.report import Report, RequestInfo, SourceInfo, Verification
 from gradcheck_cli.findings.source import SourceLines
@@ -290,7 +290,8 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         )
     lines = SourceLines()
     intent = judge_intent(analysis, lines)
-    findings = build_findings(analysis, context, lines, intent.findings)
+    explained = explain(analysis.verdicts, lines, intent.fixes)
+    findings = build_findings(analysis, context, lines, explained.fixes, intent.findings)
     locations = [f.location for f in findings]
     for verdict in analysis.verdicts:
         locations.append(verdict.location)
@@ -301,15 +302,14 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         text = lines.line(location)
         if location is not None and text is not None:
             code[(location.file, location.line)] = text
-    fixes = {v.name: variable_fix(v, lines) for v in analysis.verdicts if v.dead}
-    fixes.update(intent.fixes)
     return Report(
         source=source,
         variables=analysis.verdicts,
         findings=findings,
         verification=context.verification,
         code=code,
-        fixes=fixes,
+        fixes=explained.fixes,
+        still_cut=explained.still_cut,
         intended=intent.intended,
     )
 

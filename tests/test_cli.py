@@ -33,16 +33,13 @@ def test_dead_variable_exits_1_and_json_follows_the_schema(saved: Path) -> None:
     assert report["schema"] == "gradcheck/1"
     assert set(report) == {"schema", "source", "variables", "findings", "summary"}
     assert report["source"] == {"path": str(saved), "kind": "savedmodel", "loss": "loss"}
+    every = {"name", "path", "trainable", "dtype", "shape", "status", "blockers"}
+    # A dead variable's explanation: its fix always, the others where they apply.
+    explained = {"fix", "still_cut", "side_cuts", "intended"}
     for variable in report["variables"]:
-        assert set(variable) == {
-            "name",
-            "path",
-            "trainable",
-            "dtype",
-            "shape",
-            "status",
-            "blockers",
-        }
+        dead = variable["status"] in ("blocked", "unused")
+        assert every | ({"fix"} if dead else set()) <= set(variable)
+        assert set(variable) <= every | (explained if dead else set())
         for blocker in variable["blockers"]:
             assert set(blocker) == {"op", "op_type", "reason", "location"}
     for finding in report["findings"]:

@@ -58,6 +58,7 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
         route: tuple[PathStep, ...] = ()
         subgraph: tuple[Edge, ...] = ()
         remaining: tuple[Blocker, ...] = ()
+        side_cuts: tuple[Blocker, ...] = ()
         if not variable.trainable:
             status = Status.FROZEN
         elif source is None:
@@ -84,8 +85,8 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
                 ]
         elif structural.get(source, 0):
             status = Status.BLOCKED
-            cuts, route, subgraph = finder.explain(source)
-            blockers = tuple(cuts)
+            cuts, route, subgraph, side = finder.explain(source)
+            blockers, side_cuts = tuple(cuts), tuple(side)
             if any(b.reason is Reason.STOP_GRADIENT for b in blockers):
                 if without_stop_gradient is None:
                     without_stop_gradient = Reachability(
@@ -112,6 +113,7 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
                 route=route,
                 subgraph=subgraph,
                 cuts_without_stop_gradient=remaining,
+                side_cuts=side_cuts,
             )
         )
     concerns = find_concerns(program, gradient_pass, structural_pass) + tuple(partly_cut)

@@ -34,8 +34,15 @@ class CutFinder:
 
     def explain(
         self, source: TensorRef
-    ) -> tuple[list[Blocker], tuple[PathStep, ...], tuple[Edge, ...]]:
-        """The cuts, one shortest path to the loss, and every top-level edge on the way."""
+    ) -> tuple[list[Blocker], tuple[PathStep, ...], tuple[Edge, ...], list[Blocker]]:
+        """The essential cuts, one shortest path to the loss, every top-level edge on the way,
+        and the side cuts.
+
+        The essential cuts are the ones on the paths to the loss that cross the fewest cuts:
+        what the user must change for the variable to train (every cut of a serial chain). A
+        cut on another path (a tf.nn.moments stop_gradient beside a normalization's main path)
+        leaves the variable dead when removed: a side cut, told only on request.
+        """
         body = self.program.top_body
         trace = _Trace()
         blockers = _dedupe(self._walk(body, [source], self.structural.top_masks(), trace))
@@ -47,7 +54,18 @@ class CutFinder:
             replace(b, function=None) if b.function == body.name else b for b in value_cuts
         ]
         path = trace.path(body, source, self.program.loss)
-        return value_cuts, path, tuple(sorted(trace.edges.values(), key=_edge_key))
+        edges = tuple(sorted(trace.edges.values(), key=_edge_key))
+        essential = trace.essential(source.node, self.program.loss.node)
+        if essential is None:
+            return value_cuts, path, edges, []
+        inside = {id(b) for name in essential for b in trace.inner.get(name, ())}
+        on_path = [
+            b for b in value_cuts if (b.function is None and b.op in essential) or id(b) in inside
+        ]
+        if not on_path:
+            return value_cuts, path, edges, []
+        side = [b for b in value_cuts if b not in on_path]
+        return on_path, path, edges, side
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -99,6 +117,7 @@ class CutFinder:
                     if trace is not None:
                         cut_here = found[before].reason if len(found) > before else None
                         trace.add(ref.node, node, cut_here)
+                        trace.inner.setdefault(node.name, []).extend(found[before:])
                 for out in reached:
                     if out not in seen:
                         seen.add(out)
@@ -138,6 +157,30 @@ class _Trace:
         self.edges: dict[tuple[str, str], Edge] = {}
         self.parent: dict[str, str] = {}
         self.cut_at: dict[str, Reason] = {}
+        # The cuts met inside the functions each control-flow node calls.
+        self.inner: dict[str, list[Blocker]] = {}
+
+    def essential(self, source: str, loss: str) -> set[str] | None:
+        """The ops whose cut lies on a path from `source` to `loss` that crosses the fewest
+        cuts (None when the walk never reached the loss)."""
+        forward: dict[str, list[tuple[str, int]]] = {}
+        backward: dict[str, list[tuple[str, int]]] = {}
+        for edge in self.edges.values():
+            forward.setdefault(edge.source, []).append((edge.target, int(edge.cut)))
+            backward.setdefault(edge.target, []).append((edge.source, int(edge.cut)))
+        from_source = _fewest_cuts(source, forward)
+        to_loss = _fewest_cuts(loss, backward)
+        fewest = from_source.get(loss)
+        if fewest is None:
+            return None
+        return {
+            edge.target
+            for edge in self.edges.values()
+            if edge.cut
+            and edge.source in from_source
+            and edge.target in to_loss
+            and from_source[edge.source] + 1 + to_loss[edge.target] == fewest
+        }
 
     def add(self, source: str, node: Node, cut: Reason | None) -> None:
         key = (source, node.name)
@@ -162,6 +205,28 @@ class _Trace:
                 PathStep(node.name, node.op_type, None, node.location, self.cut_at.get(name), node)
             )
         return tuple(steps)
+
+
+def _fewest_cuts(start: str, edges: dict[str, list[tuple[str, int]]]) -> dict[str, int]:
+    """The fewest cuts crossed from `start` to each op: a breadth-first walk in which an edge
+    costs 0 or 1 (a cut), so ops are met in the order of their cost."""
+    cost = {start: 0}
+    queue = deque([start])
+    done: set[str] = set()
+    while queue:
+        name = queue.popleft()
+        if name in done:
+            continue
+        done.add(name)
+        for target, weight in edges.get(name, ()):
+            reached = cost[name] + weight
+            if reached < cost.get(target, reached + 1):
+                cost[target] = reached
+                if weight:
+                    queue.append(target)
+                else:
+                    queue.appendleft(target)
+    return cost
 
 
 def _edge_key(edge: Edge) -> tuple[str, str]:

@@ -86,6 +86,8 @@ class VariableVerdict:
     subgraph: tuple[Edge, ...] = ()
     # The cuts that would remain if every stop_gradient were removed (empty if none would).
     cuts_without_stop_gradient: tuple[Blocker, ...] = ()
+    # Cuts on the variable's other paths to the loss: removing them alone would not train it.
+    side_cuts: tuple[Blocker, ...] = ()
 
     # The variable's own name, Keras path, trainability, dtype, shape and creation line.
     name = _of_variable("name")

@@ -8,7 +8,6 @@ from dataclasses import dataclass, replace
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding
-from gradcheck_cli.findings.fixes import blocker_fix, python_name, variable_fix
 from gradcheck_cli.findings.report import Verification
 from gradcheck_cli.findings.rules import (
     FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER,
@@ -50,10 +49,12 @@ def build_findings(
     analysis: Analysis,
     context: Context,
     source: SourceLines,
+    fixes: Mapping[str, str],
     told: Mapping[str, tuple[Finding, ...]] | None = None,
 ) -> tuple[Finding, ...]:
-    """Every finding, sorted. `told`: per variable, findings that replace its own findings
-    about the same ops (an intended cut told as such, a quantizer's variables)."""
+    """Every finding, sorted. `fixes`: the fix of each dead variable, the hint of each of its
+    findings; `told`: per variable, findings that replace its own findings about the same ops
+    (an intended cut told as such, a quantizer's variables)."""
     findings = [GRAPH_NOT_FULLY_MODELLED.finding(note=note) for note in context.notes]
     if not context.located:
         findings.append(SAVED_MODEL_WITHOUT_SOURCE_LINES.finding())
@@ -63,7 +64,7 @@ def build_findings(
     for verdict in analysis.verdicts:
         instead = (told or {}).get(verdict.name, ())
         replaced = {f.op for f in instead}
-        findings += [f for f in _dead_variable_findings(verdict, source) if f.op not in replaced]
+        findings += [f for f in _dead_variable_findings(verdict, fixes) if f.op not in replaced]
         findings += instead
     trainable = [v for v in analysis.verdicts if v.status is not Status.FROZEN]
     if trainable and all(v.dead for v in trainable):
@@ -99,19 +100,18 @@ def _request_findings(analysis: Analysis, context: Context) -> list[Finding]:
     return found
 
 
-def _dead_variable_findings(verdict: VariableVerdict, source: SourceLines) -> list[Finding]:
+def _dead_variable_findings(verdict: VariableVerdict, fixes: Mapping[str, str]) -> list[Finding]:
     if verdict.status is Status.UNUSED:
         return [
             VARIABLE_NEVER_REACHES_LOSS.finding(
                 verdict=verdict,
-                hint=variable_fix(verdict, source),
+                hint=fixes.get(verdict.name),
                 variable=verdict.name,
                 location=verdict.location,
             )
         ]
     if verdict.status is not Status.BLOCKED:
         return []
-    name = python_name(verdict, source)
     found = []
     for blocker in verdict.blockers:
         rule = RULE_BY_REASON[blocker.reason]
@@ -123,7 +123,7 @@ def _dead_variable_findings(verdict: VariableVerdict, source: SourceLines) -> li
                 op_type=blocker.op_type,
                 op_name=blocker.op,
                 detail=blocker.message,
-                hint=blocker_fix(blocker, name),
+                hint=fixes.get(verdict.name),
                 variable=verdict.name,
                 op=blocker.op,
                 location=blocker.location,

@@ -6,6 +6,7 @@ from gradcheck_cli.analysis.verdicts import Blocker, Unreached, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.selection import selection_use
 from gradcheck_cli.findings.source import SourceLines, assigned_name
+from gradcheck_cli.findings.thresholds import THRESHOLDS, soft_threshold, threshold_fix
 from gradcheck_cli.findings.transform_source import (
     Rewrite,
     estimator_inside,
@@ -81,6 +82,8 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
         return selection_fix(verdict, name, source)
     if types <= _TRANSFORMS:
         return straight_through(verdict, name, source)
+    if types <= THRESHOLDS:
+        return threshold_fix(verdict, name, source)
     first = verdict.blockers[0]
     return blocker_fix(first, name)
 
@@ -94,6 +97,8 @@ def offered_rewrite(verdict: VariableVerdict, source: SourceLines) -> Rewrite | 
         found = selection_use(verdict, source)
     elif types <= _TRANSFORMS:
         found = straight_through_rewrite(verdict, python_name(verdict, source), source)
+    elif types <= THRESHOLDS:
+        found = soft_threshold(verdict, source)
     else:
         return None
     return found if isinstance(found, Rewrite) else None

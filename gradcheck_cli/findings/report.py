@@ -53,8 +53,10 @@ class Report:
     verification: Verification | None = None
     # The user's code at every location the report names, keyed by (file, line).
     code: Mapping[tuple[str, int], str] = field(default_factory=dict)
-    # What to write instead, per dead variable name.
+    # What to write instead, per dead variable name: the one fix every format gives.
     fixes: Mapping[str, str] = field(default_factory=dict)
+    # Per dead variable name, which cuts would remain without its tf.stop_gradients.
+    still_cut: Mapping[str, str] = field(default_factory=dict)
     # Dead variables accepted on purpose, with the reason (allow-dead pattern or baseline).
     allowed: Mapping[str, str] = field(default_factory=dict)
     # Dead variables whose cut looks intended (a teacher under tf.stop_gradient, a network

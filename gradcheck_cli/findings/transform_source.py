@@ -187,6 +187,16 @@ def _parting(transform: list[_Frame], following: list[_Frame]) -> tuple[_Frame, 
     return transform[shared], below
 
 
+def expression_at(
+    source: SourceLines, location: SourceLocation, op_type: str
+) -> tuple[ast.expr, ast.AST, ast.stmt] | None:
+    """The one expression that creates an op of `op_type` on the statement at `location`, with
+    its parent node and the statement."""
+    return _expression(
+        source, _Frame(location.file, location.line, location.function), None, op_type
+    )
+
+
 def _expression(
     source: SourceLines, line: _Frame, callee: str | None, op_type: str
 ) -> tuple[ast.expr, ast.AST, ast.stmt] | None:

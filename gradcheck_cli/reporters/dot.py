@@ -284,8 +284,9 @@ def _statements(
     for node, verdict in graph.variables.items():
         fix = report.fixes.get(verdict.name)
         if fix:
-            note = f"fix:{fix}"
-            nodes[note] = {"label": _fix_label(fix), **_FIX_STYLE}
+            still_cut = report.still_cut.get(verdict.name)
+            note = f"fix:{still_cut}:{fix}"
+            nodes[note] = {"label": _fix_label(fix, still_cut), **_FIX_STYLE}
             edges[(node, note)] = _EdgeFacts(note=True)
             beside.setdefault(note, []).append(node)
     lines = [
@@ -325,10 +326,12 @@ def _statements(
     return lines
 
 
-def _fix_label(fix: str) -> _LeftAligned:
-    """`fix: ` and the fix's words folded at FIX_WIDTH, then its code, each line whole."""
+def _fix_label(fix: str, still_cut: str | None = None) -> _LeftAligned:
+    """The cuts behind the stop_gradients and `fix: ` with the fix's words, folded at
+    FIX_WIDTH, then its code, each line whole."""
     head, *code = fix.splitlines()
-    return _LeftAligned((*textwrap.wrap(f"fix: {head}", FIX_WIDTH), *code))
+    before = textwrap.wrap(still_cut, FIX_WIDTH) if still_cut else []
+    return _LeftAligned((*before, *textwrap.wrap(f"fix: {head}", FIX_WIDTH), *code))
 
 
 def _rows(chain: list[str]) -> list[list[str]]:

@@ -41,28 +41,37 @@ def render_github(checked: Sequence[Report | CheckFailure]) -> str:
                 by_variable[item.variable] = [item]
                 entries.append(by_variable[item.variable])
         for entry in entries:
+            # A dead variable's errors: the cuts behind its stop_gradients, as in every format.
+            dead = entry[0].severity is Severity.ERROR
+            still_cut = report.still_cut.get(entry[0].variable or "") if dead else None
             if len(entry) == 1:
-                lines.append(_command(entry[0], _with_hint(entry[0].message, entry[0].hint)))
+                lines.append(_command(entry[0], _explained(entry[0].message, entry[0], still_cut)))
             else:
-                lines.append(_dead_variable_command(verdicts.get(entry[0].variable or ""), entry))
+                verdict = verdicts.get(entry[0].variable or "")
+                lines.append(_dead_variable_command(verdict, entry, still_cut))
     return "".join(line + "\n" for line in lines)
 
 
-def _dead_variable_command(verdict: VariableVerdict | None, items: list[Finding]) -> str:
+def _dead_variable_command(
+    verdict: VariableVerdict | None, items: list[Finding], still_cut: str | None
+) -> str:
     # Along the path from the variable to the loss, the first cut comes first.
     order = {b.op: number for number, b in enumerate(verdict.blockers)} if verdict else {}
     items = sorted(items, key=lambda item: order.get(item.op or "", len(order)))
     status = verdict.status.value if verdict else "dead"
     lines = [f"{items[0].variable} is {status}: {len(items)} cuts between it and the loss"]
     lines += [f"- {_where(item)}{item.code} {item.message}" for item in items]
-    hints = [f"- {item.hint}" for item in items if item.hint]
-    if hints:
-        lines += ["fixes:", *hints]
-    return _command(items[0], "\n".join(lines))
+    return _command(items[0], _explained("\n".join(lines), items[0], still_cut))
 
 
-def _with_hint(message: str, hint: str | None) -> str:
-    return message if hint is None else f"{message}\nfix: {hint}"
+def _explained(message: str, item: Finding, still_cut: str | None) -> str:
+    """The message, the cuts that hide behind the variable's stop_gradients, its one fix."""
+    parts = [message]
+    if still_cut:
+        parts.append(still_cut)
+    if item.hint:
+        parts.append(f"fix: {item.hint}")
+    return "\n".join(parts)
 
 
 def _where(item: Finding) -> str:

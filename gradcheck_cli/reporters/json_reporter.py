@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from gradcheck_cli.analysis.verdicts import Blocker
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.graph.model import SourceLocation
@@ -25,6 +26,15 @@ def _schema_reason(reason: Reason) -> str:
     return Reason.OTHER.value if reason is Reason.LEFT_TENSORFLOW else reason.value
 
 
+def _blocker(blocker: Blocker) -> dict[str, Any]:
+    return {
+        "op": blocker.op,
+        "op_type": blocker.op_type,
+        "reason": _schema_reason(blocker.reason),
+        "location": _location(blocker.location),
+    }
+
+
 def _source(source: SourceInfo) -> dict[str, Any]:
     found: dict[str, Any] = {"path": source.path, "kind": source.kind, "loss": source.loss}
     if source.request is not None:
@@ -35,10 +45,15 @@ def _source(source: SourceInfo) -> dict[str, Any]:
     return found
 
 
-def _intended(report: Report, name: str) -> dict[str, str]:
-    """The optional `intended` key: why a dead variable's cut looks intended."""
-    reason = report.intended.get(name)
-    return {} if reason is None else {"intended": reason}
+def _explained(report: Report, name: str) -> dict[str, str]:
+    """A dead variable's optional keys, its explanation as every format gives it: `intended`
+    (why its cut looks intended), `still_cut` (the cuts its tf.stop_gradients hide), `fix`."""
+    told = {
+        "intended": report.intended.get(name),
+        "still_cut": report.still_cut.get(name),
+        "fix": report.fixes.get(name),
+    }
+    return {key: text for key, text in told.items() if text is not None}
 
 
 def as_dict(report: Report) -> dict[str, Any]:
@@ -53,16 +68,10 @@ def as_dict(report: Report) -> dict[str, Any]:
                 "dtype": v.dtype,
                 "shape": list(v.shape) if v.shape is not None else None,
                 "status": v.status.value,
-                "blockers": [
-                    {
-                        "op": b.op,
-                        "op_type": b.op_type,
-                        "reason": _schema_reason(b.reason),
-                        "location": _location(b.location),
-                    }
-                    for b in v.blockers
-                ],
-                **_intended(report, v.name),
+                "blockers": [_blocker(b) for b in v.blockers],
+                # Cuts on the variable's other paths, which alone would train nothing.
+                **({"side_cuts": [_blocker(b) for b in v.side_cuts]} if v.side_cuts else {}),
+                **_explained(report, v.name),
             }
             for v in report.variables
         ],

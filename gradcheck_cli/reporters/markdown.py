@@ -87,7 +87,7 @@ def _section_body(report: Report) -> list[str]:
             lines.append(f"- **{item.code}** {mark}{where}: {_inline(item.message)}")
         lines.append("")
     for group in groups:
-        lines += _group_story(group, report.source.loss)
+        lines += _group_story(group, report)
     return lines
 
 
@@ -103,9 +103,11 @@ def _status(group: Group) -> str:
     return group.first.status.value
 
 
-def _group_story(group: Group, loss: str) -> list[str]:
-    """The first member's path to the loss, the other members by name scope, the fix once."""
+def _group_story(group: Group, report: Report) -> list[str]:
+    """The first member's path to the loss, the other members by name scope, the cuts behind
+    its stop_gradients, the fix once."""
     first, others = group.first, len(group.members) - 1
+    loss = report.source.loss
     same = "cuts" if first.blockers else "reason"
     also = f" (and {plural(others, 'more variable')} with the same {same})" if others else ""
     lines = [f"{_code(first.name)}{also}, path to the loss:", ""]
@@ -117,6 +119,9 @@ def _group_story(group: Group, loss: str) -> list[str]:
         lines.append("")
     if group.intended is not None:
         lines += [f"**Looks intended:** {_inline(group.intended)}", ""]
+    still_cut = report.still_cut.get(first.name)
+    if still_cut:
+        lines += [_inline(still_cut), ""]
     if group.fix:
         head, *code = group.fix.splitlines()
         lines += [f"**Fix:** {_inline(head)}", ""]

@@ -20,8 +20,11 @@ from gradcheck_cli.findings.report import Report
 
 # Fields of gradcheck's own sentences, which keep their line breaks (a fix's code line), and
 # of the user's code (`Report.code`); every other string in a report is a value: a name, a
-# path, an op type. The keys of a Mapping are values: `fixes`, `intended`, `allowed` by name.
-_SENTENCES = frozenset({"message", "hint", "error", "detail", "fixes", "intended", "allowed"})
+# path, an op type. The keys of a Mapping are values: `fixes`, `still_cut`, `intended`,
+# `allowed` by name.
+_SENTENCES = frozenset(
+    {"message", "hint", "error", "detail", "fixes", "still_cut", "intended", "allowed"}
+)
 _CODE = frozenset({"code"})
 
 _Value = TypeVar("_Value")

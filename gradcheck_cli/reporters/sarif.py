@@ -165,7 +165,15 @@ def _help_markdown(rule: Rule) -> str:
 
 
 def _result(report: Report, item: Finding, key: str) -> dict[str, Any]:
-    text = item.message if item.hint is None else f"{item.message}\nfix: {item.hint}"
+    parts = [item.message]
+    still_cut = (
+        report.still_cut.get(item.variable or "") if item.severity is Severity.ERROR else None
+    )
+    if still_cut:
+        parts.append(still_cut)
+    if item.hint is not None:
+        parts.append(f"fix: {item.hint}")
+    text = "\n".join(parts)
     result: dict[str, Any] = {
         "ruleId": item.code,
         "level": _LEVEL[item.severity],

@@ -11,7 +11,6 @@ from rich.table import Table
 from rich.text import Text
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, Unreached, VariableVerdict
-from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.names import variables_named
 from gradcheck_cli.findings.policy import FailOn
@@ -102,14 +101,14 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
     )
     if focus is not None:
         for index in focus:
-            _write_story(console, report, report.variables[index])
+            _write_story(console, report, report.variables[index], verbose=True)
         return
     for group in group_dead(report):
         if group.whole_layer:
             _write_layer_story(console, report, group)
         elif len(group.members) == 1 or options.verbose:
             for verdict in group.members:
-                _write_story(console, report, verdict)
+                _write_story(console, report, verdict, verbose=options.verbose)
         else:
             _write_group_story(console, report, group, options.width or _LIST_WIDTH)
     _write_findings(console, report, options)
@@ -176,7 +175,9 @@ def _write_group_story(console: Console, report: Report, group: Group, width: in
 # -- one variable ---------------------------------------------------------------------------------
 
 
-def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> None:
+def _write_story(
+    console: Console, report: Report, verdict: VariableVerdict, *, verbose: bool = False
+) -> None:
     console.print()
     intended = report.intended.get(verdict.name)
     style = _STATUS_STYLE[verdict.status]
@@ -200,6 +201,8 @@ def _write_story(console: Console, report: Report, verdict: VariableVerdict) -> 
     else:
         name = assigned_name(report.code_at(verdict.location)) or verdict.name.split("/")[-1]
         _write_cuts(console, report, verdict, "  path to the loss:", name)
+        if verbose:
+            _write_side_cuts(console, report, verdict)
     _write_fix(console, report.fixes.get(verdict.name))
 
 
@@ -213,9 +216,9 @@ def _write_cuts(
         _print(console, Text("    ") + _route_text(name, verdict.route))
     for number, blocker in enumerate(verdict.blockers, start=1):
         _write_cut(console, report, number, blocker)
-    hidden = _hidden_cuts_sentence(verdict)
-    if hidden:
-        _print(console, f"  {escape(hidden)}")
+    still_cut = report.still_cut.get(verdict.name)
+    if still_cut:
+        _print(console, f"  {escape(still_cut)}")
 
 
 def _write_fix(console: Console, fix: str | None) -> None:
@@ -253,7 +256,24 @@ def _unused_layer_reason(first: VariableVerdict) -> str:
     return "built but never called in the forward pass: the loss never reads its weights"
 
 
-def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) -> None:
+def _write_side_cuts(console: Console, report: Report, verdict: VariableVerdict) -> None:
+    """-v, --why: the cuts on the variable's other paths, which alone would train nothing."""
+    if not verdict.side_cuts:
+        return
+    _print(
+        console,
+        "  [dim]side cuts, on other paths to the loss (removing them alone trains nothing):[/]",
+    )
+    for blocker in verdict.side_cuts:
+        _print(
+            console,
+            f"    {escape(blocker.op_type)} [dim]({blocker.reason.value})[/] "
+            f"at {escape(_cut_place(blocker))}",
+        )
+        _write_code(console, report, blocker.location)
+
+
+def _cut_place(blocker: Blocker) -> str:
     if blocker.location is not None:
         where = _where(blocker.location)
     else:
@@ -261,6 +281,11 @@ def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) 
         where = f"op {blocker.op}" + (f" in name scope {scope}" if scope else "")
     if blocker.function is not None:
         where += f" in function {function_name(blocker.function)}"
+    return where
+
+
+def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) -> None:
+    where = _cut_place(blocker)
     _print(
         console,
         f"  [red]cut {number}[/] [bold]{escape(blocker.op_type)}[/] "
@@ -301,24 +326,6 @@ def _route_text(name: str, route: tuple[PathStep, ...]) -> Text:
     text.append(" → ")
     text.append("loss", style="bold")
     return text
-
-
-def _hidden_cuts_sentence(verdict: VariableVerdict) -> str | None:
-    stops = [b for b in verdict.blockers if b.reason is Reason.STOP_GRADIENT]
-    remaining = verdict.cuts_without_stop_gradient
-    if not stops or not remaining:
-        return None
-    stop_text = _list([_at("the tf.stop_gradient", b) for b in stops])
-    rest = _list([_at(f"the {b.op_type}", b) for b in remaining])
-    return f"even without {stop_text}, {rest} would still cut it."
-
-
-def _at(what: str, blocker: Blocker) -> str:
-    return f"{what} at line {blocker.location.line}" if blocker.location else f"{what} {blocker.op}"
-
-
-def _list(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 # -- the rest ------------------------------------------------------------------------------------

@@ -250,11 +250,9 @@ def _loop(op_type: str) -> Program:
 def test_a_loop_carries_variables_and_its_condition_cuts(op_type: str) -> None:
     analysis = analyse(_loop(op_type))
     # What the condition reads decides how often the body runs, so it shapes every output,
-    # the one behind the top-level stop_gradient too.
-    by_condition = [
-        ("loop", Reason.INDEX_OR_SHAPE_INPUT, None),
-        ("stopped", Reason.STOP_GRADIENT, None),
-    ]
+    # the one behind the top-level stop_gradient too: that stop_gradient lies on a path with
+    # one cut more, a side cut (removing it alone trains nothing).
+    by_condition = [("loop", Reason.INDEX_OR_SHAPE_INPUT, None)]
     assert _verdicts(analysis) == {
         "counter": (Status.BLOCKED, by_condition),
         "ax": (Status.OK, []),
@@ -264,6 +262,9 @@ def test_a_loop_carries_variables_and_its_condition_cuts(op_type: str) -> None:
         "cx": (Status.BLOCKED, [("stop", Reason.STOP_GRADIENT, "body")]),
     }
     assert {v.name: v.unreached for v in analysis.verdicts}["bx"] is Unreached.READ_NOT_REACHING
+    side = {v.name: [(b.op, b.reason) for b in v.side_cuts] for v in analysis.verdicts}
+    assert side["tx"] == side["counter"] == [("stopped", Reason.STOP_GRADIENT)]
+    assert side["cx"] == side["ax"] == []
 
 
 @pytest.mark.parametrize("op_type", ["While", "StatelessWhile"])

@@ -31,6 +31,7 @@ MODELS = {
     "cond_comparison": "tests/scripts/cond_lambda_comparison.py",
     "argmax_value": "tests/scripts/argmax_as_value.py",
     "no_rewrite": "tests/scripts/no_rewrite_cases.py",
+    "dice": "tests/scripts/thresholded_dice.py",
 }
 # The rewrites each model must be offered: (variable, the code that replaces the transform).
 EXPECTED = {
@@ -41,6 +42,9 @@ EXPECTED = {
     ("cond_round", "threshold"): "(threshold + tf.stop_gradient(tf.round(threshold) - threshold))",
     ("argmax_value", "kernel"): "tf.reduce_sum(tf.nn.softmax(scores) * "
     "tf.range(tf.shape(scores)[-1], dtype=tf.float32), axis=-1)",
+    # A comparison cast to a float: the soft threshold, in a tf.cond lambda too.
+    ("dice", "kernel"): "tf.sigmoid((normalized - 0.5) / 0.1)",
+    ("cond_comparison", "threshold"): "tf.sigmoid((x - threshold) / 0.1)",
 }
 
 
