@@ -289,7 +289,7 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
             "or the loss is computed from constants and inputs only"
         )
     lines = SourceLines()
-    intent = judge_intent(analysis, lines)
+    intent = judge_intent(analysis, lines, requested=context.requested)
     explained = explain(analysis.verdicts, lines, intent.fixes)
     findings = build_findings(analysis, context, lines, explained.fixes, intent.findings)
     locations = [f.location for f in findings]

@@ -33,6 +33,8 @@ atexit.register(shutil.rmtree, CACHE_DIR, ignore_errors=True)
 HEAVY = (
     "tests/analysis/test_control_flow_tensorflow.py",
     "tests/analysis/test_structural_zeros_tensorflow.py",
+    "tests/findings/test_dead_loss_terms.py",
+    "tests/findings/test_essential_cuts.py",
     "tests/findings/test_fix_rewrites.py",
     "tests/keras_models/test_keras_models.py",
     "tests/run_mode/test_eager_recording.py",
@@ -46,6 +48,7 @@ HEAVY = (
     "tests/worker/test_warm_workers.py",
     "tests/savedmodel/test_saved_model.py::test_verify_asks_tensorflow_in_its_own_process",
     "tests/worker/test_worker_process.py",
+    "tests/reporters/test_one_explanation.py::test_every_format_gives_the_seed_the_same_cuts_and_fix",
     "tests/reporters/test_terminal_golden.py",
     "tests/test_api.py::test_assert_no_dead_variables_takes_the_worker_options",
     "tests/test_bad_input.py",

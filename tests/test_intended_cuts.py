@@ -1,7 +1,10 @@
-"""Intended cuts told as such, against TensorFlow: a distillation teacher and a DQN target
-network under one tf.stop_gradient (GC209), a GAN's networks each trained by the other request
-(GC210), a VQ-VAE codebook behind the straight-through estimator (GC112, still an error), and a
-stop_gradient on an intermediate that is not intended (GC101).
+"""Cuts that look intended, against TensorFlow. In `gradcheck run` the script's own gradient
+requests say what it means to train: a distillation teacher and a DQN target network under one
+tf.stop_gradient, and a GAN's networks each trained by the other request, are errors of the
+request that lists them, with advice fitted to what they look like. In a plain check a loss has
+no variable list, and a network wholly under one stop_gradient is a warning (GC209). Also a
+VQ-VAE codebook behind the straight-through estimator (GC112, an error) and a stop_gradient on an
+intermediate that is not intended (GC101).
 
 One `gradcheck run` of tests/scripts/intent/intended_cuts.py (one report per gradient request),
 one plain check of tests/scripts/intent/gan_losses.py, and TensorFlow's own answer for each, all
@@ -121,34 +124,42 @@ def test_json_keeps_one_entry_per_variable_and_its_status(checked: Checked) -> N
     assert {statuses["partial"][name] for name in ("middle/kernel", "middle/bias")} == {"blocked"}
 
 
-def test_a_whole_network_under_one_stop_gradient_is_a_warning(checked: Checked) -> None:
+def test_a_whole_network_under_one_stop_gradient_that_the_request_lists_is_an_error(
+    checked: Checked,
+) -> None:
     cases = (("distill", TEACHER, "teacher"), ("dqn", TARGET, "target_network"))
     for step, members, owner in cases:
         report = checked["reports"][step]
         codes = _codes(report)
-        assert all(codes[name] == {"GC209"} for name in members), codes
-        assert not [f for f in report.findings if f.severity.value == "error"]
-        assert set(report.intended) == set(members)
-        assert len({report.fixes[name] for name in members}) == 1
-        fix = report.fixes[members[0]]
-        assert f"`{owner}.trainable = False`" in fix and f'allow-dead = ["{owner}/*"]' in fix
-        assert "tf.stop_gradient at line" in report.intended[members[0]]
+        assert all(codes[name] == {"GC101"} for name in members), codes
+        assert not report.intended
+        assert {v.name for v in report.dead} == set(members)
+        (fix,) = {report.fixes[name] for name in members}
+        assert "leave its variables out of this request" in fix
+        assert f"`{owner}.trainable = False`" in fix and "remove the tf.stop_gradient" in fix
+        # The one fix is every finding's hint, so every format gives it.
+        assert {f.hint for f in report.findings if f.variable in members} == {fix}
         variables = {v["name"]: v for v in as_dict(report)["variables"]}
-        assert variables[members[0]]["intended"] == report.intended[members[0]]
-        assert "intended" not in variables[STEPS[step]]
-        headline, _ = verdict_parts(report)
-        assert headline == "0 dead, 4 not trained by this loss (looks intended)"
-        assert not report.dead
+        assert variables[members[0]]["fix"] == fix and "intended" not in variables[members[0]]
+        assert (
+            verdict_parts(report)[0] == f"4 of {len(report.variables)} trainable variables are dead"
+        )
 
 
-def test_networks_another_request_trains_are_warnings(checked: Checked) -> None:
+def test_networks_another_request_trains_are_errors_of_the_request_that_lists_them(
+    checked: Checked,
+) -> None:
     reports = checked["reports"]
     lines = {step: reports[step].source.request.location.line for step in ("d", "g")}
-    for step, members, trainer in (("d", GENERATOR, "g"), ("g", DISCRIMINATOR, "d")):
+    cases = (("d", GENERATOR, "g", "GC101"), ("g", DISCRIMINATOR, "d", "GC108"))
+    for step, members, trainer, code in cases:
         report = reports[step]
-        assert all(_codes(report)[name] == {"GC210"} for name in members)
-        assert f"the gradient request at line {lines[trainer]}" in report.intended[members[0]]
-        assert not [f for f in report.findings if f.severity.value == "error"]
+        assert all(_codes(report)[name] == {code} for name in members)
+        assert not report.intended and {v.name for v in report.dead} == set(members)
+        fix = report.fixes[members[0]]
+        assert fix.startswith(f"the gradient request at line {lines[trainer]} trains")
+        assert "leave them out of this request's variables" in fix
+        assert {f.hint for f in report.findings if f.variable in members} == {fix}
 
 
 def test_a_vq_vae_codebook_is_told_to_need_its_own_loss_term(checked: Checked) -> None:

@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterable
 
 from gradcheck_cli.analysis.control_flow import StepKind, reach_of, step_of
 from gradcheck_cli.analysis.reachability import Reachability
-from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status
+from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status, VariableVerdict
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import STOP_GRADIENT_OPS
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
@@ -141,6 +142,83 @@ def _forward(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> set
                     seen.add(out)
                     queue.append(out)
     return seen
+
+
+# The cuts that make a term of the loss train nothing by mistake (a stop_gradient is meant).
+_TERM_CUTS = frozenset({Reason.NON_DIFFERENTIABLE_OP, Reason.INTEGER_DTYPE, Reason.ZERO_GRADIENT})
+# Ops that carry a term's value on to the loss unchanged in kind: summed, averaged, reshaped,
+# added to other terms, scaled. A term multiplied by a value of the model is a mask or a weight.
+_CARRY = frozenset(
+    {"Identity", "Cast", "Reshape", "ExpandDims", "Squeeze", "Mean", "Sum", "Neg"}
+    | {"AddV2", "Add", "AddN", "Sub"}
+)
+_SCALE = frozenset({"Mul", "RealDiv", "Div", "DivNoNan"})
+_DATA_INPUT_ONLY = frozenset({"Reshape", "ExpandDims", "Mean", "Sum"})
+
+
+def dead_loss_terms(
+    program: Program, gradient: Reachability, verdicts: tuple[VariableVerdict, ...]
+) -> tuple[Concern, ...]:
+    """Terms added to the loss that train nothing: a non-differentiable op (an argmax, a
+    rounding, a comparison) that variables training through other paths feed with gradient,
+    and whose value is then only scaled, summed or added on its way to the loss."""
+    if not any(v.status is Status.OK for v in verdicts):
+        return ()
+    blamed = {b.op for v in verdicts if v.dead for b in v.blockers}
+    top = program.top_body
+    sources = [v.source for v in program.variables if v.trainable and v.source is not None]
+    reached = functools.cache(lambda: _forward(top, sources, gradient))
+    found = []
+    for node in top.nodes.values():
+        if node.name in blamed or step_of(node).kind is not StepKind.PLAIN:
+            continue
+        for i in range(len(node.inputs)):
+            cut = gradient.cut(top, node, i)
+            if cut is None or cut.inherited or cut.reason not in _TERM_CUTS:
+                continue
+            if node.inputs[i] not in reached():
+                continue
+            if _added_to_loss(program, gradient, node, reached()):
+                found.append(
+                    Concern(
+                        kind=ConcernKind.DEAD_LOSS_TERM,
+                        op=node.name,
+                        op_type=node.op_type,
+                        location=node.location,
+                        detail=cut.message,
+                    )
+                )
+            break  # one concern per op, whichever of its inputs the variables reach
+    return tuple(found)
+
+
+def _added_to_loss(
+    program: Program, reach: Reachability, start: Node, reached: set[TensorRef]
+) -> bool:
+    """True if `start`'s value reaches the loss through ops of `_CARRY` and `_SCALE` only,
+    scaled by nothing that the variables' gradient reaches."""
+    top = program.top_body
+    facts = reach.index.of(top)
+    queue = deque(TensorRef(start.name, k) for k in range(facts.width(start)))
+    seen = set(queue)
+    while queue:
+        ref = queue.popleft()
+        if ref == program.loss:
+            return True
+        for node, i in facts.consumers.get(ref, ()):
+            if node.op_type not in _CARRY and node.op_type not in _SCALE:
+                continue
+            if node.op_type in _DATA_INPUT_ONLY and i != 0:
+                continue
+            if node.op_type in _SCALE and any(
+                other in reached for k, other in enumerate(node.inputs) if k != i
+            ):
+                continue
+            out = TensorRef(node.name, 0)
+            if out not in seen:
+                seen.add(out)
+                queue.append(out)
+    return False
 
 
 def _concern(kind: ConcernKind, body: Body, node: Node) -> Concern:

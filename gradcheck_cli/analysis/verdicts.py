@@ -112,6 +112,7 @@ class ConcernKind(enum.Enum):
     CUT_IN_BRANCH = enum.auto()
     CUT_ON_SOME_PATHS = enum.auto()
     TRAINED_ONLY_BY_REGULARIZER = enum.auto()
+    DEAD_LOSS_TERM = enum.auto()
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from gradcheck_cli.analysis.verdicts import Analysis, Concern, Status, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding
+from gradcheck_cli.findings.fixes import dead_term_fix
 from gradcheck_cli.findings.report import Verification
 from gradcheck_cli.findings.rules import (
     FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER,
@@ -133,8 +134,10 @@ def _dead_variable_findings(verdict: VariableVerdict, fixes: Mapping[str, str]) 
 
 
 def _concern_finding(concern: Concern, source: SourceLines) -> Finding:
+    dead_term = concern.kind is ConcernKind.DEAD_LOSS_TERM
     return RULE_BY_CONCERN[concern.kind].finding(
         concern=concern,
+        hint=dead_term_fix(concern.op_type) if dead_term else None,
         line=source.line(concern.location),
         variable=concern.variables[0] if concern.variables else None,
         op=concern.op,

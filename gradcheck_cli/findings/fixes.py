@@ -204,3 +204,32 @@ def _zero_gradient_fix(blocker: Blocker, name: str, where: str) -> str:
         f"the {blocker.op_type}{where} has a zero gradient everywhere; use a smooth stand-in (a "
         "tanh over a temperature for tf.sign) or the straight-through estimator"
     )
+
+
+_AS_METRIC = "; if it is a metric, compute it outside the loss"
+
+
+def dead_term_fix(op_type: str) -> str:
+    """What to write for a term of the loss that a non-differentiable op cuts, by what it does."""
+    if op_type in _SELECTIONS:
+        return (
+            "if the term should train the model, compute it from the scores with a softmax (a "
+            "soft index: tf.reduce_sum(tf.nn.softmax(scores) * tf.range(n, dtype=tf.float32), "
+            f"axis=-1) in place of the argmax cast to a float){_AS_METRIC}"
+        )
+    if op_type in THRESHOLDS:
+        return (
+            "if the term should train the model, use a soft threshold (tf.sigmoid((a - b) / "
+            f"0.1) in place of tf.cast(a > b, tf.float32)){_AS_METRIC}"
+        )
+    if op_type in ("Equal", "NotEqual"):
+        return (
+            "a count of right answers has no gradient: keep it as a metric outside the loss, "
+            "and train on a differentiable loss of the scores (a cross-entropy)"
+        )
+    if op_type in _TRANSFORMS:
+        return (
+            "if the term should train the model, pass the gradient straight through the "
+            f"{op_type} (x + tf.stop_gradient(q(x) - x), q being the transform){_AS_METRIC}"
+        )
+    return f"if the term should train the model, write it with differentiable ops{_AS_METRIC}"

@@ -14,15 +14,12 @@ from gradcheck_cli.analysis.verdicts import (
     Unreached,
     VariableVerdict,
 )
-from gradcheck_cli.findings.build import finding_order
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.names import common_prefix, common_scope
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import (
     NETWORK_NOT_TRAINED_BY_THIS_LOSS,
     QUANTIZER_OUTSIDE_STRAIGHT_THROUGH,
-    RULES,
-    VARIABLE_TRAINED_BY_ANOTHER_LOSS,
     Rule,
 )
 from gradcheck_cli.findings.source import SourceLines
@@ -49,21 +46,29 @@ class Intent:
     findings: dict[str, tuple[Finding, ...]] = field(default_factory=dict)
 
 
-def judge_intent(analysis: Analysis, source: SourceLines) -> Intent:
+def judge_intent(analysis: Analysis, source: SourceLines, *, requested: bool = False) -> Intent:
     """Teachers and target networks under one stop_gradient, the variables inside a
-    straight-through estimator's quantizer, and whole sub-models this loss never uses."""
+    straight-through estimator's quantizer, and whole sub-models this loss never uses.
+
+    `requested` (`gradcheck run`): the variables are the ones the script asked gradients for,
+    so none of them is meant to go untrained: a whole network under one stop_gradient stays
+    an error, and what it looks like only shapes the advice."""
     intent = Intent()
     for shape in analysis.stop_gradients.values():
         if shape.straight_through:
             _inside_quantizer(intent, shape, analysis.verdicts, source)
         else:
-            _whole_network(intent, shape, analysis.verdicts)
+            _whole_network(intent, shape, analysis.verdicts, requested=requested)
     _unused_networks(intent, analysis.verdicts)
     return intent
 
 
 def _whole_network(
-    intent: Intent, shape: StopGradientShape, verdicts: tuple[VariableVerdict, ...]
+    intent: Intent,
+    shape: StopGradientShape,
+    verdicts: tuple[VariableVerdict, ...],
+    *,
+    requested: bool,
 ) -> None:
     """Every variable upstream of the stop_gradient is cut by it alone, none trains, they
     form a network of their own (a top-level name scope no other variable shares), and the loss
@@ -94,6 +99,15 @@ def _whole_network(
         label, pattern = attribute, f"{attribute}.*"
     location = _location_of(shape.op, members)
     where = f" at line {location.line}" if location else f" ({shape.op})"
+    if requested:
+        fix = (
+            f"the script asks gradients of this loss for `{label}`, whose whole output is "
+            f"wrapped in tf.stop_gradient{where}: if it is meant to stay fixed, leave its "
+            f"variables out of this request (or set `{attribute}.trainable = False`); if it "
+            "should learn from this loss, remove the tf.stop_gradient"
+        )
+        intent.fixes.update(dict.fromkeys((v.name for v in members), fix))
+        return
     reason = (
         f"this looks intended: `{label}` is a network this loss does not train (its whole "
         f"output is wrapped in tf.stop_gradient{where})"
@@ -196,8 +210,9 @@ def _unused_networks(intent: Intent, verdicts: tuple[VariableVerdict, ...]) -> N
 
 
 def trained_elsewhere(reports: Sequence[Report]) -> list[Report]:
-    """`gradcheck run`: a variable one request cannot train but another trains is told as
-    trained by that other loss (a GAN discriminator, a critic, a probe), not as dead."""
+    """`gradcheck run`: a variable one request lists but cannot train while another request
+    trains it (a GAN discriminator, a critic, a probe) is still dead in this request, where
+    the script asked its gradient: the advice names the request that trains it."""
     trains = [{v.name for v in report.variables if v.status is Status.OK} for report in reports]
     found = []
     for index, report in enumerate(reports):
@@ -219,29 +234,21 @@ def _trained_by(report: Report, other: Report, members: list[VariableVerdict]) -
     request = other.source.request
     location = request.location if request else None
     where = f"the gradient request at line {location.line}" if location else other.source.loss
-    reason = f"this looks intended: another loss trains it ({where})"
     owner = common_scope([v.name for v in members])
-    accept = f'allow-dead = ["{owner}/*"]' if owner else "allow-dead"
+    named = f"`{owner}`" if owner else "it"
     fix = (
-        f"if that loss is meant to train it (a GAN discriminator, a critic, a probe), leave it "
-        f"out of this request's variables, or accept it here with {accept}"
+        f"{where} trains {named}, but this request lists its variables too and gets no "
+        f"gradient for them: leave them out of this request's variables"
     )
     names = {v.name for v in members}
-    findings = [
-        f for f in report.findings if f.variable not in names or not RULES[f.code].told_in_story
-    ]
-    findings += [
-        VARIABLE_TRAINED_BY_ANOTHER_LOSS.finding(
-            name=name, reason=reason, hint=fix, variable=name, location=location
-        )
-        for name in sorted(names)
-    ]
-    return replace(
-        report,
-        findings=tuple(sorted(findings, key=finding_order)),
-        fixes={**report.fixes, **dict.fromkeys(names, fix)},
-        intended={**report.intended, **dict.fromkeys(names, reason)},
+    # The one fix of each variable is the hint of its findings, in every format.
+    findings = tuple(
+        replace(f, hint=fix)
+        if f.variable in names and f.hint == report.fixes.get(f.variable)
+        else f
+        for f in report.findings
     )
+    return replace(report, findings=findings, fixes={**report.fixes, **dict.fromkeys(names, fix)})
 
 
 def _in_scope(name: str, scope: str) -> bool:

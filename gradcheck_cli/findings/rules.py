@@ -920,6 +920,42 @@ VARIABLE_CUT_ON_SOME_PATHS = Rule(
 )
 
 
+LOSS_TERM_TRAINS_NOTHING = Rule(
+    code="GC211",
+    name="loss-term-trains-nothing",
+    severity=Severity.WARNING,
+    message=_about_variables(
+        "this term of the loss trains nothing: the {op_type} cuts its gradient ({detail}), "
+        "yet its value is added to the loss"
+    ),
+    concern=ConcernKind.DEAD_LOSS_TERM,
+    summary="A term added to the loss passes no gradient: it changes the loss, never a weight",
+    what_it_does=(
+        "Finds a non-differentiable op (an argmax, a rounding, a comparison, a cast to an "
+        "integer) that values of the model's trainable variables flow into, and whose result "
+        "is then only scaled, summed, averaged or added to the other terms on its way to the "
+        "loss. The variables train through the other terms, so no variable is dead, but this "
+        "term's gradient is None: adding it to the loss changes the number reported, never a "
+        "weight."
+    ),
+    why_bad=(
+        "A penalty or an auxiliary objective written this way looks active: the loss curve "
+        "moves with it, and nothing warns. The model trains as if the term were not there."
+    ),
+    example=(
+        "ce = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))\n"
+        "penalty = tf.reduce_mean(tf.cast(tf.argmax(logits, axis=-1), tf.float32))\n"
+        "loss = ce + 0.1 * penalty  # the penalty trains nothing"
+    ),
+    use_instead=(
+        "classes = tf.range(tf.shape(logits)[-1], dtype=tf.float32)\n"
+        "soft_index = tf.reduce_sum(tf.nn.softmax(logits) * classes, axis=-1)\n"
+        "loss = ce + 0.1 * tf.reduce_mean(soft_index)\n"
+        "# A metric that should not train anything: compute it outside the loss."
+    ),
+)
+
+
 CUT_IN_ONE_COND_BRANCH = Rule(
     code="GC205",
     name="cut-in-one-cond-branch",
@@ -1077,7 +1113,10 @@ NETWORK_NOT_TRAINED_BY_THIS_LOSS = Rule(
         "stop_gradient, and no variable that trains is upstream of it. A knowledge-"
         "distillation teacher, a DQN target network, an EMA or momentum encoder and a "
         "frozen feature extractor all look like this. The variables are reported as not "
-        "trained by this loss, with a warning instead of a dead-variable error."
+        "trained by this loss, with a warning instead of a dead-variable error. In "
+        "`gradcheck run` the gradient request's own variable list says what the script "
+        "trains: a variable it lists stays a dead-variable error, and the fix says to leave "
+        "the network out of the request or to make it non-trainable."
     ),
     why_bad=(
         "Nothing is wrong if the sub-model is meant to stay fixed under this loss. It still "
@@ -1105,18 +1144,18 @@ VARIABLE_TRAINED_BY_ANOTHER_LOSS = Rule(
     severity=Severity.WARNING,
     message=_intended_message,
     told_in_story=True,
-    summary="A variable this gradient request cannot train is trained by another request",
+    summary="Retired: a variable a gradient request lists and cannot train is an error",
     what_it_does=(
-        "In `gradcheck run`, finds variables that one gradient request of the script cannot "
-        "train (unused by its loss, or cut from it) while another request of the same script "
-        "trains them: a GAN discriminator under the generator's loss, a critic under the "
-        "policy loss, a linear probe. They are reported as not trained by this loss, with a "
-        "warning that names the request that trains them, instead of a dead-variable error."
+        "No longer raised; the code stays reserved. `gradcheck run` used to tell variables "
+        "that one gradient request of the script lists but cannot train, while another "
+        "request trains them (a GAN discriminator under the generator's loss), as a warning. "
+        "A variable the script lists in a request is one it asked to train: it is now a "
+        "dead-variable error of that request, and the fix names the request that trains it."
     ),
     why_bad=(
-        "Usually nothing: each network is trained by its own loss. The variable list of the "
-        "request is wider than the loss, though, so the optimizer of this request gets a "
-        "`None` gradient for them on every step."
+        "The optimizer of the request that lists the variable gets a `None` gradient for it "
+        'on every step (Keras warns "Gradients do not exist for variables"): the variable '
+        "list is wider than the loss."
     ),
     example=(
         "with tf.GradientTape() as tape:\n"
@@ -1151,6 +1190,7 @@ _ALL = (
     STOP_GRADIENT_WITHOUT_TRAINABLE_INPUT,
     VARIABLE_CUT_ON_SOME_PATHS,
     CUT_IN_ONE_COND_BRANCH,
+    LOSS_TERM_TRAINS_NOTHING,
     VARIABLE_TRAINED_ONLY_BY_REGULARIZER,
     TRAINABLE_VARIABLE_NEVER_OPTIMIZED,
     FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER,

@@ -345,6 +345,8 @@ def _write_findings(console: Console, report: Report, options: TerminalOptions) 
         more = f" (the same for {plural(others, 'more variable')})" if others else ""
         _print(console, f"  [{style}]{item.code}[/]{where}: {escape(item.message)}{more}")
         _write_code(console, report, item.location)
+        if item.hint and RULES[item.code].concern is not None:
+            _print(console, f"      [bold]fix:[/] {escape(item.hint)}")
 
 
 def _write_disagreements(console: Console, report: Report) -> None:

@@ -163,6 +163,12 @@ def rebuild(
                     handle_nodes[id(tensor)] = placeholder
             node.input.append(producers[id(tensor)])
         for position, tensor in enumerate(op.outputs):
+            if id(tensor) in handles:
+                # A variable created inside the tape (a model built by its first call): its
+                # handle, made here, stands for the variable as a handle made before would.
+                placeholder = _placeholder(graph_def, tensor, handles[id(tensor)], used)
+                producers[id(tensor)] = handle_nodes[id(tensor)] = placeholder
+                continue
             producers[id(tensor)] = name if position == 0 else f"{name}:{position}"
         if op.location is not None:
             locations[f"{name}@"] = op.location

@@ -80,6 +80,44 @@ def test_a_value_through_numpy_keeps_the_eager_story() -> None:
     assert _tensorflow_dead("through_numpy.py") == {"w_numpy"}
 
 
+def _gradients_of(path: Path) -> dict[str, Any]:
+    spec = importlib.util.spec_from_file_location(f"eager_run_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    gradients: dict[str, Any] = module.gradients()
+    return gradients
+
+
+def test_a_model_built_inside_the_tape_is_rebuilt_with_its_cut(tmp_path: Path) -> None:
+    # The model's variables are created by its first call, inside the tape: their handles are
+    # made while the step is recorded, and stand for the variables all the same.
+    script = SCRIPTS / "built_in_tape.py"
+    report = _run("built_in_tape.py")
+    assert report["source"]["loss"].endswith(f"({REBUILT})")
+    line = next(
+        number
+        for number, text in enumerate(script.read_text().splitlines(), 1)
+        if "tf.stop_gradient(self.linear1(x))" in text
+    )
+    first = ["net/dense/kernel", "net/dense/bias"]
+    assert _cuts(report) == {
+        **dict.fromkeys(first, [("StopGradient", line)]),
+        "net/dense_1/kernel": [],
+        "net/dense_1/bias": [],
+    }
+    fixes = {v["name"]: v.get("fix", "") for v in report["variables"]}
+    assert fixes[first[0]].startswith(f"remove the tf.stop_gradient at line {line}")
+    # TensorFlow: the first layer gets None; without the stop_gradient, every variable trains.
+    dead = {name for name, gradient in _gradients_of(script).items() if gradient is None}
+    assert dead == set(first)
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(
+        script.read_text().replace("tf.stop_gradient(self.linear1(x))", "self.linear1(x)")
+    )
+    assert all(gradient is not None for gradient in _gradients_of(fixed).values())
+
+
 def test_the_recorder_rebuilds_only_what_it_kept_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     import tensorflow as tf
 
