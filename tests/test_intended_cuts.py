@@ -198,3 +198,14 @@ def test_terminal_report_matches_golden(
     report = checked["plain"] if case == "plain" else checked["reports"][case]
     fixed_machine(monkeypatch)
     assert_matches_golden(golden_terminal(report), f"intent_{case}.txt", request)
+
+
+def test_routes_name_the_layers_as_their_variables_do(checked: Checked) -> None:
+    # Keras names the ops of a call by the call (`teacher_1/teacher_0_1/MatMul`), the weights by
+    # the layer (`teacher/teacher_0/kernel`): a route shows the layer.
+    report = checked["reports"]["distill"]
+    kernel = next(v for v in report.variables if v.name == "teacher/teacher_0/kernel")
+    layers = [step.layer for step in kernel.route if step.layer is not None]
+    assert layers[:2] == ["teacher/teacher_0", "teacher/teacher_0"]
+    assert "teacher/teacher_1" in layers
+    assert all(layer.startswith("teacher/") for layer in layers)

@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from gradcheck_cli.analysis.control_flow import StepKind, reach_of, step_of
-from gradcheck_cli.analysis.reachability import Reachability
+from gradcheck_cli.analysis.reachability import Reachability, forward_reached
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import STOP_GRADIENT_OPS
@@ -26,8 +26,8 @@ def find_concerns(
     index = structural.index
     sources = [v.source for v in program.variables if v.trainable and v.source is not None]
     # The forward passes cost a walk of the graph each: only taken when a node asks for them.
-    reached = functools.cache(lambda: _forward(top, sources, structural))
-    reached_with_gradient = functools.cache(lambda: _forward(top, sources, gradient))
+    reached = functools.cache(lambda: forward_reached(top, sources, structural))
+    reached_with_gradient = functools.cache(lambda: forward_reached(top, sources, gradient))
     live = gradient.top_masks()
     concerns: list[Concern] = []
     consumed = index.of(top).consumed
@@ -128,22 +128,6 @@ def _variables_behind(program: Program, body: Body, ref: TensorRef) -> tuple[str
     return ()
 
 
-def _forward(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> set[TensorRef]:
-    """Tensors of `body` that the seeds reach, over every edge or only gradient-carrying ones."""
-    consumers = reach.index.of(body).consumers
-    seen = set(seeds)
-    queue = deque(seen)
-    while queue:
-        ref = queue.popleft()
-        for node, i in consumers.get(ref, ()):
-            for k in reach.outputs_from(body, node, i):
-                out = TensorRef(node.name, k)
-                if out not in seen:
-                    seen.add(out)
-                    queue.append(out)
-    return seen
-
-
 # The cuts that make a term of the loss train nothing by mistake (a stop_gradient is meant).
 _TERM_CUTS = frozenset({Reason.NON_DIFFERENTIABLE_OP, Reason.INTEGER_DTYPE, Reason.ZERO_GRADIENT})
 # Ops that carry a term's value on to the loss unchanged in kind: summed, averaged, reshaped,
@@ -167,7 +151,7 @@ def dead_loss_terms(
     blamed = {b.op for v in verdicts if v.dead for b in v.blockers}
     top = program.top_body
     sources = [v.source for v in program.variables if v.trainable and v.source is not None]
-    reached = functools.cache(lambda: _forward(top, sources, gradient))
+    reached = functools.cache(lambda: forward_reached(top, sources, gradient))
     found = []
     for node in top.nodes.values():
         if node.name in blamed or step_of(node).kind is not StepKind.PLAIN:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from gradcheck_cli.analysis.control_flow import (
@@ -13,7 +14,7 @@ from gradcheck_cli.analysis.control_flow import (
     set_bits,
     step_of,
 )
-from gradcheck_cli.analysis.reachability import Reachability
+from gradcheck_cli.analysis.reachability import Reachability, forward_reached
 from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import SHAPE_OPS
@@ -27,6 +28,37 @@ class CutFinder:
         self.program = program
         self.structural = structural
         self._inside: dict[tuple[str, frozenset[int]], list[Blocker]] = {}
+        self._reached: set[TensorRef] | None = None
+        self._layers: dict[str, str] | None = None
+
+    def _layer_of_scope(self) -> dict[str, str]:
+        """The layer each call scope belongs to, read off the ops that first use its variables:
+        Keras names a layer's variables by the layer (`net/dense/kernel`) and the ops of each
+        call by the call (`net_1/dense_1/MatMul`). Computed once, when a route first asks."""
+        if self._layers is None:
+            body = self.program.top_body
+            consumers = self.structural.index.of(body).consumers
+            found: dict[str, set[str]] = {}
+            for variable in self.program.variables:
+                layer = variable.name.rpartition("/")[0]
+                if variable.source is None or not layer:
+                    continue
+                for node in _first_users(variable.source, consumers):
+                    scope = node.name.rpartition("/")[0]
+                    if _calls(scope, layer):
+                        found.setdefault(scope, set()).add(layer)
+            self._layers = {s: next(iter(ls)) for s, ls in found.items() if len(ls) == 1}
+        return self._layers
+
+    def _trainable_reach(self) -> set[TensorRef]:
+        """The top body's tensors that some trainable variable's value reaches: walked once,
+        when a route first asks."""
+        if self._reached is None:
+            sources = [
+                v.source for v in self.program.variables if v.trainable and v.source is not None
+            ]
+            self._reached = forward_reached(self.program.top_body, sources, self.structural)
+        return self._reached
 
     def cuts(self, source: TensorRef) -> list[Blocker]:
         """Every cut between `source` and the loss in the top body and the functions it calls."""
@@ -53,7 +85,9 @@ class CutFinder:
         value_cuts = [
             replace(b, function=None) if b.function == body.name else b for b in value_cuts
         ]
-        path = trace.path(body, source, self.program.loss)
+        path = trace.path(
+            body, source, self.program.loss, self._trainable_reach, self._layer_of_scope
+        )
         edges = tuple(sorted(trace.edges.values(), key=_edge_key))
         essential = trace.essential(source.node, self.program.loss.node)
         if essential is None:
@@ -190,7 +224,14 @@ class _Trace:
         if cut is not None:
             self.cut_at.setdefault(node.name, cut)
 
-    def path(self, body: Body, source: TensorRef, loss: TensorRef) -> tuple[PathStep, ...]:
+    def path(
+        self,
+        body: Body,
+        source: TensorRef,
+        loss: TensorRef,
+        trainable_reach: Callable[[], set[TensorRef]],
+        layer_of_scope: Callable[[], dict[str, str]],
+    ) -> tuple[PathStep, ...]:
         names = [loss.node]
         while (
             names[-1] != source.node and names[-1] in self.parent and len(names) <= len(body.nodes)
@@ -201,10 +242,50 @@ class _Trace:
         steps = []
         for name in reversed(names):
             node = body.nodes[name]
+            reached = trainable_reach()
             steps.append(
-                PathStep(node.name, node.op_type, None, node.location, self.cut_at.get(name), node)
+                PathStep(
+                    node.name,
+                    node.op_type,
+                    None,
+                    node.location,
+                    self.cut_at.get(name),
+                    node,
+                    untrained_inputs=tuple(ref not in reached for ref in node.inputs),
+                    layer=layer_of_scope().get(node.name.rpartition("/")[0]),
+                )
             )
         return tuple(steps)
+
+
+def _calls(scope: str, layer: str) -> bool:
+    """True if `scope` is a call scope of `layer`: its last part is the layer's, or the layer's
+    with the number Keras gives each further call (`dense_1` for `dense`, `teacher_0_1`)."""
+    last, own = scope.rpartition("/")[2], layer.rpartition("/")[2]
+    return bool(last) and (last == own or re.sub(r"_\d+$", "", last) == own)
+
+
+# Ops a variable's value passes through before the op that uses it (a read, an identity).
+_READS = frozenset({"Identity", "ReadVariableOp", "Cast", "Enter"})
+
+
+def _first_users(
+    source: TensorRef, consumers: Mapping[TensorRef, Sequence[tuple[Node, int]]]
+) -> list[Node]:
+    """The ops that use a variable's value, past its reads."""
+    found = []
+    queue = deque([source])
+    seen = {source}
+    while queue:
+        for node, _ in consumers.get(queue.popleft(), ()):
+            if node.op_type not in _READS:
+                found.append(node)
+                continue
+            out = TensorRef(node.name, 0)
+            if out not in seen:
+                seen.add(out)
+                queue.append(out)
+    return found
 
 
 def _fewest_cuts(start: str, edges: dict[str, list[tuple[str, int]]]) -> dict[str, int]:

@@ -265,6 +265,22 @@ class Reachability:
                     grown.append(body.nodes[ref.node])
 
 
+def forward_reached(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> set[TensorRef]:
+    """Tensors of `body` that the seeds reach, over every edge or only gradient-carrying ones."""
+    consumers = reach.index.of(body).consumers
+    seen = set(seeds)
+    queue = deque(seen)
+    while queue:
+        ref = queue.popleft()
+        for node, i in consumers.get(ref, ()):
+            for k in reach.outputs_from(body, node, i):
+                out = TensorRef(node.name, k)
+                if out not in seen:
+                    seen.add(out)
+                    queue.append(out)
+    return seen
+
+
 def _live(node: Node, out_masks: list[int]) -> int:
     """The union of the masks of the outputs that can carry gradient (by their dtype)."""
     live = 0

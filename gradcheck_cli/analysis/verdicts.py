@@ -52,6 +52,12 @@ class PathStep:
     cut: Reason | None = None
     # The graph node itself (its output shapes, constant inputs), for the advice on fixes.
     node: Node | None = field(default=None, compare=False, repr=False)
+    # Per input of the node: True when no trainable variable's value reaches it (a constant, a
+    # placeholder, data), so that rewriting around the op takes no gradient from anything.
+    untrained_inputs: tuple[bool, ...] = field(default=(), compare=False, repr=False)
+    # The layer (as its variables are named) whose call made the op, where the op's name
+    # scope is a call scope (`net_1/dense_1`) that names it otherwise (`net/dense`).
+    layer: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -150,18 +150,28 @@ def _keeps(step: PathStep, verdict: VariableVerdict) -> bool:
 
 
 def _extends(step: PathStep, following: PathStep, verdict: VariableVerdict) -> bool:
-    """True if `following` goes on transforming `step`'s value with constants only."""
-    return following.cut is None and _keeps(following, verdict) and _alone(step, following)
+    """True if `following` goes on transforming `step`'s value with constants only (past the
+    last cut, a product with data would change the gradient the estimator passes)."""
+    return (
+        following.cut is None
+        and _keeps(following, verdict)
+        and _alone(step, following, constants_only=True)
+    )
 
 
-def _alone(step: PathStep, following: PathStep) -> bool:
-    """True if `following` reads nothing but `step`'s value and constants."""
+def _alone(step: PathStep, following: PathStep, *, constants_only: bool = False) -> bool:
+    """True if `following` reads nothing but `step`'s value and values no trainable variable
+    reaches (constants and, unless `constants_only`, placeholders, data): wrapping it takes no
+    gradient from anything."""
     node = following.node
     if node is None or len(node.constant_inputs) != len(node.inputs):
         return False
+    untrained = following.untrained_inputs
+    if constants_only or len(untrained) != len(node.inputs):
+        untrained = (False,) * len(node.inputs)
     return all(
-        constant
-        for ref, constant in zip(node.inputs, node.constant_inputs, strict=True)
+        constant or free
+        for ref, constant, free in zip(node.inputs, node.constant_inputs, untrained, strict=True)
         if ref.node != step.op
     )
 

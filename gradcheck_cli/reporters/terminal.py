@@ -315,7 +315,7 @@ def _route_text(name: str, route: tuple[PathStep, ...]) -> Text:
         if isinstance(item, int):
             text.append(f"… {item} ops …", style="dim")
             continue
-        step_scope = item.op.rpartition("/")[0]
+        step_scope = item.layer or item.op.rpartition("/")[0]
         if step_scope and step_scope != scope and step_scope.split("/")[-1] != item.op_type:
             text.append(f"[{step_scope}] ", style="dim")
         scope = step_scope

@@ -32,6 +32,7 @@ MODELS = {
     "argmax_value": "tests/scripts/argmax_as_value.py",
     "no_rewrite": "tests/scripts/no_rewrite_cases.py",
     "dice": "tests/scripts/thresholded_dice.py",
+    "fault_map_fed": "tests/scripts/fault_map_placeholder.py",
 }
 # The rewrites each model must be offered: (variable, the code that replaces the transform).
 EXPECTED = {
@@ -45,6 +46,9 @@ EXPECTED = {
     # A comparison cast to a float: the soft threshold, in a tf.cond lambda too.
     ("dice", "kernel"): "tf.sigmoid((normalized - 0.5) / 0.1)",
     ("cond_comparison", "threshold"): "tf.sigmoid((x - threshold) / 0.1)",
+    # A placeholder among the transform's inputs (the fault map) does not block the rewrite.
+    ("fault_map_fed", "weights_i"): "weights_i + tf.stop_gradient("
+    "tf.multiply(1.0 / 268435456.0, weights_fl) - weights_i)",
 }
 
 
