@@ -63,11 +63,12 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
             status = Status.FROZEN
         elif source is None:
             status = Status.UNUSED
-            unreached = (
-                Unreached.FROZEN_BEFORE_TRACING
-                if variable.read_before_tracing is not None
-                else Unreached.NEVER_READ
-            )
+            if variable.read_before_tracing is not None:
+                unreached = Unreached.FROZEN_BEFORE_TRACING
+            elif variable.unread_by_tape:
+                unreached = Unreached.NOT_READ_BY_TAPE
+            else:
+                unreached = Unreached.NEVER_READ
         elif gradient.get(source, 0):
             status = Status.OK
             if cuts_of_live:

@@ -27,6 +27,8 @@ class Unreached(str, enum.Enum):
     READ_NOT_REACHING = "read_not_reaching"  # read, but nothing computed from it reaches the loss
     # read outside the loss before tracing; the value computed from it is a constant in the graph
     FROZEN_BEFORE_TRACING = "frozen_before_tracing"
+    # an eager step: the tape never saw it read (a forward pass before the tape opened)
+    NOT_READ_BY_TAPE = "not_read_by_tape"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gradcheck_cli.analysis.verdicts import Blocker, Unreached, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.selection import selection_use
-from gradcheck_cli.findings.source import SourceLines, assigned_name
+from gradcheck_cli.findings.source import SourceLines, assigned_layer, assigned_name
 from gradcheck_cli.findings.thresholds import THRESHOLDS, soft_threshold, threshold_fix
 from gradcheck_cli.findings.transform_source import (
     Rewrite,
@@ -54,13 +54,19 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
                 f"compute the value from {name} inside the loss function (move line "
                 f"{read.line} into it), so that every call reads {name} itself"
             )
+        if verdict.unreached is Unreached.NOT_READ_BY_TAPE:
+            return (
+                f"run the forward pass that reads {name} (the call of its model or layer) "
+                "inside the `with tf.GradientTape() as tape:` block, so that the tape records "
+                "it; if it is not meant to train, leave it out of the gradient request"
+            )
         if owner is not None and verdict.unreached is Unreached.READ_NOT_REACHING:
             return (
                 f"nothing the loss uses depends on layer {owner}'s output: give that output a "
                 f"loss (compile(loss={{...}})) or remove the layer; if it is meant to stay "
                 "untrained, set its trainable attribute to False"
             )
-        attribute = assigned_name(source.line(verdict.location))
+        attribute = assigned_layer(source.line(verdict.location))
         if owner is not None and attribute is not None and verdict.path not in (None, verdict.name):
             return (
                 f"call {attribute} in the forward pass, or delete it; if it is meant to stay "

@@ -188,25 +188,39 @@ def _unused_networks(intent: Intent, verdicts: tuple[VariableVerdict, ...]) -> N
     another loss trains it. The error stays; the advice says to look there first."""
     if not any(v.status is Status.OK for v in verdicts):
         return
-    networks: dict[str, list[VariableVerdict]] = {}
+    # A network by its name scope (`discriminator/dense/kernel`), else by the attribute that
+    # holds it (`discriminator.layers[1].kernel`: Keras 3 leaves the model out of the names).
+    networks: dict[tuple[str, str], list[VariableVerdict]] = {}
     for verdict in verdicts:
-        if verdict.trainable and verdict.name.count("/") >= 2:
-            networks.setdefault(verdict.name.partition("/")[0], []).append(verdict)
-    for network, members in networks.items():
+        if not verdict.trainable:
+            continue
+        if verdict.name.count("/") >= 2:
+            networks.setdefault((verdict.name.partition("/")[0], "/*"), []).append(verdict)
+        elif (holder := _holder(verdict)) is not None:
+            networks.setdefault((holder, ".*"), []).append(verdict)
+    for (network, glob), members in networks.items():
         inside = {v.name for v in members}
-        if any(
-            _in_scope(v.name, network) for v in verdicts if v.trainable and v.name not in inside
-        ):
+        others = [v for v in verdicts if v.trainable and v.name not in inside]
+        if any(_in_scope(v.name, network) or _holder(v) == network for v in others):
             continue
         if not all(v.status is Status.UNUSED and v.unreached in _ANOTHER_LOSS for v in members):
             continue
         fix = (
             f"if another loss trains {network} (a GAN discriminator, a critic, a probe), check "
-            f'that loss, or accept it with allow-dead = ["{network}/*"]; if not, call '
+            f'that loss, or accept it with allow-dead = ["{network}{glob}"]; if not, call '
             f"{network} in the forward pass, or delete it"
         )
         for verdict in members:
             intent.fixes.setdefault(verdict.name, fix)
+
+
+def _holder(verdict: VariableVerdict) -> str | None:
+    """The attribute that holds a variable's model, from its attribute path
+    (`discriminator` for `discriminator.layers[1].kernel`), when it has one."""
+    path = verdict.path
+    if not path or path == verdict.name or "." not in path:
+        return None
+    return re.split(r"[.\[]", path, maxsplit=1)[0] or None
 
 
 def trained_elsewhere(reports: Sequence[Report]) -> list[Report]:

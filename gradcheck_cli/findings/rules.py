@@ -545,6 +545,11 @@ UNREACHED_WORDS = {
         "the loss function never reads it; it was read outside the loss, before tracing, and "
         "the value computed from it was frozen into the graph as a constant"
     ),
+    Unreached.NOT_READ_BY_TAPE: (
+        "the tape never saw it read: nothing between `with tf.GradientTape()` and the gradient "
+        "request reads it, and a value computed from it before the tape opened is a constant "
+        "to the tape"
+    ),
 }
 
 

@@ -74,6 +74,23 @@ def assigned_name(code: str | None) -> str | None:
     return match.group(1) if match else None
 
 
+def assigned_layer(code: str | None) -> str | None:
+    """The name a creation line gives the layer it builds (`self.proj` for `self.proj =
+    layers.Dense(4)`), None when it names the layer's output (`x = layers.Dense(4)(inputs)`)."""
+    name = assigned_name(code)
+    if name is None or code is None:
+        return None
+    try:
+        tree = ast.parse(code.strip())
+    except SyntaxError:
+        return name
+    statement = tree.body[0] if len(tree.body) == 1 else None
+    value = statement.value if isinstance(statement, ast.Assign) else None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Call):
+        return None  # a layer called at once: the name holds a tensor
+    return name
+
+
 def assignment(code: str | None) -> tuple[str, str] | None:
     """(target, value source) of a one-line assignment, with an outer tf.stop_gradient removed."""
     if code is None:

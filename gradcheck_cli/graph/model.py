@@ -156,6 +156,9 @@ class Variable:
     # Where the variable was read eagerly outside the loss (at import, in `build()`), when the
     # loss captured a value computed from that read: a constant to the loss, not the variable.
     read_before_tracing: SourceLocation | None = None
+    # An eager step rebuilt from the ops its tape recorded, that the tape never saw read: a
+    # forward pass run before the tape opened is a constant to the tape.
+    unread_by_tape: bool = False
 
 
 class CustomGradient(str, enum.Enum):

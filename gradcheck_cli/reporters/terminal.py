@@ -253,7 +253,9 @@ def _unused_layer_reason(first: VariableVerdict) -> str:
     """Why a layer's weights never reach the loss, in the words of a layer."""
     if first.unreached is Unreached.READ_NOT_REACHING:
         return "its output is not used by this loss: nothing the loss computes depends on it"
-    return "built but never called in the forward pass: the loss never reads its weights"
+    if first.unreached in (Unreached.NOT_READ_BY_TAPE, Unreached.FROZEN_BEFORE_TRACING):
+        return f"never reaches the loss: {why_unused(first)}"
+    return "not called in this loss's forward pass: the loss never reads its weights"
 
 
 def _write_side_cuts(console: Console, report: Report, verdict: VariableVerdict) -> None:

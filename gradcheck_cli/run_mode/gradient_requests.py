@@ -305,7 +305,10 @@ def reconstructed_request(
         return step.handle_nodes.get(_handle_of(variable))
 
     records = [
-        TracedVariable(replace(model, name=recorded.name), node=node(variable))
+        TracedVariable(
+            replace(model, name=recorded.name, unread_by_tape=node(variable) is None),
+            node=node(variable),
+        )
         for (variable, model), recorded in zip(described, eager.variables)
     ]
     context = [

@@ -135,7 +135,7 @@ def test_a_bias_less_layer_is_told_like_a_layer_with_a_bias() -> None:
     assert "unused layer model/pooler (model.pooler): kernel, bias" in with_bias
     assert "unused layer model/proj (model.proj): kernel" in without
     for text in (with_bias, without):
-        assert "built but never called in the forward pass" in text
+        assert "not called in this loss's forward pass" in text
         assert "never reaches the loss:" not in text
 
 

@@ -118,6 +118,31 @@ def test_a_model_built_inside_the_tape_is_rebuilt_with_its_cut(tmp_path: Path) -
     assert all(gradient is not None for gradient in _gradients_of(fixed).values())
 
 
+def test_a_model_called_before_the_tape_is_told_so(tmp_path: Path) -> None:
+    script = SCRIPTS / "called_before_tape.py"
+    code, out, err = invoke(run_command, [str(script), "-f", "json"])
+    assert code == 1, err
+    report = json.loads(out)
+    assert report["source"]["loss"].endswith(f"({REBUILT})")
+    assert {v["status"] for v in report["variables"]} == {"unused"}
+    (finding, *_) = [f for f in report["findings"] if f["code"] == "GC108"]
+    assert "the tape never saw it read" in finding["message"]
+    assert "built but never called" not in out
+    fix = report["variables"][0]["fix"]
+    assert "inside the `with tf.GradientTape() as tape:` block" in fix
+    # TensorFlow: no weight gets a gradient; with the call moved inside the tape, all do.
+    assert all(gradient is None for gradient in _gradients_of(script).values())
+    fixed = tmp_path / "fixed.py"
+    text = script.read_text().replace("pred = model(x)\n", "")
+    fixed.write_text(
+        text.replace(
+            "loss = tf.reduce_mean(tf.square(pred - y))",
+            "loss = tf.reduce_mean(tf.square(model(x) - y))",
+        )
+    )
+    assert all(gradient is not None for gradient in _gradients_of(fixed).values())
+
+
 def test_the_recorder_rebuilds_only_what_it_kept_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     import tensorflow as tf
 
