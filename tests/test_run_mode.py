@@ -157,6 +157,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
             *("run", str(SCRIPTS / "crashes_before_training.py"), "-q")
         ],
         ("static", "faulty_weights_tf1"): [str(SEED), "--loss", "loss", "-f", "json"],
+        ("run", "deep_dream"): ["run", str(SCRIPTS / "deep_dream.py")],
     }
     jobs.update({("run", case.name): _gradcheck_run(case) for case in CASES})
     done = {
@@ -271,6 +272,15 @@ def test_script_that_never_asks_for_gradients_times_out(runs: Runs) -> None:
     assert finished.returncode == 2
     assert "did not ask TensorFlow for gradients within 2 s" in finished.stderr
     assert "Traceback" not in finished.stderr + finished.stdout
+
+
+def test_gradients_with_respect_to_tensors_only_are_told_as_such(runs: Runs) -> None:
+    finished = runs.finished("run", "deep_dream")
+    line = _line_of(SCRIPTS / "deep_dream.py", "tape.gradient(activation, img)")
+    assert finished.returncode == 2
+    assert "with respect to tensors only, never a trainable variable" in finished.stderr
+    assert f"GradientTape.gradient at line {line} (6 requests)" in finished.stderr
+    assert "no GradientTape.gradient" not in finished.stderr
 
 
 def test_script_that_raises_shows_its_traceback(runs: Runs) -> None:

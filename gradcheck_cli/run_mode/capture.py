@@ -41,6 +41,10 @@ class Capture:
     run_on: bool = False
     created: CreatedVariables = field(default_factory=CreatedVariables)
     requests: list[GradientRequest] = field(default_factory=list)
+    # Gradient requests with respect to tensors only, no variable (a deep dream's image, an
+    # adversarial input): (API, where), the first ones, and how many there were.
+    tensor_requests: list[tuple[str, SourceLocation | None]] = field(default_factory=list)
+    tensor_request_count: int = 0
     delivered: bool = False
     _patches: list[_Patch] = field(default_factory=list)
     _busy: int = 0  # inside one of gradcheck's own calls: TensorFlow's nested calls are its own
@@ -120,6 +124,8 @@ class Capture:
 
         variables = gradient_requests.variables_of(sources)
         if self._busy or self.delivered or not variables:
+            if not self._busy and not self.delivered:
+                self._tensors_only("GradientTape.gradient")
             return original(tape, target, sources, *args, **kwargs)
         location = _caller_location()
         label = _label("GradientTape.gradient", location)
@@ -168,6 +174,7 @@ class Capture:
             return original(*args, **kwargs)
         variables = gradient_requests.graph_variables_of(bound["xs"])
         if not variables:
+            self._tensors_only(_graph_api())
             return original(*args, **kwargs)
         location = _caller_location()
         api = _graph_api()
@@ -194,6 +201,12 @@ class Capture:
             return original(*args, **kwargs)
         finally:
             self._busy -= 1
+
+    def _tensors_only(self, api: str) -> None:
+        """A request for gradients with respect to tensors alone: no variable to check."""
+        self.tensor_request_count += 1
+        if len(self.tensor_requests) < 3:
+            self.tensor_requests.append((api, _caller_location()))
 
     def _record(self, request: GradientRequest, variables: list[tuple[int, Any]]) -> None:
         self.requests.append(request)

@@ -36,13 +36,14 @@ def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> 
     except SystemExit as exit_:
         if not capture.requests and not capture.delivered:
             raise GradcheckError(
-                f"{path} exited (sys.exit({exit_.code})) before it asked TensorFlow for gradients"
+                f"{_shown(path)} exited (sys.exit({exit_.code})) before it asked TensorFlow "
+                "for gradients"
             ) from None
     except BaseException as error:  # the script's own failure: its traceback, then one line
         from gradcheck_cli.tracing.traced import exception_location
 
         where = exception_location(error)
-        at = f" at {where}" if where else ""
+        at = f" at {_shown(Path(where.file))}:{where.line}" if where else ""
         if capture.delivered:
             _print_script_traceback(error, path)
             return
@@ -63,17 +64,36 @@ def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> 
             "run without -q to see its traceback" if hidden else "its traceback is above"
         )
         raise GradcheckError(
-            f"{path} raised {type(error).__name__}{at} before it asked TensorFlow for gradients: "
-            f"{error} ({where_traceback})"
+            f"{_shown(path)} raised {type(error).__name__}{at} before it asked TensorFlow for "
+            f"gradients: {error} ({where_traceback})"
         ) from None
     if capture.delivered:
         return
+    if not capture.requests and capture.tensor_requests:
+        api, location = capture.tensor_requests[0]
+        where = f" at line {location.line}" if location is not None else ""
+        count = capture.tensor_request_count
+        times = f" ({count} requests)" if count > 1 else ""
+        raise GradcheckError(
+            f"{_shown(path)} ran to its end asking TensorFlow for gradients with respect to "
+            f"tensors only, never a trainable variable: {api}{where}{times}; gradcheck checks the "
+            "variables a training step trains, and this script trains none (a deep dream or "
+            "an adversarial input changes an input, not a weight)"
+        )
     if not capture.requests:
         raise GradcheckError(
-            f"{path} ran to its end without asking TensorFlow for gradients: no "
+            f"{_shown(path)} ran to its end without asking TensorFlow for gradients: no "
             "GradientTape.gradient, tf.gradients, Optimizer.minimize or Model.fit was called"
         )
     _finish(capture)
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would write it: relative to the working folder when inside it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _finish(capture: Capture) -> None:
