@@ -36,6 +36,7 @@ HEAVY = (
     "tests/findings/test_dead_loss_terms.py",
     "tests/findings/test_essential_cuts.py",
     "tests/findings/test_fix_rewrites.py",
+    "tests/findings/test_override_maps.py",
     "tests/findings/test_unused_networks.py",
     "tests/keras_models/test_keras_models.py",
     "tests/run_mode/test_eager_recording.py",

@@ -12,6 +12,7 @@ from gradcheck_cli.findings.transform_source import (
     estimator_inside,
     straight_through_rewrite,
 )
+from gradcheck_cli.protos.missed_overrides import MISSED_OVERRIDE
 
 # Ops that transform values (quantize, round, flip bits): the straight-through estimator keeps
 # the transformed value forward and passes the gradient through unchanged backward.
@@ -83,6 +84,9 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
         )
     if verdict.blockers[0].reason is Reason.LEFT_TENSORFLOW:
         return "compute the loss with TensorFlow ops only: no .numpy(), float() or NumPy on tensors"
+    missed = missed_override_fix(verdict)
+    if missed is not None:
+        return missed
     types = {b.op_type for b in verdict.blockers}
     if types & _SELECTIONS:
         return selection_fix(verdict, name, source)
@@ -92,6 +96,34 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
         return threshold_fix(verdict, name, source)
     first = verdict.blockers[0]
     return blocker_fix(first, name)
+
+
+def missed_override_fix(verdict: VariableVerdict) -> str | None:
+    """A cut made under a gradient_override_map that does not key its op type (`"Floor"` over
+    a tf.round): the map is the bug, and the key it needs is the op's type."""
+    for step in verdict.route:
+        node = step.node
+        # A stop_gradient under the map is meant to stop: the map is for the other cut.
+        wanted = step.cut is not None and step.cut is not Reason.STOP_GRADIENT
+        missed = node.attrs.get(MISSED_OVERRIDE) if node is not None and wanted else None
+        if not isinstance(missed, tuple):
+            continue
+        mapping, _, line = missed
+        where = f" at line {line}" if line else ""
+        keys = ", ".join(f'"{key}": "{value}"' for key, value in mapping)
+        values = {value for _, value in mapping}
+        fix = (
+            f"the gradient_override_map{where} keys {{{keys}}}, but the op that cuts is "
+            f"{step.op_type}: TensorFlow looks a gradient up by the op's type, so the map never "
+            f'applies to it; key it by "{step.op_type}"'
+        )
+        if len(values) == 1:
+            fix += f' ({{"{step.op_type}": "{next(iter(values))}"}})'
+        stops = [b for b in verdict.blockers if b.reason is Reason.STOP_GRADIENT]
+        if stops:
+            fix += f", and remove the tf.stop_gradient{_at(stops[-1])}"
+        return fix
+    return None
 
 
 def offered_rewrite(verdict: VariableVerdict, source: SourceLines) -> Rewrite | None:

@@ -22,6 +22,11 @@ from gradcheck_cli.graph.model import (
 )
 from gradcheck_cli.protos.constant_inputs import mark_constant_inputs
 from gradcheck_cli.protos.limits import ExpansionBudget, Refused, malformed
+from gradcheck_cli.protos.missed_overrides import (
+    MISSED_OVERRIDE,
+    MISSED_OVERRIDE_ATTR,
+    missed_override,
+)
 from gradcheck_cli.protos.tf_protos import dtype_name, node_defs, protos
 from gradcheck_cli.source_code.op_expressions import line_inside_lambda
 
@@ -252,6 +257,10 @@ class GraphBuilder:
                 attrs[key] = dtype_name(value.type) if value.HasField("type") else value.b
         if op in _INDEX_OPS:
             attrs.update(self._index_attrs(node_def))
+        if MISSED_OVERRIDE_ATTR in present:
+            missed = missed_override(node_attrs[MISSED_OVERRIDE_ATTR].s)
+            if missed is not None:
+                attrs[MISSED_OVERRIDE] = missed
         if op == "Const" and "value" in present:
             constant = _constant(node_attrs["value"].tensor)
             if constant is not None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.run_mode.capture import Capture, CaptureFailed, ScriptStopped
+from gradcheck_cli.tracing.override_maps import recording_override_maps
 from gradcheck_cli.worker import progress
 from gradcheck_cli.worker.protocol import RunResult, WorkerRequest
 
@@ -26,7 +27,8 @@ def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> 
     sys.path.insert(0, str(path.parent))
     progress.say(f"running {path.name} up to its first training step...")
     try:
-        _run_as_main(path)
+        with recording_override_maps():
+            _run_as_main(path)
     except ScriptStopped:
         return
     except CaptureFailed as failure:

@@ -16,6 +16,7 @@ from gradcheck_cli.tracing.function_tracing import concrete_function, trace_loss
 from gradcheck_cli.tracing.keras_models import is_keras_model, trace_keras_model
 from gradcheck_cli.tracing.keras_weights import keras_weights, track_keras_weights
 from gradcheck_cli.tracing.loss_finding import SCRIPT_RUN_NAME, find_loss, is_graph_tensor
+from gradcheck_cli.tracing.override_maps import recording_override_maps
 from gradcheck_cli.worker import progress
 from gradcheck_cli.worker.protocol import EagerResult, Traced
 
@@ -36,7 +37,7 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
     sys.argv = [str(path)]
     sys.path.insert(0, str(path.parent.resolve()))
     tracked = track_keras_weights(path)
-    with tf.variable_creator_scope(record):
+    with tf.variable_creator_scope(record), recording_override_maps():
         with recording_eager_reads() as reads:
             namespace = _run(path)
         name, value = find_loss(namespace, loss, path)

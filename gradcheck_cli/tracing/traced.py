@@ -101,6 +101,11 @@ def traced_function(
     existing = {f.signature.name for f in library.function}
     if fdef.signature.name not in existing:
         library.function.add().CopyFrom(fdef)
+    from gradcheck_cli.tracing.override_maps import mark_missed_overrides
+
+    for function in library.function:
+        if function.signature.name == fdef.signature.name:
+            mark_missed_overrides(graph, function.node_def)
     arg_of_internal = {id(t): i for i, t in enumerate(graph.inputs)}
     arg_of_handle = {
         id(external): arg_of_internal.get(id(internal)) for external, internal in graph.captures
@@ -335,9 +340,11 @@ def graph_protos(
         inner = getattr(function, "graph", None)
         if inner is not None:
             graphs.extend(function_graphs(inner, fn_name))
-    return graph_def_protos(
-        graph.as_graph_def(), graphs, loss_name, records, _static_shape(loss), loss.name
-    )
+    from gradcheck_cli.tracing.override_maps import mark_missed_overrides
+
+    graph_def = graph.as_graph_def()
+    mark_missed_overrides(graph, graph_def.node)
+    return graph_def_protos(graph_def, graphs, loss_name, records, _static_shape(loss), loss.name)
 
 
 def graph_def_protos(
