@@ -24,7 +24,7 @@ from gradcheck_cli.analysis.verdicts import (
 )
 from gradcheck_cli.differentiability.rules import is_assign_op
 from gradcheck_cli.graph.memory import without_cyclic_gc
-from gradcheck_cli.graph.model import Program, TensorRef
+from gradcheck_cli.graph.model import Program, SourceLocation, TensorRef
 
 
 def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
@@ -59,6 +59,7 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
         subgraph: tuple[Edge, ...] = ()
         remaining: tuple[Blocker, ...] = ()
         side_cuts: tuple[Blocker, ...] = ()
+        read_at = None
         if not variable.trainable:
             status = Status.FROZEN
         elif source is None:
@@ -104,7 +105,7 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
                     blockers = tuple(b for b in blockers if b.reason is Reason.STOP_GRADIENT)
         else:
             status = Status.UNUSED
-            unreached = _why_unused(program, source)
+            unreached, read_at = _why_unused(program, source)
         verdicts.append(
             VariableVerdict(
                 variable,
@@ -115,6 +116,7 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
                 subgraph=subgraph,
                 cuts_without_stop_gradient=remaining,
                 side_cuts=side_cuts,
+                read_at=read_at,
             )
         )
     judged = tuple(verdicts)
@@ -126,11 +128,13 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
     return Analysis(judged, concerns, stop_gradient_shapes(program, verdicts))
 
 
-def _why_unused(program: Program, source: TensorRef) -> Unreached:
+def _why_unused(program: Program, source: TensorRef) -> tuple[Unreached, SourceLocation | None]:
+    """Why a variable the loss receives never reaches it, and where the loss first reads it."""
     body = program.top_body
     readers = [n for n in body.nodes.values() if source in n.inputs]
     if readers and all(is_assign_op(n.op_type) for n in readers):
-        return Unreached.ONLY_ASSIGNED
+        return Unreached.ONLY_ASSIGNED, None
     if readers:
-        return Unreached.READ_NOT_REACHING
-    return Unreached.RECEIVED_NOT_READ
+        located = [n.location for n in readers if n.location is not None]
+        return Unreached.READ_NOT_REACHING, located[0] if located else None
+    return Unreached.RECEIVED_NOT_READ, None

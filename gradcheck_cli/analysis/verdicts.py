@@ -96,6 +96,8 @@ class VariableVerdict:
     cuts_without_stop_gradient: tuple[Blocker, ...] = ()
     # Cuts on the variable's other paths to the loss: removing them alone would not train it.
     side_cuts: tuple[Blocker, ...] = ()
+    # An unused variable the loss reads (READ_NOT_REACHING): where it reads it first.
+    read_at: SourceLocation | None = None
 
     # The variable's own name, Keras path, trainability, dtype, shape and creation line.
     name = _of_variable("name")

@@ -7,8 +7,8 @@ from dataclasses import dataclass, replace
 
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.findings.advice.fixes import dead_term_fix
 from gradcheck_cli.findings.finding import Finding
-from gradcheck_cli.findings.fixes import dead_term_fix
 from gradcheck_cli.findings.report import Verification
 from gradcheck_cli.findings.rules import (
     FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER,

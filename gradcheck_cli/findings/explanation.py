@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from gradcheck_cli.analysis.verdicts import Blocker, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.findings.fixes import variable_fix
+from gradcheck_cli.findings.advice.fixes import variable_fix
 from gradcheck_cli.findings.source import SourceLines
 
 

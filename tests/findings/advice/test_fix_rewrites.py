@@ -4,7 +4,7 @@ has no code. Also the golden reports of the TF2 sample's quantizer fix and of a 
 inside a tf.cond lambda.
 
 Regenerate the golden files after an intended change with:
-    python -m pytest tests/findings/test_fix_rewrites.py --update-goldens
+    python -m pytest tests/findings/advice/test_fix_rewrites.py --update-goldens
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from gradcheck_cli.findings.fixes import offered_rewrite
+from gradcheck_cli.findings.advice.fixes import offered_rewrite
+from gradcheck_cli.findings.advice.transform_source import Rewrite
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.source import SourceLines
-from gradcheck_cli.findings.transform_source import Rewrite
 from tests import forked_python
 from tests.golden import assert_matches_golden, fixed_machine, golden_terminal
 from tests.shared_checks import RepositoryChecks
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PROBE = "tests.findings.gradient_probe"
 MODELS = {
     "quantizer": "sample_models/module_tf2.py",

@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 
 from gradcheck_cli.analysis.verdicts import VariableVerdict
+from gradcheck_cli.findings.advice.transform_source import Rewrite, expression_at
 from gradcheck_cli.findings.source import SourceLines
-from gradcheck_cli.findings.transform_source import Rewrite, expression_at
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.source_code.op_expressions import called_name
 

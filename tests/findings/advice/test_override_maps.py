@@ -13,7 +13,7 @@ from gradcheck_cli import check
 from gradcheck_cli.findings.report import Report
 from tests import forked_python
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCRIPT = REPO / "tests" / "scripts" / "override_wrong_key.py"
 PROBE = "tests.findings.gradient_probe"
 WRONG = '{"Floor": "Identity"}'

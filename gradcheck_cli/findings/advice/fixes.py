@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from gradcheck_cli.analysis.verdicts import Blocker, Unreached, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.findings.selection import selection_use
-from gradcheck_cli.findings.source import SourceLines, assigned_layer, assigned_name
-from gradcheck_cli.findings.thresholds import THRESHOLDS, soft_threshold, threshold_fix
-from gradcheck_cli.findings.transform_source import (
+from gradcheck_cli.findings.advice.overwrites import overwritten_output
+from gradcheck_cli.findings.advice.selection import selection_use
+from gradcheck_cli.findings.advice.thresholds import THRESHOLDS, soft_threshold, threshold_fix
+from gradcheck_cli.findings.advice.transform_source import (
     Rewrite,
     estimator_inside,
     straight_through_rewrite,
 )
+from gradcheck_cli.findings.source import SourceLines, assigned_layer, assigned_name
 from gradcheck_cli.protos.missed_overrides import MISSED_OVERRIDE
 
 # Ops that transform values (quantize, round, flip bits): the straight-through estimator keeps
@@ -37,6 +38,9 @@ _TRANSFORMS = frozenset(
     }
 )
 _SELECTIONS = frozenset({"ArgMax", "ArgMin"})
+# A count of right answers: predictions rounded or thresholded, then compared with the labels.
+_EQUALITIES = frozenset({"Equal", "NotEqual"})
+_COUNTING = _EQUALITIES | THRESHOLDS | {"Round", "Rint", "Floor", "Ceil", "Cast", "Sign"}
 
 
 def python_name(verdict: VariableVerdict, source: SourceLines) -> str:
@@ -60,6 +64,17 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
                 f"run the forward pass that reads {name} (the call of its model or layer) "
                 "inside the `with tf.GradientTape() as tape:` block, so that the tape records "
                 "it; if it is not meant to train, leave it out of the gradient request"
+            )
+        overwrite = (
+            overwritten_output(source, verdict.read_at)
+            if verdict.unreached is Unreached.READ_NOT_REACHING
+            else None
+        )
+        if overwrite is not None:
+            return (
+                f"the output of {overwrite.call} at line {overwrite.line} ({overwrite.target}) "
+                f"is overwritten at line {overwrite.again} before anything reads it: pass "
+                f"{overwrite.target} on to the computation that follows, or remove the layer"
             )
         if owner is not None and verdict.unreached is Unreached.READ_NOT_REACHING:
             return (
@@ -90,6 +105,8 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
     types = {b.op_type for b in verdict.blockers}
     if types & _SELECTIONS:
         return selection_fix(verdict, name, source)
+    if types & _EQUALITIES and types <= _COUNTING:
+        return count_fix(verdict, name)
     if types <= _TRANSFORMS:
         return straight_through(verdict, name, source)
     if types <= THRESHOLDS:
@@ -185,6 +202,19 @@ def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -
         return f"{lead}:\n    {rewrite.target} = {rewrite.replacement}"
     return (
         f"{lead}: at line {line}, in place of {rewrite.original}, write\n    {rewrite.replacement}"
+    )
+
+
+def count_fix(verdict: VariableVerdict, name: str) -> str:
+    """Predictions rounded (or thresholded), then compared with the labels: the loss counts
+    right answers, which has no gradient whatever is made soft."""
+    equal = next(b for b in verdict.blockers if b.op_type in _EQUALITIES)
+    return (
+        f"the loss counts right answers (the {equal.op_type}{_at(equal)} compares rounded "
+        "predictions with the labels), and a count has no gradient: train "
+        f"{name} on a differentiable loss of the predictions themselves "
+        "(tf.keras.losses.binary_crossentropy(labels, predictions) for 0/1 labels, a softmax "
+        "cross-entropy for classes) and keep the count as a metric"
     )
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 
 from gradcheck_cli.analysis.verdicts import PathStep, VariableVerdict
+from gradcheck_cli.findings.advice.transform_source import Rewrite
 from gradcheck_cli.findings.source import SourceLines
-from gradcheck_cli.findings.transform_source import Rewrite
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.source_code.op_expressions import called_name, statement_at
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gradcheck_cli.analysis.analyse import analyse
 from gradcheck_cli.analysis.verdicts import VariableVerdict
-from gradcheck_cli.findings.transform_source import _Frame, _parting, estimator_inside
+from gradcheck_cli.findings.advice.transform_source import _Frame, _parting, estimator_inside
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.source_code.op_expressions import line_inside_lambda
 from tests.graph_factory import BodyFactory, program
