@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,19 +99,48 @@ def _parsed_file(path: str) -> ast.Module | None:
         return None
 
 
+def _in_branch(statement: ast.stmt, op_type: str, branch: int) -> list[int]:
+    """The lines of `op_type` ops in the lambda a tf.cond of `statement` takes for `branch`
+    (its second or third argument, or true_fn= / false_fn=)."""
+    lines: list[int] = []
+    for node in ast.walk(statement):
+        if not isinstance(node, ast.Call) or called_name(node.func) != "cond":
+            continue
+        chosen = [*node.args[1:3]][branch : branch + 1]
+        chosen += [k.value for k in node.keywords if _BRANCH_KEYWORDS.get(k.arg or "") == branch]
+        for candidate in chosen:
+            if isinstance(candidate, ast.Lambda):
+                lines += [n.lineno for n in ast.walk(candidate.body) if creates(n, op_type)]
+    return lines
+
+
 def lambda_bodies(statement: ast.AST) -> Iterator[ast.AST]:
     for node in ast.walk(statement):
         if isinstance(node, ast.Lambda):
             yield node.body
 
 
-def line_inside_lambda(location: SourceLocation, op_type: str) -> SourceLocation:
+# TensorFlow names a tf.cond's branch functions `cond_true_12` and `cond_false_13`.
+_BRANCH = re.compile(r"^cond_(true|false)_\d+$")
+_BRANCH_KEYWORDS = {"true_fn": 0, "false_fn": 1}
+
+
+def branch_of(function: str) -> int | None:
+    """0 for a tf.cond's true branch function, 1 for its false one, None for any other."""
+    found = _BRANCH.match(function)
+    return None if found is None else (0 if found.group(1) == "true" else 1)
+
+
+def line_inside_lambda(
+    location: SourceLocation, op_type: str, branch: int | None = None
+) -> SourceLocation:
     """The line of the op itself when `location` is a statement whose lambda created it.
 
     Autograph writes a converted statement, lambdas included, on one generated line, so
     TensorFlow maps every op of a `tf.cond(..., lambda: ...)` to the statement's first line; the
     caller frame on that same line betrays the lambda. The op's expression, when it is the only
-    one of its type inside the statement's lambdas, names the right line.
+    one of its type inside the statement's lambdas (or inside the lambda of its `branch` of a
+    tf.cond), names the right line.
     """
     callers = location.callers
     outer = callers[-1] if callers else None
@@ -126,6 +156,8 @@ def line_inside_lambda(location: SourceLocation, op_type: str) -> SourceLocation
         for node in ast.walk(body)
         if creates(node, op_type)
     ]
+    if len(lines) > 1 and branch is not None:
+        lines = _in_branch(statement, op_type, branch)
     if len(lines) != 1:
         return location
     return SourceLocation(location.file, lines[0], location.function, callers)

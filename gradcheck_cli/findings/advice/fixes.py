@@ -180,8 +180,15 @@ def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -
                 f"the cut is intended, make {name} non-trainable (trainable=False) or accept it "
                 "with allow-dead"
             )
+        lines = sorted({b.location.line for b in verdict.blockers if b.location is not None})
+        # Cuts in several places (both branches of a tf.cond): each transform, by its line.
+        transform = (
+            f"each transform (lines {_listed([str(line) for line in lines])})"
+            if len(lines) > 1 and any(b.function for b in verdict.blockers)
+            else "the transform"
+        )
         return (
-            f"to use the transformed value forward and still train {name}, wrap the transform "
+            f"to use the transformed value forward and still train {name}, wrap {transform} "
             "in a straight-through estimator (the value forward, the identity gradient "
             f"backward); gradcheck writes no code for it, as {rewrite}"
         )
@@ -301,3 +308,7 @@ def dead_term_fix(op_type: str) -> str:
             f"{op_type} (x + tf.stop_gradient(q(x) - x), q being the transform){_AS_METRIC}"
         )
     return f"if the term should train the model, write it with differentiable ops{_AS_METRIC}"
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

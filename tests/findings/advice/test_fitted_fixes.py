@@ -5,6 +5,7 @@ predictions, an overwritten layer output is passed on."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ def reports(repository_checks: RepositoryChecks) -> dict[str, Report]:
 
 
 def _line(path: str, text: str) -> int:
-    lines = (REPO / path).read_text().splitlines()
+    lines = (REPO / path).read_text().splitlines()  # an absolute path stays as it is
     return next(number for number, line in enumerate(lines, 1) if text in line)
 
 
@@ -79,3 +80,30 @@ def _first_layer_gradients(path: Path) -> list[Any]:
         value = module.loss()
     gradients: list[Any] = tape.gradient(value, weights)
     return gradients
+
+
+COND = REPO / "tests" / "scripts" / "cond_both_branches.py"
+PROBE = "tests.findings.gradient_probe"
+
+
+def test_a_cut_in_both_branches_of_a_cond_is_told_at_both_lines(tmp_path: Path) -> None:
+    from gradcheck_cli import check
+    from tests import forked_python
+
+    report = check(str(COND), "loss")
+    (w,) = report.dead
+    lines = [
+        _line(str(COND), "lambda: tf.round(w * x)"),
+        _line(str(COND), "lambda: tf.round(w - x)"),
+    ]
+    assert [b.location.line if b.location else None for b in w.blockers] == lines
+    assert f"each transform (lines {lines[0]} and {lines[1]})" in report.fixes["w"]
+    # Each transform wrapped in the straight-through estimator: TensorFlow trains w.
+    text = COND.read_text()
+    for transform in ("tf.round(w * x)", "tf.round(w - x)"):
+        text = text.replace(transform, f"w + tf.stop_gradient({transform} - w)")
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(text)
+    out = tmp_path / "verdicts.json"
+    forked_python.run(["-m", PROBE, json.dumps([[str(COND), "w"], [str(fixed), "w"]]), str(out)])
+    assert json.loads(out.read_text()) == ["none", "gradient"]
