@@ -210,7 +210,12 @@ class Capture:
 
     def _record(self, request: GradientRequest, variables: list[tuple[int, Any]]) -> None:
         self.requests.append(request)
-        self._requested.update(id(gradient_requests.backing(v)) for _, v in variables)
+        for _, variable in variables:
+            backing = gradient_requests.backing(variable)
+            self._requested.add(id(backing))
+            # A distributed variable (MirroredStrategy) trains its components with it.
+            for component in getattr(backing, "values", ()) or ():
+                self._requested.add(id(component))
 
     # -- stopping before a weight changes ------------------------------------------------------
 
@@ -289,10 +294,13 @@ def _distinct(requests: list[GradientRequest]) -> list[GradientRequest]:
 
 
 def _variables(request: GradientRequest) -> list[Any]:
+    """The variables the request asks gradients for; the others its graph reads (an
+    optimizer's, created by the first pass of a loop in the step) do not make it another."""
     result = request.result
     if isinstance(result, EagerResult):
         return list(result.variables)
-    return [record.variable for record in result.variables]
+    context = set(getattr(result, "context_variables", ()))
+    return [record.variable for record in result.variables if record.variable.name not in context]
 
 
 def _reading(location: SourceLocation | None, read: Callable[..., Any], *args: Any) -> Any:

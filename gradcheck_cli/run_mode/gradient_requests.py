@@ -7,6 +7,7 @@ import traceback
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gradcheck_cli.differentiability.rules import is_trainable_dtype
 from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, Variable, make_names_unique
 from gradcheck_cli.tracing import traced
 from gradcheck_cli.tracing.keras_weights import KerasWeights
@@ -33,10 +34,15 @@ class CreatedVariables:
 
     # id(tf.Variable) -> the name of the tf.Module whose method created it
     owners: dict[int, str] = field(default_factory=dict)
+    # ids of the variables a tf.distribute strategy makes for itself (not for a layer)
+    bookkeeping: set[int] = field(default_factory=set)
 
     def add(self, variable: Any) -> None:
         self.variables.append(variable)
-        self.at[id(variable)] = traced.user_location(traceback.extract_stack()[:-2])
+        stack = traceback.extract_stack()[:-2]
+        self.at[id(variable)] = traced.user_location(stack)
+        if _made_by_a_strategy(stack):
+            self.bookkeeping.add(id(variable))
         owner = _creating_module(sys._getframe(1))
         if owner is not None:
             self.owners[id(variable)] = owner
@@ -59,6 +65,18 @@ class CreatedVariables:
         if location is None and _is_graph_variable(tf_variable):
             location = traced.user_location(tf_variable.op.traceback)
         return tf_variable, traced.model_variable(tf_variable, name, trainable, location=location)
+
+
+def _made_by_a_strategy(stack: Any) -> bool:
+    """True if the first library frame below the user's code is tf.distribute's: the strategy
+    made the variable for itself (`MirroredStrategy()`), not for a layer that asked for it."""
+    from gradcheck_cli.source_code.debug_info import is_user_file
+
+    users = [index for index, frame in enumerate(stack) if is_user_file(frame.filename)]
+    if not users:
+        return False
+    after = stack[users[-1] + 1 : users[-1] + 2]
+    return bool(after) and "/tensorflow/python/distribute/" in after[0].filename
 
 
 def _creating_module(frame: Any) -> str | None:
@@ -344,13 +362,15 @@ def _handle_of(variable: Any) -> int:
 
 
 def untrained(created: CreatedVariables, requested: set[int]) -> list[Variable]:
-    """Trainable variables the script created that no gradient request differentiates."""
+    """Trainable variables the script created that no gradient request differentiates; an
+    integer variable (a counter, `tf.Variable(0)` left trainable) can never train and is no
+    candidate."""
     found = []
     for variable in created.variables:
-        if id(variable) in requested:
+        if id(variable) in requested or id(variable) in created.bookkeeping:
             continue
         _, model = created.describe(variable)
-        if model.trainable:
+        if model.trainable and is_trainable_dtype(model.dtype):
             found.append(model)
     make_names_unique(found)
     return found
