@@ -28,7 +28,7 @@ from gradcheck_cli.protos.missed_overrides import (
     missed_override,
 )
 from gradcheck_cli.protos.tf_protos import dtype_name, node_defs, protos
-from gradcheck_cli.source_code.op_expressions import branch_of, line_inside_lambda
+from gradcheck_cli.source_code.op_expressions import OpLines, branch_of
 
 LocationLookup = Callable[[str, str], "SourceLocation | None"]
 ShapeLookup = Callable[[str, str], "tuple[tuple[int | None, ...] | None, ...]"]
@@ -104,6 +104,7 @@ class GraphBuilder:
         self._functions = functions
         self._op_defs = op_defs
         self._locations = locations
+        self._op_lines = OpLines()
         self._shapes = shapes
         self._budget = budget or ExpansionBudget(sum(f.ByteSize() for f in functions.values()))
         self._sized_by_functions = budget is None
@@ -286,7 +287,7 @@ class GraphBuilder:
             calls=self._shared_mapping(calls),
             gradient_op_type=grad_type,
             attrs=self._shared_mapping(attrs),
-            location=location and line_inside_lambda(location, op, branch_of(fn_name)),
+            location=location and self._op_lines(location, op, branch_of(fn_name)),
             output_shapes=self._shapes(name, fn_name),
         )
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,14 +90,6 @@ def parsed(text: str) -> ast.Module | None:
         return None
 
 
-@functools.lru_cache(maxsize=64)
-def _parsed_file(path: str) -> ast.Module | None:
-    try:
-        return parsed(Path(path).read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return None
-
-
 def _in_branch(statement: ast.stmt, op_type: str, branch: int) -> list[int]:
     """The lines of `op_type` ops in the lambda a tf.cond of `statement` takes for `branch`
     (its second or third argument, or true_fn= / false_fn=)."""
@@ -134,30 +125,82 @@ def branch_of(function: str) -> int | None:
 def line_inside_lambda(
     location: SourceLocation, op_type: str, branch: int | None = None
 ) -> SourceLocation:
-    """The line of the op itself when `location` is a statement whose lambda created it.
+    """`OpLines()(location, op_type, branch)`, for one op."""
+    return OpLines()(location, op_type, branch)
+
+
+class OpLines:
+    """The line of an op itself when its location is the first line of a statement over
+    several lines that made it.
 
     Autograph writes a converted statement, lambdas included, on one generated line, so
-    TensorFlow maps every op of a `tf.cond(..., lambda: ...)` to the statement's first line; the
-    caller frame on that same line betrays the lambda. The op's expression, when it is the only
-    one of its type inside the statement's lambdas (or inside the lambda of its `branch` of a
-    tf.cond), names the right line.
+    TensorFlow maps every op of a `tf.cond(..., lambda: ...)`, or of any statement over several
+    lines, to the statement's first line. In a lambda (the caller frame on that same line
+    betrays it) the op's expression, when it is the only one of its type inside the
+    statement's lambdas (or inside the lambda of its `branch` of a tf.cond), names the right
+    line; in a statement without lambdas, the statement's one expression of the op's type.
+
+    One instance serves one graph build, asked for every op: each file is parsed once and each
+    (line, op type, branch) looked up once; the next build reads the files as they are then.
     """
-    callers = location.callers
-    outer = callers[-1] if callers else None
-    if outer is None or (outer.file, outer.line) != (location.file, location.line):
-        return location
-    tree = _parsed_file(location.file)
-    statement = statement_at(tree, location.line) if tree is not None else None
-    if statement is None or statement.lineno != location.line:
-        return location
-    lines = [
-        node.lineno
-        for body in lambda_bodies(statement)
-        for node in ast.walk(body)
-        if creates(node, op_type)
-    ]
-    if len(lines) > 1 and branch is not None:
-        lines = _in_branch(statement, op_type, branch)
-    if len(lines) != 1:
-        return location
-    return SourceLocation(location.file, lines[0], location.function, callers)
+
+    def __init__(self) -> None:
+        self._trees: dict[str, ast.Module | None] = {}
+        self._lines: dict[tuple[str, int, str, int | None, bool], int | None] = {}
+
+    def __call__(
+        self, location: SourceLocation, op_type: str, branch: int | None = None
+    ) -> SourceLocation:
+        callers = location.callers
+        outer = callers[-1] if callers else None
+        in_lambda = outer is not None and (outer.file, outer.line) == (
+            location.file,
+            location.line,
+        )
+        key = (location.file, location.line, op_type, branch, in_lambda)
+        if key not in self._lines:
+            self._lines[key] = self._op_line(*key)
+        line = self._lines[key]
+        if line is None or line == location.line:
+            return location
+        return SourceLocation(location.file, line, location.function, callers)
+
+    def _tree(self, file: str) -> ast.Module | None:
+        if file not in self._trees:
+            try:
+                text = Path(file).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                self._trees[file] = None
+            else:
+                self._trees[file] = parsed(text)
+        return self._trees[file]
+
+    def _op_line(
+        self, file: str, line: int, op_type: str, branch: int | None, in_lambda: bool
+    ) -> int | None:
+        tree = self._tree(file)
+        statement = statement_at(tree, line) if tree is not None else None
+        if statement is None or statement.lineno != line:
+            return None
+        if not in_lambda:
+            return _line_in_statement(statement, op_type)
+        lines = [
+            node.lineno
+            for body in lambda_bodies(statement)
+            for node in ast.walk(body)
+            if creates(node, op_type)
+        ]
+        if len(lines) > 1 and branch is not None:
+            lines = _in_branch(statement, op_type, branch)
+        return lines[0] if len(lines) == 1 else None
+
+
+def _line_in_statement(statement: ast.stmt, op_type: str) -> int | None:
+    """The line of the statement's one expression that makes `op_type`, for a statement over
+    several lines with no lambda in it."""
+    if (statement.end_lineno or statement.lineno) == statement.lineno:
+        return None
+    if any(isinstance(node, ast.Lambda) for node in ast.walk(statement)):
+        return None
+    found = [node for node in ast.walk(statement) if creates(node, op_type)]
+    return found[0].lineno if len(found) == 1 else None

@@ -71,3 +71,23 @@ def _estimator(*, adds_back: bool) -> VariableVerdict:
 def test_only_a_real_straight_through_estimator_is_told_as_one() -> None:
     assert estimator_inside(_estimator(adds_back=True)) is not None
     assert estimator_inside(_estimator(adds_back=False)) is None
+
+
+def test_an_op_in_a_statement_over_several_lines_is_on_its_own_line(tmp_path: Path) -> None:
+    # Autograph maps a statement's ops to its first line; the op's one expression names its own.
+    script = tmp_path / "model.py"
+    script.write_text(
+        "def loss():\n"
+        "    total = tf.reduce_sum(\n"
+        "        b * 2.0\n"
+        "        + tf.cast(\n"
+        "            tf.argmax(w),\n"
+        "            tf.float32,\n"
+        "        )\n"
+        "    )\n"
+    )
+    at = SourceLocation(str(script), 2, "loss")
+    assert line_inside_lambda(at, "ArgMax").line == 5
+    assert line_inside_lambda(at, "Cast").line == 4
+    assert line_inside_lambda(at, "Round").line == 2  # none in the statement: unchanged
+    assert line_inside_lambda(SourceLocation(str(script), 5, "loss"), "ArgMax").line == 5
