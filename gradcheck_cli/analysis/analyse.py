@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from gradcheck_cli.analysis.concerns import dead_loss_terms, find_concerns
+from gradcheck_cli.analysis.concerns import find_concerns
 from gradcheck_cli.analysis.control_flow import ProgramIndex
 from gradcheck_cli.analysis.cuts import CutFinder
 from gradcheck_cli.analysis.folded_shapes import unfold_shape_reads
@@ -120,11 +120,10 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
             )
         )
     judged = tuple(verdicts)
-    terms = dead_loss_terms(program, gradient_pass, judged)
+    concerns = find_concerns(program, gradient_pass, structural_pass, judged)
     # A dead term is told once, not as a cut on some paths of each variable behind it.
-    told = {term.op for term in terms}
-    partly_cut = [c for c in partly_cut if c.op not in told]
-    concerns = find_concerns(program, gradient_pass, structural_pass) + tuple(partly_cut) + terms
+    told = {c.op for c in concerns if c.kind is ConcernKind.DEAD_LOSS_TERM}
+    concerns += tuple(c for c in partly_cut if c.op not in told)
     return Analysis(judged, concerns, stop_gradient_shapes(program, verdicts))
 
 

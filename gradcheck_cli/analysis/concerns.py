@@ -19,9 +19,13 @@ _PASS_THROUGH = frozenset({"Identity", "ReadVariableOp", "Enter", "Switch"})
 
 
 def find_concerns(
-    program: Program, gradient: Reachability, structural: Reachability
+    program: Program,
+    gradient: Reachability,
+    structural: Reachability,
+    verdicts: tuple[VariableVerdict, ...],
 ) -> tuple[Concern, ...]:
-    """One forward pass from the trainable variables, structurally and over gradient edges."""
+    """One forward pass from the trainable variables, structurally and over gradient edges,
+    shared by every concern that asks for it (dead loss terms last)."""
     top = program.top_body
     index = structural.index
     sources = [v.source for v in program.variables if v.trainable and v.source is not None]
@@ -49,6 +53,7 @@ def find_concerns(
         for node in body.nodes.values():
             if node.op_type in STOP_GRADIENT_OPS and TensorRef(node.name, 0) not in used:
                 concerns.append(_concern(ConcernKind.STOP_GRADIENT_UNUSED, body, node))
+    concerns.extend(_dead_loss_terms(program, gradient, verdicts, reached_with_gradient))
     return tuple(concerns)
 
 
@@ -140,18 +145,19 @@ _SCALE = frozenset({"Mul", "RealDiv", "Div", "DivNoNan"})
 _DATA_INPUT_ONLY = frozenset({"Reshape", "ExpandDims", "Mean", "Sum"})
 
 
-def dead_loss_terms(
-    program: Program, gradient: Reachability, verdicts: tuple[VariableVerdict, ...]
-) -> tuple[Concern, ...]:
+def _dead_loss_terms(
+    program: Program,
+    gradient: Reachability,
+    verdicts: tuple[VariableVerdict, ...],
+    reached: _Reached,
+) -> list[Concern]:
     """Terms added to the loss that train nothing: a non-differentiable op (an argmax, a
     rounding, a comparison) that variables training through other paths feed with gradient,
     and whose value is then only scaled, summed or added on its way to the loss."""
     if not any(v.status is Status.OK for v in verdicts):
-        return ()
+        return []
     blamed = {b.op for v in verdicts if v.dead for b in v.blockers}
     top = program.top_body
-    sources = [v.source for v in program.variables if v.trainable and v.source is not None]
-    reached = functools.cache(lambda: forward_reached(top, sources, gradient))
     found = []
     for node in top.nodes.values():
         if node.name in blamed or step_of(node).kind is not StepKind.PLAIN:
@@ -173,7 +179,7 @@ def dead_loss_terms(
                     )
                 )
             break  # one concern per op, whichever of its inputs the variables reach
-    return tuple(found)
+    return found
 
 
 def _added_to_loss(

@@ -42,8 +42,8 @@ class Capture:
     created: CreatedVariables = field(default_factory=CreatedVariables)
     requests: list[GradientRequest] = field(default_factory=list)
     # Gradient requests with respect to tensors only, no variable (a deep dream's image, an
-    # adversarial input): (API, where), the first ones, and how many there were.
-    tensor_requests: list[tuple[str, SourceLocation | None]] = field(default_factory=list)
+    # adversarial input): the first one's API and place, and how many there were.
+    first_tensor_request: tuple[str, SourceLocation | None] | None = None
     tensor_request_count: int = 0
     delivered: bool = False
     _patches: list[_Patch] = field(default_factory=list)
@@ -205,8 +205,8 @@ class Capture:
     def _tensors_only(self, api: str) -> None:
         """A request for gradients with respect to tensors alone: no variable to check."""
         self.tensor_request_count += 1
-        if len(self.tensor_requests) < 3:
-            self.tensor_requests.append((api, _caller_location()))
+        if self.first_tensor_request is None:
+            self.first_tensor_request = (api, _caller_location())
 
     def _record(self, request: GradientRequest, variables: list[tuple[int, Any]]) -> None:
         self.requests.append(request)

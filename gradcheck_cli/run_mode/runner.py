@@ -71,8 +71,8 @@ def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> 
         ) from None
     if capture.delivered:
         return
-    if not capture.requests and capture.tensor_requests:
-        api, location = capture.tensor_requests[0]
+    if not capture.requests and capture.first_tensor_request is not None:
+        api, location = capture.first_tensor_request
         where = f" at line {location.line}" if location is not None else ""
         count = capture.tensor_request_count
         times = f" ({count} requests)" if count > 1 else ""

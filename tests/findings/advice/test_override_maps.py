@@ -56,8 +56,9 @@ def test_tensorflow_trains_what_the_fix_says(tmp_path: Path) -> None:
     both.write_text(text.replace(WRONG, RIGHT).replace("tf.stop_gradient(scale)", "scale"))
     cases = [
         [str(SCRIPT), "w"],
+        [str(SCRIPT), "scale"],
         [str(keyed), "w"],
         [str(keyed), "scale"],
         [str(both), "scale"],
     ]
-    assert _probe(cases, tmp_path) == ["none", "gradient", "none", "gradient"]
+    assert _probe(cases, tmp_path) == ["none", "none", "gradient", "none", "gradient"]
