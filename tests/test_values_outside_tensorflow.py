@@ -59,3 +59,16 @@ def test_a_value_read_before_tracing_is_frozen_into_the_graph() -> None:
     assert f"read at frozen_at_import.py:{read_line}" in unused["weights"]
     assert "frozen into the graph as a constant" in unused["weights"]
     assert unused["spare"].endswith("the loss function never reads it")  # read, but not captured
+
+
+def test_python_max_on_unnamed_variables_blames_the_one_it_does_not_pick() -> None:
+    # --verify: TensorFlow's tape agrees, variable by variable, though both are "Variable".
+    script = SCRIPTS / "eager_python_max_loss.py"
+    code, report = _check(script)
+    assert code == ExitCode.DEAD_VARIABLES
+    assert _statuses(report) == {"Variable": "blocked", "Variable_1": "ok"}
+    (left,) = [f for f in report["findings"] if f["code"] == "GC109"]
+    assert "max(low * x, high * x)" in _line(script, left)
+    (low,) = [v for v in report["variables"] if v["status"] == "blocked"]
+    assert low["path"] is None or "low" in low["path"]
+    assert "tf.maximum" in low["fix"]

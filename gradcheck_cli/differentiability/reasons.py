@@ -18,3 +18,14 @@ class Reason(str, enum.Enum):
     # The loss turns a tensor into a Python or NumPy value (`.numpy()`, `float()`, NumPy).
     LEFT_TENSORFLOW = "left_tensorflow"
     OTHER = "other"
+
+
+# How an eager value leaves TensorFlow, by the method the script's code called on it.
+LEAVE_WORDS = {
+    "numpy": "`.numpy()` turns the tensor into a NumPy array",
+    "__array__": "NumPy turns the tensor into an array",
+    "__float__": "`float()` turns the tensor into a Python number",
+    "__int__": "`int()` turns the tensor into a Python number",
+    "__index__": "the tensor is used as a Python index",
+    "__bool__": "the tensor is used as a Python truth value (`if`, `max()`, `min()`)",
+}

@@ -12,7 +12,13 @@ from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.run_mode import gradient_requests
 from gradcheck_cli.run_mode.eager_recording import OpRecorder
 from gradcheck_cli.run_mode.gradient_requests import CreatedVariables
-from gradcheck_cli.tracing.leaving_tensorflow import LEAVING_METHODS, LeaveLog, leaving_owners
+from gradcheck_cli.tracing.leaving_tensorflow import (
+    LEAVING_METHODS,
+    TRUTH_VALUE,
+    Leave,
+    LeaveLog,
+    leaving_owners,
+)
 from gradcheck_cli.worker.protocol import EagerResult, GradientRequest, RunResult
 
 
@@ -82,7 +88,7 @@ class Capture:
                 if method in vars(owner):
                     self._wrap(owner, method, self._stop_before_assign)
         for owner in leaving_owners():
-            for method in LEAVING_METHODS:
+            for method in (*LEAVING_METHODS, TRUTH_VALUE):
                 if hasattr(owner, method):
                     self._wrap(owner, method, self._leaves.hook(method))
 
@@ -133,7 +139,7 @@ class Capture:
         try:
             if tf.executing_eagerly():
                 since = getattr(tape, "_gradcheck_started", 0)
-                left = next((leave for leave in self._leaves.leaves if leave.clock >= since), None)
+                left = _first_leave(self._leaves.leaves, since)
                 watched = {id(v) for v in tape.watched_variables()}
                 ops = self._recorder.ops_since(getattr(tape, "_gradcheck_ops", None))
                 gradients = original(tape, target, sources, *args, **kwargs)
@@ -351,3 +357,11 @@ def _caller_location() -> SourceLocation | None:
     from gradcheck_cli.tracing.traced import user_location
 
     return user_location(tf_stack.extract_stack())
+
+
+def _first_leave(leaves: list[Leave], since: int) -> Leave | None:
+    """The first value that left TensorFlow since the tape opened; a tensor used as a truth
+    value (`if`, `max()`) only when nothing left as a number or an array."""
+    recent = [leave for leave in leaves if leave.clock >= since]
+    numbers = [leave for leave in recent if leave.method != TRUTH_VALUE]
+    return (numbers or recent or [None])[0]

@@ -258,12 +258,13 @@ def eager_request(
     import tensorflow as tf
 
     flat = tf.nest.flatten(gradients) if gradients is not None else []
-    models = []
+    described = [(index, *created.describe(variable)) for index, variable in variables]
+    models = [model for _, _, model in described]
+    # Eager variables often share TensorFlow's name ("Variable"): key verdicts by unique names.
+    make_names_unique(models)
     verdicts: dict[str, TensorFlowVerdict] = {}
     zeros: set[str] = set()
-    for index, variable in variables:
-        tf_variable, model = created.describe(variable)
-        models.append(model)
+    for index, tf_variable, model in described:
         if not model.trainable:
             continue
         if index < len(flat) and flat[index] is not None:
@@ -274,7 +275,6 @@ def eager_request(
             verdicts[model.name] = TensorFlowVerdict.NONE
         else:
             verdicts[model.name] = TensorFlowVerdict.UNREAD
-    make_names_unique(models)
     if left is not None:
         reason = left.reason
     else:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict
+from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, make_names_unique
 from gradcheck_cli.tracing.function_tracing import required_parameters
 from gradcheck_cli.tracing.leaving_tensorflow import Leave
 from gradcheck_cli.worker.protocol import EagerResult, TensorFlowGradients
@@ -48,18 +48,23 @@ def eager_fallback(
     except Exception as error:
         raise _fails_eagerly(name, path, trace_error, error) from None
     read_ids = {id(v) for v in reads.watched_variables()}
-    gradients: dict[str, TensorFlowVerdict] = {}
     models = []
-    for variable, gradient in zip(variables, gradient_verdicts(tape, result, variables)):
+    for variable in variables:
         key_path, keras_trainable = keras_info.get(id(variable), (None, variable.trainable))
-        model = traced.model_variable(
-            variable,
-            key_path or traced.variable_name(variable),
-            keras_trainable,
-            location=created_at.get(id(variable)),
+        models.append(
+            traced.model_variable(
+                variable,
+                key_path or traced.variable_name(variable),
+                keras_trainable,
+                location=created_at.get(id(variable)),
+            )
         )
-        models.append(model)
-        if keras_trainable:
+    # Eager variables often share TensorFlow's name ("Variable"): key verdicts by unique names.
+    make_names_unique(models)
+    gradients: dict[str, TensorFlowVerdict] = {}
+    verdicts = gradient_verdicts(tape, result, variables)
+    for variable, model, gradient in zip(variables, models, verdicts):
+        if model.trainable:
             read = id(variable) in read_ids
             gradients[model.name] = gradient if read else TensorFlowVerdict.UNREAD
     left_at, reason = _where_it_left(leaves.leaves, trace_error)

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from gradcheck_cli.differentiability.reasons import LEAVE_WORDS
 from gradcheck_cli.graph.model import SourceLocation
 
 # The methods through which an eager value leaves TensorFlow: `.numpy()`, NumPy (`np.exp(t)`,
@@ -17,14 +18,6 @@ LEAVING_METHODS = ("numpy", "__array__", "__float__", "__int__", "__index__")
 # drops the others: in a loss function that is a way out of TensorFlow too.
 TRUTH_VALUE = "__bool__"
 
-LEAVE_WORDS = {
-    "numpy": "`.numpy()` turns the tensor into a NumPy array",
-    "__array__": "NumPy turns the tensor into an array",
-    "__float__": "`float()` turns the tensor into a Python number",
-    "__int__": "`int()` turns the tensor into a Python number",
-    "__index__": "the tensor is used as a Python index",
-    "__bool__": "the tensor is used as a Python truth value (`if`, `max()`, `min()`)",
-}
 
 _MAX_LEAVES = 10_000
 

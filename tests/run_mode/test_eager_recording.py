@@ -217,3 +217,33 @@ def test_tensorflow_judges_where_the_rebuilt_step_disagrees() -> None:
         "kept": "ok",
         "hidden": "blocked",
     }
+
+
+def test_python_max_on_tensors_is_told_at_its_line_with_the_tensorflow_op(tmp_path: Path) -> None:
+    # Both variables are called "Variable" by TensorFlow: each keeps its own verdict.
+    script = SCRIPTS / "python_max.py"
+    report = _run("python_max.py")
+    line = next(
+        number
+        for number, text in enumerate(script.read_text().splitlines(), 1)
+        if "loss = max(" in text
+    )
+    assert _cuts(report) == {"Variable": [("LeavesTensorFlow", line)], "Variable_1": []}
+    (low,) = [v for v in report["variables"] if v["status"] != "ok"]
+    (finding,) = [f for f in report["findings"] if f["code"] == "GC109"]
+    assert finding["location"]["line"] == line
+    assert low["fix"].startswith(f"Python's max(), min() or if at line {line} picks one tensor")
+    assert "tf.maximum" in low["fix"] and "tf.reduce_logsumexp(tf.stack([x, y]))" in low["fix"]
+    assert _tensorflow_dead("python_max.py") == {"w_low"}
+    # The TensorFlow op gives w_low a (zero) gradient; the smooth maximum trains both.
+    text = script.read_text()
+    for advised, trained in (
+        ("tf.maximum(w_low * x, w_high * x)", None),
+        ("tf.reduce_logsumexp(tf.stack([w_low * x, w_high * x]))", True),
+    ):
+        fixed = tmp_path / f"fixed_{trained}.py"
+        fixed.write_text(text.replace("max(w_low * x, w_high * x)", advised))
+        gradients = _gradients_of(fixed)
+        assert all(gradient is not None for gradient in gradients)
+        if trained:
+            assert all(bool(tf.reduce_any(tf.not_equal(g, 0.0))) for g in gradients)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gradcheck_cli.analysis.verdicts import Blocker, Unreached, VariableVerdict
-from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.differentiability.reasons import LEAVE_WORDS, Reason
 from gradcheck_cli.findings.advice.overwrites import overwritten_output
 from gradcheck_cli.findings.advice.selection import selection_use
 from gradcheck_cli.findings.advice.thresholds import THRESHOLDS, soft_threshold, threshold_fix
@@ -98,7 +98,7 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
             "untrained, create it with trainable=False"
         )
     if verdict.blockers[0].reason is Reason.LEFT_TENSORFLOW:
-        return "compute the loss with TensorFlow ops only: no .numpy(), float() or NumPy on tensors"
+        return left_tensorflow_fix(verdict.blockers[0])
     missed = missed_override_fix(verdict)
     if missed is not None:
         return missed
@@ -113,6 +113,20 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
         return threshold_fix(verdict, name, source)
     first = verdict.blockers[0]
     return blocker_fix(first, name)
+
+
+def left_tensorflow_fix(blocker: Blocker) -> str:
+    """A value turned into a Python one: a truth value picks in Python, anything else is a
+    number or an array the tape cannot follow."""
+    if LEAVE_WORDS["__bool__"] in blocker.message:
+        return (
+            f"Python's max(), min() or if{_at(blocker)} picks one tensor by its value, and what "
+            "it does not pick is not part of the loss, so its variables get no gradient: pick "
+            "with TensorFlow ops (tf.maximum, tf.minimum, tf.where(condition, x, y) for an if), "
+            "which give the other side a zero gradient; to train both sides, use a smooth "
+            "maximum, tf.reduce_logsumexp(tf.stack([x, y]))"
+        )
+    return "compute the loss with TensorFlow ops only: no .numpy(), float() or NumPy on tensors"
 
 
 def missed_override_fix(verdict: VariableVerdict) -> str | None:
