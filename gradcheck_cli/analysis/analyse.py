@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from collections import deque
 
 from gradcheck_cli.analysis.concerns import find_concerns
 from gradcheck_cli.analysis.control_flow import ProgramIndex
-from gradcheck_cli.analysis.cuts import CutFinder
+from gradcheck_cli.analysis.cuts import CalledLayers, CutFinder
 from gradcheck_cli.analysis.folded_shapes import unfold_shape_reads
 from gradcheck_cli.analysis.reachability import Reachability
 from gradcheck_cli.analysis.stop_gradients import stop_gradient_shapes
@@ -24,7 +25,7 @@ from gradcheck_cli.analysis.verdicts import (
 )
 from gradcheck_cli.differentiability.rules import is_assign_op
 from gradcheck_cli.graph.memory import without_cyclic_gc
-from gradcheck_cli.graph.model import Program, SourceLocation, TensorRef
+from gradcheck_cli.graph.model import Program, SourceLocation, TensorRef, Variable
 
 
 def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
@@ -48,6 +49,7 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
     structural_pass = Reachability(program, gradient=False, index=index)
     structural = structural_pass.top_masks()
     finder = CutFinder(program, structural_pass)
+    called_layers = CalledLayers(program)
     without_stop_gradient: dict[TensorRef, int] | None = None
     verdicts = []
     partly_cut: list[Concern] = []
@@ -60,6 +62,7 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
         remaining: tuple[Blocker, ...] = ()
         side_cuts: tuple[Blocker, ...] = ()
         read_at = None
+        assigned_to, assigned_at = None, None
         if not variable.trainable:
             status = Status.FROZEN
         elif source is None:
@@ -68,6 +71,8 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
                 unreached = Unreached.FROZEN_BEFORE_TRACING
             elif variable.unread_by_tape:
                 unreached = Unreached.NOT_READ_BY_TAPE
+            elif called_layers.called(variable.name):
+                unreached = Unreached.CALLED_NOT_READ
             else:
                 unreached = Unreached.NEVER_READ
         elif gradient.get(source, 0):
@@ -106,6 +111,11 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
         else:
             status = Status.UNUSED
             unreached, read_at = _why_unused(program, source)
+            if unreached is Unreached.READ_NOT_REACHING:
+                stored = _assigned_away(program, source, structural_pass)
+                if stored is not None:
+                    unreached = Unreached.ASSIGNED_AWAY
+                    assigned_to, assigned_at = stored
         verdicts.append(
             VariableVerdict(
                 variable,
@@ -117,6 +127,8 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
                 cuts_without_stop_gradient=remaining,
                 side_cuts=side_cuts,
                 read_at=read_at,
+                assigned_to=assigned_to,
+                assigned_at=assigned_at,
             )
         )
     judged = tuple(verdicts)
@@ -137,3 +149,28 @@ def _why_unused(program: Program, source: TensorRef) -> tuple[Unreached, SourceL
         located = [n.location for n in readers if n.location is not None]
         return Unreached.READ_NOT_REACHING, located[0] if located else None
     return Unreached.RECEIVED_NOT_READ, None
+
+
+def _assigned_away(
+    program: Program, source: TensorRef, structural: Reachability
+) -> tuple[Variable | None, SourceLocation | None] | None:
+    """The variable that a value computed from `source` is stored into, and where: an
+    assignment passes no gradient to the value it stores, so the loss that reads the target
+    does not reach `source`."""
+    body = program.top_body
+    consumers = structural.index.of(body).consumers
+    targets = {v.source: v for v in program.variables if v.source is not None}
+    queue = deque([source])
+    seen = {source}
+    while queue:
+        for node, slot in consumers.get(queue.popleft(), ()):
+            if is_assign_op(node.op_type):
+                if slot > 0 and node.inputs:
+                    return targets.get(node.inputs[0]), node.location
+                continue
+            for index in range(len(node.output_dtypes)):
+                out = TensorRef(node.name, index)
+                if out not in seen:
+                    seen.add(out)
+                    queue.append(out)
+    return None

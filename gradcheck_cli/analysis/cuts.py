@@ -258,6 +258,49 @@ class _Trace:
         return tuple(steps)
 
 
+class CalledLayers:
+    """Which Keras layers the loss calls, read off the name scopes of the program's ops: a
+    layer's variables are named by the layer (`net/dense/kernel`), the ops of each call by the
+    call (`net_1/dense_1/MatMul`). A scope is a call of the layer it matches best: the most
+    parts, then the most parts named exactly (`dense_1` is a call of a layer `dense_1` if there
+    is one, else of `dense`). Collected once, when first asked."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self._called: set[str] | None = None
+
+    def called(self, variable: str) -> bool:
+        """True if some op of the program lies in a call scope of `variable`'s layer."""
+        layer = variable.rpartition("/")[0]
+        if not layer:
+            return False
+        if self._called is None:
+            self._called = self._collect()
+        return layer in self._called
+
+    def _collect(self) -> set[str]:
+        layers = {v.name.rpartition("/")[0] for v in self.program.variables} - {""}
+        scopes = {
+            tuple(name.split("/")[:-1])
+            for body in self.program.bodies.values()
+            for name in body.nodes
+        }
+        called = set()
+        for scope in scopes:
+            scored = []
+            for layer in layers:
+                parts = layer.split("/")
+                tail = scope[-len(parts) :]
+                if len(tail) == len(parts) and all(map(_calls, tail, parts)):
+                    scored.append(((len(parts), sum(map(str.__eq__, tail, parts))), layer))
+            if scored:
+                best = max(score for score, _ in scored)
+                winners = [layer for score, layer in scored if score == best]
+                if len(winners) == 1:
+                    called.add(winners[0])
+        return called
+
+
 def _calls(scope: str, layer: str) -> bool:
     """True if `scope` is a call scope of `layer`: its last part is the layer's, or the layer's
     with the number Keras gives each further call (`dense_1` for `dense`, `teacher_0_1`)."""

@@ -29,6 +29,11 @@ class Unreached(str, enum.Enum):
     FROZEN_BEFORE_TRACING = "frozen_before_tracing"
     # an eager step: the tape never saw it read (a forward pass before the tape opened)
     NOT_READ_BY_TAPE = "not_read_by_tape"
+    # its layer is called in the loss, but the call reads a value computed from it before
+    # (in build() or __init__), a constant to the loss
+    CALLED_NOT_READ = "called_not_read"
+    # read, but what is computed from it is only stored into another variable (an Assign)
+    ASSIGNED_AWAY = "assigned_away"
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,9 @@ class VariableVerdict:
     side_cuts: tuple[Blocker, ...] = ()
     # An unused variable the loss reads (READ_NOT_REACHING): where it reads it first.
     read_at: SourceLocation | None = None
+    # ASSIGNED_AWAY: the variable the value is stored into, and the assignment's line.
+    assigned_to: Variable | None = None
+    assigned_at: SourceLocation | None = None
 
     # The variable's own name, Keras path, trainability, dtype, shape and creation line.
     name = _of_variable("name")

@@ -550,6 +550,14 @@ UNREACHED_WORDS = {
         "request reads it, and a value computed from it before the tape opened is a constant "
         "to the tape"
     ),
+    Unreached.CALLED_NOT_READ: (
+        "its layer is called in the loss, but the call never reads it: a value computed from it "
+        "outside call() (in build() or __init__) is computed once, and the loss sees a constant"
+    ),
+    Unreached.ASSIGNED_AWAY: (
+        "what is computed from it is only assigned to another variable, and an assignment "
+        "passes no gradient to the value it stores"
+    ),
 }
 
 
@@ -560,6 +568,15 @@ def why_unreached(unreached: Unreached | None) -> str | None:
 
 def why_unused(verdict: VariableVerdict) -> str | None:
     """Why this unused variable never reaches the loss, with the line of a read before tracing."""
+    if verdict.unreached is Unreached.ASSIGNED_AWAY and (
+        verdict.assigned_to or verdict.assigned_at
+    ):
+        target = f" {verdict.assigned_to.name}" if verdict.assigned_to else " another variable"
+        at = f" at {_file_line(verdict.assigned_at)}" if verdict.assigned_at else ""
+        return (
+            f"what is computed from it is only assigned to{target}{at}, and an assignment "
+            "passes no gradient to the value it stores: the loss reads the copy, not it"
+        )
     read = verdict.read_before_tracing
     if verdict.unreached is not Unreached.FROZEN_BEFORE_TRACING or read is None:
         return why_unreached(verdict.unreached)

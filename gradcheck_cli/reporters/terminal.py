@@ -255,6 +255,13 @@ def _unused_layer_reason(first: VariableVerdict) -> str:
         return "its output is not used by this loss: nothing the loss computes depends on it"
     if first.unreached in (Unreached.NOT_READ_BY_TAPE, Unreached.FROZEN_BEFORE_TRACING):
         return f"never reaches the loss: {why_unused(first)}"
+    if first.unreached is Unreached.CALLED_NOT_READ:
+        return (
+            "called in this loss's forward pass, but its call never reads its weights: a value "
+            "computed from them in build() or __init__ is computed once, a constant to the loss"
+        )
+    if first.unreached is Unreached.ASSIGNED_AWAY:
+        return f"never reaches the loss: {why_unused(first)}"
     return "not called in this loss's forward pass: the loss never reads its weights"
 
 

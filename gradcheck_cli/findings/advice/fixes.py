@@ -38,6 +38,8 @@ _TRANSFORMS = frozenset(
     }
 )
 _SELECTIONS = frozenset({"ArgMax", "ArgMin"})
+# A categorical sample (tf.random.categorical, its stateless form).
+_SAMPLES = frozenset({"Multinomial", "StatelessMultinomial"})
 # A count of right answers: predictions rounded or thresholded, then compared with the labels.
 _EQUALITIES = frozenset({"Equal", "NotEqual"})
 _COUNTING = _EQUALITIES | THRESHOLDS | {"Round", "Rint", "Floor", "Ceil", "Cast", "Sign"}
@@ -64,6 +66,26 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
                 f"run the forward pass that reads {name} (the call of its model or layer) "
                 "inside the `with tf.GradientTape() as tape:` block, so that the tape records "
                 "it; if it is not meant to train, leave it out of the gradient request"
+            )
+        if verdict.unreached is Unreached.CALLED_NOT_READ:
+            weight = verdict.path if verdict.path not in (None, verdict.name) else name
+            return (
+                f"compute what is derived from {weight} inside the layer's call() (not in "
+                "build() or __init__, where it is computed once): each call then reads "
+                f"{weight}, and the gradient reaches it"
+            )
+        if verdict.unreached is Unreached.ASSIGNED_AWAY:
+            stored = verdict.assigned_to
+            target = (
+                (assigned_name(source.line(stored.location)) or stored.name)
+                if stored is not None
+                else "the variable it is assigned to"
+            )
+            at = f" at line {verdict.assigned_at.line}" if verdict.assigned_at else ""
+            return (
+                f"use the value assigned{at} in the loss itself: {target} holds a copy, and "
+                f"the gradient cannot follow a copy back to {name} (keep the assignment if "
+                f"{target} must hold the value too)"
             )
         overwrite = (
             overwritten_output(source, verdict.read_at)
@@ -103,6 +125,8 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
     if missed is not None:
         return missed
     types = {b.op_type for b in verdict.blockers}
+    if types & _SAMPLES:
+        return sample_fix(verdict, name)
     if types & _SELECTIONS:
         return selection_fix(verdict, name, source)
     if types & _EQUALITIES and types <= _COUNTING:
@@ -236,6 +260,20 @@ def count_fix(verdict: VariableVerdict, name: str) -> str:
         f"{name} on a differentiable loss of the predictions themselves "
         "(tf.keras.losses.binary_crossentropy(labels, predictions) for 0/1 labels, a softmax "
         "cross-entropy for classes) and keep the count as a metric"
+    )
+
+
+def sample_fix(verdict: VariableVerdict, name: str) -> str:
+    """A categorical sample: the index drawn has no gradient, whatever follows it."""
+    sample = next(b for b in verdict.blockers if b.op_type in _SAMPLES)
+    return (
+        f"the tf.random.categorical{_at(sample)} draws an index, and a drawn index has no "
+        f"gradient: to train {name} through the draw, use a relaxed (Gumbel-softmax) sample, "
+        "soft = tf.nn.softmax((logits - tf.math.log(-tf.math.log(tf.random.uniform(tf.shape("
+        "logits))))) / temperature), and weight the candidates with it (tf.matmul(soft, "
+        "table) in place of tf.gather(table, index)); or keep the sample and train on a "
+        "score-function (REINFORCE) loss, tf.stop_gradient(reward) * "
+        "-tf.nn.sparse_softmax_cross_entropy_with_logits(labels=index, logits=logits)"
     )
 
 

@@ -107,3 +107,95 @@ def test_a_cut_in_both_branches_of_a_cond_is_told_at_both_lines(tmp_path: Path) 
     out = tmp_path / "verdicts.json"
     forked_python.run(["-m", PROBE, json.dumps([[str(COND), "w"], [str(fixed), "w"]]), str(out)])
     assert json.loads(out.read_text()) == ["none", "gradient"]
+
+
+BUILT = REPO / "tests" / "scripts" / "computed_in_build.py"
+COPIED = REPO / "tests" / "scripts" / "assigned_copy.py"
+
+
+def _probe(tmp_path: Path, cases: list[tuple[Path, str]]) -> list[str]:
+    from tests import forked_python
+
+    out = tmp_path / "verdicts.json"
+    forked_python.run(["-m", PROBE, json.dumps([[str(p), n] for p, n in cases]), str(out)])
+    verdicts: list[str] = json.loads(out.read_text())
+    return verdicts
+
+
+def test_a_value_computed_in_build_is_told_as_such_not_as_a_layer_never_called(
+    tmp_path: Path,
+) -> None:
+    from gradcheck_cli import check
+    from gradcheck_cli.reporters.json_reporter import render_json
+
+    report = check(str(BUILT), "loss")
+    (w,) = report.dead
+    assert w.unreached is not None and w.unreached.value == "called_not_read"
+    fix = report.fixes[w.name]
+    assert fix.startswith("compute what is derived from layer.w inside the layer's call()")
+    (finding,) = [f for f in report.findings if f.code == "GC108"]
+    assert "its layer is called in the loss, but the call never reads it" in finding.message
+    assert "never called" not in finding.message
+    assert json.loads(render_json(report))["variables"][0]["fix"] == fix
+    # The fix as its words say: the kernel computed in call(); TensorFlow then trains w.
+    text = BUILT.read_text().replace("        self.kernel = self.w * 2.0\n", "")
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(text.replace("tf.matmul(x, self.kernel)", "tf.matmul(x, self.w * 2.0)"))
+    assert dead_in_script(str(BUILT), "loss") == {"scaled/w": "none"}
+    assert dead_in_script(str(fixed), "loss") == {"scaled/w": "gradient"}
+
+
+def test_a_value_only_assigned_is_told_at_the_assignment_with_the_copy_named(
+    tmp_path: Path,
+) -> None:
+    from gradcheck_cli import check
+
+    report = check(str(COPIED), "loss")
+    (weight,) = report.dead
+    line = _line(str(COPIED), "shadow.assign(weight * 2.0)")
+    assert weight.unreached is not None and weight.unreached.value == "assigned_away"
+    assert weight.assigned_at is not None and weight.assigned_at.line == line
+    fix = report.fixes["weight"]
+    assert fix.startswith(f"use the value assigned at line {line} in the loss itself: shadow")
+    (finding,) = [f for f in report.findings if f.code == "GC108"]
+    assert f"only assigned to shadow at assigned_copy.py:{line}" in finding.message
+    text = COPIED.read_text()
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(text.replace("tf.reduce_sum(shadow * x)", "tf.reduce_sum(weight * 2.0 * x)"))
+    assert _probe(tmp_path, [(COPIED, "weight"), (fixed, "weight")]) == ["none", "gradient"]
+
+
+SAMPLED = REPO / "tests" / "scripts" / "sampled_choice.py"
+
+
+def test_a_categorical_sample_is_told_to_relax_the_draw_or_score_it(tmp_path: Path) -> None:
+    from gradcheck_cli import check
+
+    report = check(str(SAMPLED), "loss")
+    assert {v.name for v in report.dead} == {"policy/kernel", "policy/bias"}
+    line = _line(str(SAMPLED), "tf.random.categorical(")
+    fix = report.fixes["policy/kernel"]
+    assert fix.startswith(f"the tf.random.categorical at line {line} draws an index")
+    assert "straight-through" not in fix
+    # Both forms the fix names, applied to a copy: TensorFlow then trains the policy.
+    text = SAMPLED.read_text()
+    draw = "    index = tf.random.categorical(logits, 1)[:, 0]\n"
+    relaxed = text.replace(
+        draw,
+        "    soft = tf.nn.softmax((logits - tf.math.log(-tf.math.log(tf.random.uniform("
+        "tf.shape(logits))))) / 0.5)\n",
+    ).replace("tf.gather(table, index)", "tf.matmul(soft, table)")
+    scored = text.replace(
+        "    return tf.reduce_mean(chosen**2)",
+        "    reward = tf.reduce_mean(chosen**2, axis=-1)\n"
+        "    return tf.reduce_mean(tf.stop_gradient(reward) * "
+        "-tf.nn.sparse_softmax_cross_entropy_with_logits(labels=index, logits=logits))",
+    )
+    assert dead_in_script(str(SAMPLED), "loss") == {"policy/kernel": "none", "policy/bias": "none"}
+    for name, fixed_text in (("relaxed", relaxed), ("scored", scored)):
+        fixed = tmp_path / f"{name}.py"
+        fixed.write_text(fixed_text)
+        assert dead_in_script(str(fixed), "loss") == {
+            "policy/kernel": "gradient",
+            "policy/bias": "gradient",
+        }, name
