@@ -126,7 +126,11 @@ def _run_reports(path: Path, result: RunResult, options: CheckOptions) -> list[R
         label = f"{request.api} at {display_path(where.file)}:{where.line}" if where else None
         source = SourceInfo(str(path), "run", label or request.api, info)
         # Variables no request trains are told once, with the first request.
-        extra = Context(requested=True, never_requested=never if index == 0 else ())
+        extra = Context(
+            requested=True,
+            never_requested=never if index == 0 else (),
+            idle_training=tuple(result.idle) if index == 0 else (),
+        )
         found.append(report_from_result(request.result, source, options, extra))
     return trained_elsewhere(found)
 

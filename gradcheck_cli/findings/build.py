@@ -14,6 +14,7 @@ from gradcheck_cli.findings.rules import (
     FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER,
     GRAPH_NOT_FULLY_MODELLED,
     HARMLESS_LEAVE_SEVERITY,
+    KERAS_TRAINING_TRAINS_NOTHING,
     LOSS_INDEPENDENT_OF_VARIABLES,
     RULE_BY_CONCERN,
     RULE_BY_REASON,
@@ -25,9 +26,11 @@ from gradcheck_cli.findings.rules import (
     VERIFICATION_DISAGREES,
     VERIFICATION_DISAGREES_NEXT,
     VERIFICATION_FAILED,
+    idle_training_fix,
 )
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.worker.protocol import IdleTraining
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class Context:
     requested: bool = False
     # `gradcheck run`: trainable variables that no gradient request of the script differentiates.
     never_requested: tuple[str, ...] = ()
+    # `gradcheck run`: Keras training calls on a model with no trainable weight.
+    idle_training: tuple[IdleTraining, ...] = ()
 
 
 def build_findings(
@@ -95,6 +100,16 @@ def _request_findings(analysis: Analysis, context: Context) -> list[Finding]:
     found = []
     if context.never_requested:
         found.append(TRAINABLE_VARIABLE_NEVER_OPTIMIZED.finding(names=context.never_requested))
+    for idle in context.idle_training:
+        found.append(
+            KERAS_TRAINING_TRAINS_NOTHING.finding(
+                api=idle.api,
+                model=idle.model,
+                frozen=idle.frozen,
+                hint=idle_training_fix(idle.model),
+                location=idle.location,
+            )
+        )
     frozen = tuple(v.name for v in analysis.verdicts if v.status is Status.FROZEN)
     if context.requested and frozen:
         found.append(FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER.finding(names=frozen))

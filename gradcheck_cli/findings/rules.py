@@ -1118,6 +1118,58 @@ FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER = Rule(
 )
 
 
+def _idle_training(api: str, model: str, frozen: int, **_: object) -> str:
+    weights = f"its {frozen} weights" if frozen > 1 else "its weight"
+    return (
+        f"{api} trains nothing: {model} is compiled, but none of {weights} is trainable when "
+        "it runs, so Keras asks for no gradient; Keras 3 reads `trainable` at every training "
+        "call, not at compile time (a model frozen after its compile, for a GAN's combined "
+        "model, is frozen for its own training too)"
+    )
+
+
+def idle_training_fix(model: str) -> str:
+    """What to write for a Keras model frozen before its own training call."""
+    return (
+        f"set {model}.trainable = True before {model}'s own training call, and back to False "
+        "before the call that must not train it (the combined model's)"
+    )
+
+
+KERAS_TRAINING_TRAINS_NOTHING = Rule(
+    code="GC212",
+    name="keras-training-trains-nothing",
+    severity=Severity.WARNING,
+    message=_idle_training,
+    summary="A Keras fit or train_on_batch runs on a model with no trainable weight",
+    what_it_does=(
+        "In `gradcheck run`, notes each `fit` or `train_on_batch` of a compiled Keras 3 model "
+        "whose weights are all frozen when the call runs: Keras then computes no gradient and "
+        "changes no weight."
+    ),
+    why_bad=(
+        "Keras 2 fixed a model's trainable weights when it was compiled, so a GAN froze its "
+        "discriminator after `discriminator.compile()` and before building the combined "
+        "model. Keras 3 reads `trainable` at every call: the same code freezes the "
+        "discriminator for its own `train_on_batch` too, and it never learns, with only "
+        '"The model does not have any trainable weights" on the console.'
+    ),
+    example=(
+        'discriminator.compile(optimizer="adam", loss="binary_crossentropy")\n'
+        "discriminator.trainable = False\n"
+        "gan = keras.Model(z, discriminator(generator(z)))\n"
+        'gan.compile(optimizer="adam", loss="binary_crossentropy")\n'
+        "discriminator.train_on_batch(images, labels)  # trains nothing"
+    ),
+    use_instead=(
+        "discriminator.trainable = True\n"
+        "discriminator.train_on_batch(images, labels)\n"
+        "discriminator.trainable = False\n"
+        "gan.train_on_batch(noise, ones)"
+    ),
+)
+
+
 def _intended_message(name: str, reason: str, **_: object) -> str:
     return f"{name} is not trained by this loss; {reason}"
 
@@ -1216,6 +1268,7 @@ _ALL = (
     VARIABLE_TRAINED_ONLY_BY_REGULARIZER,
     TRAINABLE_VARIABLE_NEVER_OPTIMIZED,
     FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER,
+    KERAS_TRAINING_TRAINS_NOTHING,
     NETWORK_NOT_TRAINED_BY_THIS_LOSS,
     VARIABLE_TRAINED_BY_ANOTHER_LOSS,
 )

@@ -12,6 +12,7 @@ from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.run_mode import gradient_requests
 from gradcheck_cli.run_mode.eager_recording import OpRecorder
 from gradcheck_cli.run_mode.gradient_requests import CreatedVariables
+from gradcheck_cli.run_mode.idle_training import TrainingWatch, called_name, is_idle
 from gradcheck_cli.tracing.leaving_tensorflow import (
     LEAVING_METHODS,
     TRUTH_VALUE,
@@ -19,7 +20,7 @@ from gradcheck_cli.tracing.leaving_tensorflow import (
     LeaveLog,
     leaving_owners,
 )
-from gradcheck_cli.worker.protocol import EagerResult, GradientRequest, RunResult
+from gradcheck_cli.worker.protocol import EagerResult, GradientRequest, IdleTraining, RunResult
 
 
 class CaptureFailed(BaseException):  # noqa: N818 - it stops the script, like ScriptStopped
@@ -51,15 +52,19 @@ class Capture:
     # adversarial input): the first one's API and place, and how many there were.
     first_tensor_request: tuple[str, SourceLocation | None] | None = None
     tensor_request_count: int = 0
+    # Keras training calls that trained nothing (a model frozen after its compile).
+    idle: list[IdleTraining] = field(default_factory=list)
     delivered: bool = False
     _patches: list[_Patch] = field(default_factory=list)
     _busy: int = 0  # inside one of gradcheck's own calls: TensorFlow's nested calls are its own
     _leaves: LeaveLog = field(init=False)  # values that left TensorFlow in the script's code
     _requested: set[int] = field(default_factory=set)  # ids of the requested tf.Variables
     _recorder: OpRecorder = field(init=False)  # the ops each eager tape runs
+    _training: TrainingWatch = field(init=False)  # Keras's training calls
 
     def __post_init__(self) -> None:
         self._recorder = OpRecorder(busy=lambda: bool(self._busy))
+        self._training = TrainingWatch(self._keras_training)
         self._leaves = LeaveLog(busy=lambda: bool(self._busy))
 
     # -- installing ----------------------------------------------------------------------------
@@ -72,6 +77,7 @@ class Capture:
         from tensorflow.python.training import optimizer as v1_optimizer
 
         self._wrap(tf.GradientTape, "gradient", self._tape_gradient)
+        self._training.install()
         self._wrap(tf.GradientTape, "__enter__", self._tape_enter)
         self._wrap(tf.GradientTape, "__exit__", self._tape_exit)
         for method in ("jacobian", "batch_jacobian"):  # their inner gradients are not requests
@@ -94,6 +100,7 @@ class Capture:
 
     def uninstall(self) -> None:
         self._recorder.close()
+        self._training.uninstall()
         for patch in reversed(self._patches):
             setattr(patch.owner, patch.attribute, patch.original)
         self._patches.clear()
@@ -223,6 +230,15 @@ class Capture:
             for component in getattr(backing, "values", ()) or ():
                 self._requested.add(id(component))
 
+    def _keras_training(self, model: Any, method: str) -> None:
+        if self._busy or self.delivered or not is_idle(model):
+            return
+        location = _caller_location()
+        name = called_name(location, method) or model.name
+        if (name, location) not in {(i.model, i.location) for i in self.idle}:
+            api = f"{name}.{method}"
+            self.idle.append(IdleTraining(api, name, location, len(model.weights)))
+
     # -- stopping before a weight changes ------------------------------------------------------
 
     def _function_call(self, original: Any, function: Any, *args: Any, **kwargs: Any) -> Any:
@@ -262,9 +278,8 @@ class Capture:
         self.delivered = True
         self.uninstall()
         requests = _distinct(self.requests)
-        self.deliver(
-            RunResult(requests, gradient_requests.untrained(self.created, self._requested))
-        )
+        untrained = gradient_requests.untrained(self.created, self._requested)
+        self.deliver(RunResult(requests, untrained, list(self.idle)))
         if not self.run_on:
             raise ScriptStopped
 

@@ -173,7 +173,11 @@ def rebuild(
         if op.location is not None:
             locations[f"{name}@"] = op.location
     loss = producers.get(id(target))
-    if loss is None or not _add_functions(graph_def, called):
+    if loss is None:
+        # A value the tape saw no op compute (`minimize(lambda: cost)` with `cost` computed
+        # before): a constant to the tape, which reads no variable.
+        loss = _placeholder(graph_def, target, None, used)
+    if not _add_functions(graph_def, called):
         return None
     graphs: list[tuple[str, Any]] = []
     for fn_name, graph in functions.items():

@@ -82,6 +82,14 @@ def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> 
             "variables a training step trains, and this script trains none (a deep dream or "
             "an adversarial input changes an input, not a weight)"
         )
+    if not capture.requests and capture.idle:
+        idle = capture.idle[0]
+        where = f" at line {idle.location.line}" if idle.location is not None else ""
+        raise GradcheckError(
+            f"{_shown(path)} ran to its end without asking TensorFlow for gradients: "
+            f"{idle.api}{where} ran on a model with no trainable weight ({idle.model}."
+            "trainable is False, or every layer of it is frozen), so Keras asked for none"
+        )
     if not capture.requests:
         raise GradcheckError(
             f"{_shown(path)} ran to its end without asking TensorFlow for gradients: no "

@@ -168,6 +168,17 @@ class GradientRequest:
     result: TracedGraph | EagerResult  # the loss; its variables are the ones differentiated
 
 
+@dataclass(frozen=True)
+class IdleTraining:
+    """A Keras training call on a compiled model with no trainable weight: it asks for no
+    gradients (the model or all its layers frozen, in Keras 3 even after compile)."""
+
+    api: str  # "discriminator.train_on_batch"
+    model: str
+    location: SourceLocation | None
+    frozen: int  # how many weights the model has, all non-trainable
+
+
 @dataclass
 class RunResult:
     """What a script run up to its first training step asked for."""
@@ -175,6 +186,8 @@ class RunResult:
     requests: list[GradientRequest]
     # Trainable variables the script created that no request differentiates.
     untrained: list[Variable] = field(default_factory=list)
+    # Keras training calls that trained nothing: no trainable weight when they ran.
+    idle: list[IdleTraining] = field(default_factory=list)
 
 
 @dataclass

@@ -137,6 +137,10 @@ _MESSAGE_DATA: dict[str, tuple[dict[str, object], str]] = {
     "GC211": ({"concern": _CONCERN, "line": None}, "this term of the loss trains nothing"),
     "GC207": ({"names": ("teacher/kernel", "teacher/bias")}, "2 trainable variables are never"),
     "GC208": ({"names": ("bn/moving_mean",)}, "non-trainable variables are given"),
+    "GC212": (
+        {"api": "critic.fit", "model": "critic", "frozen": 4},
+        "critic.fit trains nothing: critic is compiled, but none of its 4 weights",
+    ),
     "GC112": ({"name": "codebook", "estimator": "at line 7"}, "codebook gets no gradient"),
     "GC209": ({"name": "teacher/k", "reason": "this looks intended"}, "teacher/k is not trained"),
     "GC210": ({"name": "critic/k", "reason": "another loss trains it"}, "another loss trains it"),

@@ -58,3 +58,87 @@ def test_a_mirrored_fit_has_no_variable_never_requested(tmp_path: Path) -> None:
     assert not [f for f in report["findings"] if f["code"] == "GC207"], report["findings"]
     assert {v["status"] for v in report["variables"]} == {"ok"}
     _agrees_with_tensorflow(script, [report], tmp_path)
+
+
+def test_a_model_frozen_after_compile_is_told_its_training_trains_nothing(
+    tmp_path: Path,
+) -> None:
+    script = RUN_SCRIPTS / "frozen_discriminator.py"
+    code, out, err = invoke(run_command, [str(script), "-f", "json"])
+    assert code == 0, err
+    report = json.loads(out)
+    (idle,) = [f for f in report["findings"] if f["code"] == "GC212"]
+    text = script.read_text().splitlines()
+    call = next(n for n, line in enumerate(text, 1) if "discriminator.train_on_batch(" in line)
+    assert idle["location"]["line"] == call
+    assert idle["message"].startswith("discriminator.train_on_batch trains nothing")
+    assert idle["severity"] == "warning"
+    # TensorFlow: the script's only request is the combined model's; with the discriminator
+    # made trainable for its own call, that call asks for and gets gradients for its weights.
+    _agrees_with_tensorflow(script, [report], tmp_path)
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(
+        script.read_text().replace(
+            "    discriminator.train_on_batch(images, labels)\n",
+            "    discriminator.trainable = True\n"
+            "    discriminator.train_on_batch(images, labels)\n"
+            "    discriminator.trainable = False\n",
+        )
+    )
+    out_file = tmp_path / "oracle.json"
+    forked_python.run(["-m", "tests.run_oracle", str(out_file), str(fixed)], timeout=300)
+    answer = json.loads(out_file.read_text())
+    first = answer["requests"][0]
+    assert first["location"]["line"] == call + 1
+    assert first["variables"] == ["critic/dense_1/kernel", "critic/dense_1/bias"]
+    assert first["none"] == []
+    code, out, err = invoke(run_command, [str(fixed), "-f", "json"])
+    assert "GC212" not in out, out
+
+
+COLD_WATCH = """
+import sys
+import numpy as np
+from gradcheck_cli.run_mode.idle_training import TrainingWatch, is_idle
+seen = []
+watch = TrainingWatch(lambda model, method: seen.append((method, is_idle(model))))
+watch.install()
+assert "keras" not in sys.modules
+from tensorflow import keras
+model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.train_on_batch(np.ones((2, 2)), np.ones((2, 1)))
+model.trainable = False
+model.train_on_batch(np.ones((2, 2)), np.ones((2, 1)))
+watch.uninstall()
+model.train_on_batch(np.ones((2, 2)), np.ones((2, 1)))
+print(seen)
+"""
+
+
+def test_keras_training_is_watched_when_the_script_imports_keras_itself() -> None:
+    # A cold worker: Keras is imported by the script, after the watch was installed.
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", COLD_WATCH], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == (
+        "[('train_on_batch', False), ('train_on_batch', True)]"
+    )
+
+
+def test_a_run_whose_only_training_trains_nothing_says_why(tmp_path: Path) -> None:
+    script = tmp_path / "frozen_only.py"
+    script.write_text(
+        (RUN_SCRIPTS / "frozen_discriminator.py")
+        .read_text()
+        .replace("    gan.train_on_batch(noise, np.ones((8, 1)))\n", "")
+    )
+    code, out, err = invoke(run_command, [str(script)])
+    assert code == 2
+    (line,) = [line for line in err.splitlines() if line.startswith("gradcheck:")]
+    assert "without asking TensorFlow for gradients: discriminator.train_on_batch" in line
+    assert "no trainable weight (discriminator.trainable is False" in line

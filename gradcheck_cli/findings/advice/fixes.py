@@ -64,8 +64,10 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
         if verdict.unreached is Unreached.NOT_READ_BY_TAPE:
             return (
                 f"run the forward pass that reads {name} (the call of its model or layer) "
-                "inside the `with tf.GradientTape() as tape:` block, so that the tape records "
-                "it; if it is not meant to train, leave it out of the gradient request"
+                "inside the `with tf.GradientTape() as tape:` block, or, for "
+                "optimizer.minimize(loss_fn), inside loss_fn (a lambda that returns a value "
+                "computed before is a constant), so that the tape records it; if it is not "
+                "meant to train, leave it out of the gradient request"
             )
         if verdict.unreached is Unreached.CALLED_NOT_READ:
             weight = verdict.path if verdict.path not in (None, verdict.name) else name
