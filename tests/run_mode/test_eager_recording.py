@@ -247,3 +247,23 @@ def test_python_max_on_tensors_is_told_at_its_line_with_the_tensorflow_op(tmp_pa
         assert all(gradient is not None for gradient in gradients)
         if trained:
             assert all(bool(tf.reduce_any(tf.not_equal(g, 0.0))) for g in gradients)
+
+
+def test_a_cost_computed_before_minimize_is_told_the_tape_never_saw_it(tmp_path: Path) -> None:
+    script = SCRIPTS / "minimize_before.py"
+    code, out, err = invoke(run_command, [str(script), "-f", "json"])
+    assert code == 1, err
+    report = json.loads(out)
+    assert report["source"]["loss"].endswith(f"({REBUILT})")
+    (variable,) = report["variables"]
+    assert variable["status"] == "unused" and variable["blockers"] == []
+    (finding,) = [f for f in report["findings"] if f["code"] == "GC108"]
+    assert "the tape never saw it read" in finding["message"]
+    assert "leaves TensorFlow" not in out
+    assert "inside loss_fn" in variable["fix"]
+    # TensorFlow: no gradient; with the cost computed inside the function, a gradient.
+    assert _gradients_of(script) == [None]
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(script.read_text().replace("lambda: cost", "lambda: (w_cost * x - 1.0) ** 2"))
+    (gradient,) = _gradients_of(fixed)
+    assert gradient is not None
