@@ -119,18 +119,28 @@ def check_run(
 
 def _run_reports(path: Path, result: RunResult, options: CheckOptions) -> list[Report]:
     found = []
-    never = tuple(v.name for v in result.untrained)
+    untrained = [v.name for v in result.untrained]
+    # A variable no request lists but a request's loss reads (a codebook left out of the
+    # list) is told with that request; the rest, with the first request.
+    read_by = [
+        tuple(n for n in untrained if n in set(getattr(r.result, "context_variables", ())))
+        for r in result.requests
+    ]
+    unlisted = {name for names in read_by for name in names}
+    never = tuple(n for n in untrained if n not in unlisted)
+    told: set[str] = set()
     for index, request in enumerate(result.requests):
         info = RequestInfo(request.api, request.location)
         where = request.location
         label = f"{request.api} at {display_path(where.file)}:{where.line}" if where else None
         source = SourceInfo(str(path), "run", label or request.api, info)
-        # Variables no request trains are told once, with the first request.
         extra = Context(
             requested=True,
             never_requested=never if index == 0 else (),
             idle_training=tuple(result.idle) if index == 0 else (),
+            read_not_requested=tuple(n for n in read_by[index] if n not in told),
         )
+        told.update(read_by[index])
         found.append(report_from_result(request.result, source, options, extra))
     return trained_elsewhere(found)
 

@@ -22,11 +22,13 @@ from gradcheck_cli.findings.rules import (
     TRAINABLE_VARIABLE_NEVER_OPTIMIZED,
     VALUE_LEAVES_TENSORFLOW,
     VARIABLE_NEVER_REACHES_LOSS,
+    VARIABLE_READ_BUT_NOT_REQUESTED,
     VERIFICATION_AGREES,
     VERIFICATION_DISAGREES,
     VERIFICATION_DISAGREES_NEXT,
     VERIFICATION_FAILED,
     idle_training_fix,
+    unlisted_fix,
 )
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.graph.model import SourceLocation
@@ -47,6 +49,8 @@ class Context:
     requested: bool = False
     # `gradcheck run`: trainable variables that no gradient request of the script differentiates.
     never_requested: tuple[str, ...] = ()
+    # `gradcheck run`: trainable variables this request's loss reads, that no request lists.
+    read_not_requested: tuple[str, ...] = ()
     # `gradcheck run`: Keras training calls on a model with no trainable weight.
     idle_training: tuple[IdleTraining, ...] = ()
 
@@ -100,6 +104,9 @@ def _request_findings(analysis: Analysis, context: Context) -> list[Finding]:
     found = []
     if context.never_requested:
         found.append(TRAINABLE_VARIABLE_NEVER_OPTIMIZED.finding(names=context.never_requested))
+    if context.read_not_requested:
+        names = context.read_not_requested
+        found.append(VARIABLE_READ_BUT_NOT_REQUESTED.finding(names=names, hint=unlisted_fix(names)))
     for idle in context.idle_training:
         found.append(
             KERAS_TRAINING_TRAINS_NOTHING.finding(

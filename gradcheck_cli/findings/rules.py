@@ -1118,6 +1118,54 @@ FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER = Rule(
 )
 
 
+def _read_not_requested(names: tuple[str, ...], **_: object) -> str:
+    which = f"{len(names)} trainable variables" if len(names) > 1 else "a trainable variable"
+    return (
+        f"this loss reads {which} that its gradient request does not list, nor does any "
+        f"other: {_listed(names)}; the loss depends on it, and nothing trains it"
+    )
+
+
+def unlisted_fix(names: tuple[str, ...]) -> str:
+    """What to write for variables a loss reads that no gradient request lists."""
+    listed = " + ".join(f"[{name.rpartition('/')[2]}]" for name in names[:2])
+    return (
+        "add it to the variables of the request (tape.gradient(loss, "
+        f"model.trainable_variables + {listed}), and the same list to apply_gradients); if it "
+        "is meant to stay fixed, create it with trainable=False"
+    )
+
+
+VARIABLE_READ_BUT_NOT_REQUESTED = Rule(
+    code="GC213",
+    name="variable-read-but-not-requested",
+    severity=Severity.WARNING,
+    message=_read_not_requested,
+    summary="A loss reads a trainable variable that no gradient request lists",
+    what_it_does=(
+        "In `gradcheck run`, names the trainable variables that a request's loss reads but "
+        "that neither this request nor any other lists among the variables it differentiates "
+        "(told apart from GC207's variables, which no loss reads)."
+    ),
+    why_bad=(
+        "The loss depends on the variable, so it was meant to learn from it: a codebook, a "
+        "temperature or a bias created outside the `keras.Model` is left out of "
+        "`model.trainable_variables`, and the request silently skips it."
+    ),
+    example=(
+        "codebook = tf.Variable(tf.random.normal([512, 64]))\n"
+        "with tf.GradientTape() as tape:\n"
+        "    loss = vq_loss(encoder(x), codebook)\n"
+        "grads = tape.gradient(loss, encoder.trainable_variables)"
+    ),
+    use_instead=(
+        "variables = encoder.trainable_variables + [codebook]\n"
+        "grads = tape.gradient(loss, variables)\n"
+        "optimizer.apply_gradients(zip(grads, variables))"
+    ),
+)
+
+
 def _idle_training(api: str, model: str, frozen: int, **_: object) -> str:
     weights = f"its {frozen} weights" if frozen > 1 else "its weight"
     return (
@@ -1269,6 +1317,7 @@ _ALL = (
     TRAINABLE_VARIABLE_NEVER_OPTIMIZED,
     FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER,
     KERAS_TRAINING_TRAINS_NOTHING,
+    VARIABLE_READ_BUT_NOT_REQUESTED,
     NETWORK_NOT_TRAINED_BY_THIS_LOSS,
     VARIABLE_TRAINED_BY_ANOTHER_LOSS,
 )

@@ -137,6 +137,7 @@ _MESSAGE_DATA: dict[str, tuple[dict[str, object], str]] = {
     "GC211": ({"concern": _CONCERN, "line": None}, "this term of the loss trains nothing"),
     "GC207": ({"names": ("teacher/kernel", "teacher/bias")}, "2 trainable variables are never"),
     "GC208": ({"names": ("bn/moving_mean",)}, "non-trainable variables are given"),
+    "GC213": ({"names": ("codebook",)}, "this loss reads a trainable variable that its gradient"),
     "GC212": (
         {"api": "critic.fit", "model": "critic", "frozen": 4},
         "critic.fit trains nothing: critic is compiled, but none of its 4 weights",

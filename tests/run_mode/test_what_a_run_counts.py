@@ -142,3 +142,31 @@ def test_a_run_whose_only_training_trains_nothing_says_why(tmp_path: Path) -> No
     (line,) = [line for line in err.splitlines() if line.startswith("gradcheck:")]
     assert "without asking TensorFlow for gradients: discriminator.train_on_batch" in line
     assert "no trainable weight (discriminator.trainable is False" in line
+
+
+def test_a_variable_the_loss_reads_but_no_request_lists_has_its_own_warning(
+    tmp_path: Path,
+) -> None:
+    script = RUN_SCRIPTS / "unlisted_codebook.py"
+    code, out, err = invoke(run_command, [str(script), "-f", "json"])
+    assert code == 0, err
+    report = json.loads(out)
+    codes = {f["code"]: f for f in report["findings"]}
+    assert "codebook" in codes["GC213"]["message"]
+    assert "probe/" not in codes["GC213"]["message"]
+    assert "codebook" not in codes["GC207"]["message"]
+    assert "probe/dense_1/kernel" in codes["GC207"]["message"]
+    _agrees_with_tensorflow(script, [report], tmp_path)
+    # The codebook added to the request, as the hint says: TensorFlow gives it a gradient.
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(
+        script.read_text().replace(
+            "encoder.trainable_variables", "encoder.trainable_variables + [codebook]"
+        )
+    )
+    out_file = tmp_path / "fixed_oracle.json"
+    forked_python.run(["-m", "tests.run_oracle", str(out_file), str(fixed)], timeout=300)
+    (request,) = json.loads(out_file.read_text())["requests"]
+    assert "codebook" in request["variables"] and request["none"] == []
+    code, out, err = invoke(run_command, [str(fixed), "-f", "json"])
+    assert "GC213" not in out and code == 0, err
