@@ -118,31 +118,30 @@ def check_run(
 
 
 def _run_reports(path: Path, result: RunResult, options: CheckOptions) -> list[Report]:
-    found = []
     untrained = [v.name for v in result.untrained]
-    # A variable no request lists but a request's loss reads (a codebook left out of the
-    # list) is told with that request; the rest, with the first request.
-    read_by = [
-        tuple(n for n in untrained if n in set(getattr(r.result, "context_variables", ())))
-        for r in result.requests
-    ]
-    unlisted = {name for names in read_by for name in names}
-    never = tuple(n for n in untrained if n not in unlisted)
+    # A variable no request lists, that a request's loss reads and would train (a codebook
+    # left out of the list), is told with that request (GC213); the rest with the first
+    # request (GC207), which is therefore built last.
     told: set[str] = set()
-    for index, request in enumerate(result.requests):
+    reports: dict[int, Report] = {}
+    order = list(range(1, len(result.requests))) + [0]
+    for index in order:
+        request = result.requests[index]
+        read = set(getattr(request.result, "context_variables", ()))
         info = RequestInfo(request.api, request.location)
         where = request.location
         label = f"{request.api} at {display_path(where.file)}:{where.line}" if where else None
         source = SourceInfo(str(path), "run", label or request.api, info)
         extra = Context(
             requested=True,
-            never_requested=never if index == 0 else (),
+            never_requested=tuple(n for n in untrained if n not in told) if index == 0 else (),
             idle_training=tuple(result.idle) if index == 0 else (),
-            read_not_requested=tuple(n for n in read_by[index] if n not in told),
+            read_not_requested=tuple(n for n in untrained if n in read and n not in told),
         )
-        told.update(read_by[index])
-        found.append(report_from_result(request.result, source, options, extra))
-    return trained_elsewhere(found)
+        report = report_from_result(request.result, source, options, extra)
+        told.update(report.read_not_requested)
+        reports[index] = report
+    return trained_elsewhere([reports[index] for index in range(len(result.requests))])
 
 
 def check_live_keras_model(model: Any, options: CheckOptions) -> Report:
@@ -191,6 +190,11 @@ def report_from_result(
             if result.untrained:
                 never = (run.never_requested if run else ()) + result.untrained
                 run = replace(run or Context(), never_requested=never)
+    if run is not None and run.read_not_requested:
+        # Told as read but not requested only where this loss would train them.
+        live = tuple(n for n in run.read_not_requested if n in analysis.trainable_context)
+        never = tuple(n for n in run.never_requested if n not in live)
+        run = replace(run, read_not_requested=live, never_requested=never)
     verification = None
     if options.verify:
         tensorflow = _tape_gradients(result) or TensorFlowGradients(TAPE)
@@ -210,7 +214,11 @@ def _traced_analysis(result: Traced, options: CheckOptions) -> tuple[Analysis, l
     context = set(getattr(result, "context_variables", ()))
     if isinstance(result, TracedFunction) and result.tape_variables is not None:
         context |= {v.name for v in program.variables} - set(result.tape_variables)
-    analysis = _judged(analyse(program, cuts_of_live=options.all_cuts), context)
+    whole = analyse(program, cuts_of_live=options.all_cuts)
+    # Variables the graph reads that the request does not list, and that its loss would train
+    # if it did (a codebook, not a teacher under tf.stop_gradient).
+    trainable_context = {v.name for v in whole.verdicts if v.name in context and not v.dead}
+    analysis = replace(_judged(whole, context), trainable_context=frozenset(trainable_context))
     data_only = result.data_only if isinstance(result, TracedFunction) else None
     if data_only is not None:
         alone = analyse(program_from_traced(data_only, sum_loss=options.sum_loss))
@@ -228,7 +236,12 @@ def _by_tape(first: Analysis, other: Analysis) -> Analysis:
         if known is None or (known.dead and not verdict.dead):
             verdicts[verdict.name] = verdict
     concerns = first.concerns + tuple(c for c in other.concerns if c not in first.concerns)
-    return replace(first, verdicts=tuple(verdicts.values()), concerns=concerns)
+    return replace(
+        first,
+        verdicts=tuple(verdicts.values()),
+        concerns=concerns,
+        trainable_context=first.trainable_context | other.trainable_context,
+    )
 
 
 def _tape_gradients(result: Traced | EagerResult) -> TensorFlowGradients | None:
@@ -325,6 +338,7 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         fixes=explained.fixes,
         still_cut=explained.still_cut,
         intended=intent.intended,
+        read_not_requested=context.read_not_requested,
     )
 
 

@@ -115,6 +115,7 @@ class VariableVerdict:
     shape = _of_variable("shape")
     location = _of_variable("location")
     read_before_tracing = _of_variable("read_before_tracing")
+    called_before_tape = _of_variable("called_before_tape")
 
     @property
     def dead(self) -> bool:
@@ -165,3 +166,6 @@ class Analysis:
     concerns: tuple[Concern, ...] = ()
     # The top-level stop_gradients that cut dead variables, by op name: what feeds each one.
     stop_gradients: Mapping[str, StopGradientShape] = field(default_factory=dict)
+    # Variables the graph reads beyond the candidates (a request's unlisted ones) that the loss
+    # would train: set by the pipeline, which alone knows which variables are context.
+    trainable_context: frozenset[str] = frozenset()

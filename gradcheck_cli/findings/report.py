@@ -62,6 +62,9 @@ class Report:
     # Dead variables whose cut looks intended (a teacher under tf.stop_gradient, a network
     # trained by another loss), with the one-line reason; told as warnings, not errors.
     intended: Mapping[str, str] = field(default_factory=dict)
+    # `gradcheck run`: trainable variables this loss reads and would train, that no request
+    # lists (GC213).
+    read_not_requested: tuple[str, ...] = ()
 
     def code_at(self, location: SourceLocation | None) -> str | None:
         return None if location is None else self.code.get((location.file, location.line))

@@ -577,6 +577,12 @@ def why_unused(verdict: VariableVerdict) -> str | None:
             f"what is computed from it is only assigned to{target}{at}, and an assignment "
             "passes no gradient to the value it stores: the loss reads the copy, not it"
         )
+    called = verdict.called_before_tape
+    if verdict.unreached is Unreached.NOT_READ_BY_TAPE and called is not None:
+        return (
+            f"the tape never saw it read: its model or layer was called at {_file_line(called)}, "
+            "before the tape opened, and the value computed there is a constant to the tape"
+        )
     read = verdict.read_before_tracing
     if verdict.unreached is not Unreached.FROZEN_BEFORE_TRACING or read is None:
         return why_unreached(verdict.unreached)
@@ -1143,9 +1149,10 @@ VARIABLE_READ_BUT_NOT_REQUESTED = Rule(
     message=_read_not_requested,
     summary="A loss reads a trainable variable that no gradient request lists",
     what_it_does=(
-        "In `gradcheck run`, names the trainable variables that a request's loss reads but "
-        "that neither this request nor any other lists among the variables it differentiates "
-        "(told apart from GC207's variables, which no loss reads)."
+        "In `gradcheck run`, names the trainable variables that a request's loss reads, and "
+        "would train if they were listed, but that neither this request nor any other lists "
+        "among the variables it differentiates (told apart from GC207's variables, which no "
+        "loss reads or trains: a teacher under tf.stop_gradient stays GC207)."
     ),
     why_bad=(
         "The loss depends on the variable, so it was meant to learn from it: a codebook, a "

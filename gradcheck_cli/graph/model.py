@@ -159,6 +159,8 @@ class Variable:
     # An eager step rebuilt from the ops its tape recorded, that the tape never saw read: a
     # forward pass run before the tape opened is a constant to the tape.
     unread_by_tape: bool = False
+    # ... and the line where the script last called a layer or model that owns it, if known.
+    called_before_tape: SourceLocation | None = None
 
 
 class CustomGradient(str, enum.Enum):

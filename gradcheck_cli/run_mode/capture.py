@@ -12,7 +12,7 @@ from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.run_mode import gradient_requests
 from gradcheck_cli.run_mode.eager_recording import OpRecorder
 from gradcheck_cli.run_mode.gradient_requests import CreatedVariables
-from gradcheck_cli.run_mode.idle_training import TrainingWatch, called_name, is_idle
+from gradcheck_cli.run_mode.keras_calls import KerasWatch, called_name, is_idle
 from gradcheck_cli.tracing.leaving_tensorflow import (
     LEAVING_METHODS,
     TRUTH_VALUE,
@@ -60,11 +60,13 @@ class Capture:
     _leaves: LeaveLog = field(init=False)  # values that left TensorFlow in the script's code
     _requested: set[int] = field(default_factory=set)  # ids of the requested tf.Variables
     _recorder: OpRecorder = field(init=False)  # the ops each eager tape runs
-    _training: TrainingWatch = field(init=False)  # Keras's training calls
+    _keras: KerasWatch = field(init=False)  # Keras's training and layer calls
+    # id of each layer the script's code called -> (the layer, the line of its last call)
+    _layer_calls: dict[int, tuple[Any, SourceLocation]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._recorder = OpRecorder(busy=lambda: bool(self._busy))
-        self._training = TrainingWatch(self._keras_training)
+        self._keras = KerasWatch(self._keras_training, self._layer_called)
         self._leaves = LeaveLog(busy=lambda: bool(self._busy))
 
     # -- installing ----------------------------------------------------------------------------
@@ -77,7 +79,7 @@ class Capture:
         from tensorflow.python.training import optimizer as v1_optimizer
 
         self._wrap(tf.GradientTape, "gradient", self._tape_gradient)
-        self._training.install()
+        self._keras.install()
         self._wrap(tf.GradientTape, "__enter__", self._tape_enter)
         self._wrap(tf.GradientTape, "__exit__", self._tape_exit)
         for method in ("jacobian", "batch_jacobian"):  # their inner gradients are not requests
@@ -100,7 +102,7 @@ class Capture:
 
     def uninstall(self) -> None:
         self._recorder.close()
-        self._training.uninstall()
+        self._keras.uninstall()
         for patch in reversed(self._patches):
             setattr(patch.owner, patch.attribute, patch.original)
         self._patches.clear()
@@ -176,7 +178,13 @@ class Capture:
     ) -> Any:
         try:
             return gradient_requests.reconstructed_request(
-                eager, ops, self._recorder.functions, target, variables, self.created
+                eager,
+                ops,
+                self._recorder.functions,
+                target,
+                variables,
+                self.created,
+                self._called_at,
             )
         except Exception:  # an op the rebuild cannot express: TensorFlow's verdict stands
             return eager
@@ -238,6 +246,21 @@ class Capture:
         if (name, location) not in {(i.model, i.location) for i in self.idle}:
             api = f"{name}.{method}"
             self.idle.append(IdleTraining(api, name, location, len(model.weights)))
+
+    def _layer_called(self, layer: Any, where: SourceLocation) -> None:
+        if not self._busy and not self.delivered:
+            self._layer_calls[id(layer)] = (layer, where)
+
+    def _called_at(self, variable: Any) -> SourceLocation | None:
+        """The line where the script last called a layer or model that owns `variable`."""
+        for layer, where in reversed(self._layer_calls.values()):
+            try:
+                weights = layer.weights
+            except Exception:  # a layer that cannot list its weights owns none we know of
+                continue
+            if any(getattr(w, "value", w) is variable for w in weights):
+                return where
+        return None
 
     # -- stopping before a weight changes ------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -300,9 +301,12 @@ def reconstructed_request(
     target: Any,
     variables: list[tuple[int, Any]],
     created: CreatedVariables,
+    called_at: Callable[[Any], SourceLocation | None] = lambda _: None,
 ) -> TracedGraph | EagerResult:
     """An eager request as the graph of the ops its tape recorded, carrying the eager result
-    (TensorFlow's verdicts and where a value left TensorFlow) for when the two disagree."""
+    (TensorFlow's verdicts and where a value left TensorFlow) for when the two disagree.
+    `called_at(variable)`: where the script last called a layer that owns it (for a variable
+    the tape never saw read: a model called before the tape opened)."""
     import tensorflow as tf
 
     from gradcheck_cli.run_mode.eager_recording import rebuild
@@ -324,7 +328,12 @@ def reconstructed_request(
 
     records = [
         TracedVariable(
-            replace(model, name=recorded.name, unread_by_tape=node(variable) is None),
+            replace(
+                model,
+                name=recorded.name,
+                unread_by_tape=node(variable) is None,
+                called_before_tape=called_at(variable) if node(variable) is None else None,
+            ),
             node=node(variable),
         )
         for (variable, model), recorded in zip(described, eager.variables)

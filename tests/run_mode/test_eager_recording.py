@@ -125,11 +125,17 @@ def test_a_model_called_before_the_tape_is_told_so(tmp_path: Path) -> None:
     report = json.loads(out)
     assert report["source"]["loss"].endswith(f"({REBUILT})")
     assert {v["status"] for v in report["variables"]} == {"unused"}
+    call = next(
+        number
+        for number, text in enumerate(script.read_text().splitlines(), 1)
+        if text == "pred = model(x)"
+    )
     (finding, *_) = [f for f in report["findings"] if f["code"] == "GC108"]
     assert "the tape never saw it read" in finding["message"]
+    assert f"was called at called_before_tape.py:{call}, before the tape" in finding["message"]
     assert "built but never called" not in out
     fix = report["variables"][0]["fix"]
-    assert "inside the `with tf.GradientTape() as tape:` block" in fix
+    assert fix.startswith(f"move the call at line {call} (`pred = model(x)`) into the `with")
     # TensorFlow: no weight gets a gradient; with the call moved inside the tape, all do.
     assert all(gradient is None for gradient in _gradients_of(script).values())
     fixed = tmp_path / "fixed.py"
@@ -169,7 +175,11 @@ def test_the_recorder_rebuilds_only_what_it_kept_whole(monkeypatch: pytest.Monke
     assert nodes[step.loss_tensor.split(":")[0]].op == "Sum"
     assert nodes["v"].attr["dtype"].type == tf.resource.as_datatype_enum
     assert step.handle_nodes == {id(variable.handle): "v"}
-    assert rebuild(ops, not_recorded, {}, {}) is None
+    # A value no recorded op computed is a constant to the tape: the loss reads no variable.
+    unrecorded = rebuild(ops, not_recorded, {id(variable.handle): "v"}, {})
+    assert unrecorded is not None
+    loss_node = {n.name: n for n in unrecorded.graph_def.node}[unrecorded.loss_tensor[:-2]]
+    assert loss_node.op in ("Placeholder", "Const") and not loss_node.input
 
     monkeypatch.setattr(eager_recording, "MAX_OPS", 2)
     mark = recorder.tape_entered()

@@ -99,9 +99,12 @@ def test_a_model_frozen_after_compile_is_told_its_training_trains_nothing(
 COLD_WATCH = """
 import sys
 import numpy as np
-from gradcheck_cli.run_mode.idle_training import TrainingWatch, is_idle
+from gradcheck_cli.run_mode.keras_calls import KerasWatch, is_idle
 seen = []
-watch = TrainingWatch(lambda model, method: seen.append((method, is_idle(model))))
+watch = KerasWatch(
+    lambda model, method: seen.append((method, is_idle(model))),
+    lambda layer, where: seen.append(("call", where.line)),
+)
 watch.install()
 assert "keras" not in sys.modules
 from tensorflow import keras
@@ -110,8 +113,10 @@ model.compile("sgd", "mse")
 model.train_on_batch(np.ones((2, 2)), np.ones((2, 1)))
 model.trainable = False
 model.train_on_batch(np.ones((2, 2)), np.ones((2, 1)))
+model(np.ones((2, 2)))
 watch.uninstall()
 model.train_on_batch(np.ones((2, 2)), np.ones((2, 1)))
+model(np.ones((2, 2)))
 print(seen)
 """
 
@@ -126,7 +131,7 @@ def test_keras_training_is_watched_when_the_script_imports_keras_itself() -> Non
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == (
-        "[('train_on_batch', False), ('train_on_batch', True)]"
+        "[('train_on_batch', False), ('train_on_batch', True), ('call', 18)]"
     )
 
 

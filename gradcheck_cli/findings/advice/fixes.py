@@ -61,6 +61,16 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
                 f"compute the value from {name} inside the loss function (move line "
                 f"{read.line} into it), so that every call reads {name} itself"
             )
+        called = verdict.called_before_tape
+        if verdict.unreached is Unreached.NOT_READ_BY_TAPE and called is not None:
+            code = (source.line(called) or "").strip()
+            shown = f" (`{code}`)" if code else ""
+            return (
+                f"move the call at line {called.line}{shown} into the "
+                "`with tf.GradientTape() as tape:` block, so that the tape records the forward "
+                f"pass that reads {name}; if it is not meant to train, leave it out of the "
+                "gradient request"
+            )
         if verdict.unreached is Unreached.NOT_READ_BY_TAPE:
             return (
                 f"run the forward pass that reads {name} (the call of its model or layer) "

@@ -1,0 +1,154 @@
+"""What a script asks of Keras 3, seen from its own calls: training calls that train nothing
+(`fit` or `train_on_batch` on a compiled model whose weights are all frozen when it runs:
+Keras 3 reads `trainable` at every step, so the Keras 2 habit of freezing a GAN's
+discriminator after its `compile` leaves its own `train_on_batch` without a gradient request),
+and the line where the script last called each layer or model (a model called before the tape
+opened)."""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import linecache
+import re
+import sys
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.source_code.debug_info import is_user_file
+
+# Keras 3's TensorFlow trainer: the class whose methods a model's training calls run.
+TRAINER_MODULE = "keras.src.backend.tensorflow.trainer"
+TRAINER_CLASS = "TensorFlowTrainer"
+TRAINING_METHODS = ("fit", "train_on_batch")
+# Keras 3's layer: every layer's and model's call.
+LAYER_MODULE = "keras.src.layers.layer"
+LAYER_CLASS = "Layer"
+
+# (model, method name) -> None, called before each training call.
+OnTraining = Callable[[Any, str], None]
+# (layer, the script's line that called it) -> None, for calls made by the script's own code.
+OnLayerCall = Callable[[Any, SourceLocation], None]
+
+
+def is_idle(model: Any) -> bool:
+    """A compiled model with weights, none of them trainable."""
+    return bool(
+        getattr(model, "compiled", False)
+        and getattr(model, "weights", None)
+        and not getattr(model, "trainable_weights", None)
+    )
+
+
+def called_name(location: SourceLocation | None, method: str) -> str | None:
+    """The name the script's line calls `method` on (`discriminator` in
+    `discriminator.train_on_batch(...)`), if the line says it plainly."""
+    if location is None:
+        return None
+    line = linecache.getline(location.file, location.line)
+    found = re.search(rf"([A-Za-z_][\w.]*)\.{method}\s*\(", line)
+    return found.group(1) if found else None
+
+
+class KerasWatch:
+    """Calls `on_training` before each Keras 3 training call, and `on_layer_call` for each
+    layer call the script's own code makes, whether Keras is imported already (a warm
+    worker) or later, by the script."""
+
+    def __init__(self, on_training: OnTraining, on_layer_call: OnLayerCall) -> None:
+        self._on_training = on_training
+        self._on_layer_call = on_layer_call
+        self._patched: list[tuple[Any, str, Any]] = []
+        self._finders: list[_AfterImport] = []
+
+    def install(self) -> None:
+        for name, patch in (
+            (TRAINER_MODULE, self._patch_trainer),
+            (LAYER_MODULE, self._patch_layer),
+        ):
+            module = sys.modules.get(name)
+            if module is not None:
+                patch(module)
+            else:
+                finder = _AfterImport(name, patch)
+                self._finders.append(finder)
+                sys.meta_path.insert(0, finder)
+
+    def uninstall(self) -> None:
+        for finder in self._finders:
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
+        self._finders.clear()
+        for owner, name, original in reversed(self._patched):
+            setattr(owner, name, original)
+        self._patched.clear()
+
+    def _patch_trainer(self, module: ModuleType) -> None:
+        trainer = getattr(module, TRAINER_CLASS, None)
+        for name in TRAINING_METHODS if trainer is not None else ():
+            original = vars(trainer).get(name)
+            if original is not None:
+                self._patch(trainer, name, _before(original, name, self._on_training))
+
+    def _patch_layer(self, module: ModuleType) -> None:
+        layer = getattr(module, LAYER_CLASS, None)
+        original = vars(layer).get("__call__") if layer is not None else None
+        if original is None:
+            return
+        on_layer_call = self._on_layer_call
+
+        def __call__(instance: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
+            caller = sys._getframe(1)
+            if is_user_file(caller.f_code.co_filename):
+                where = SourceLocation(
+                    caller.f_code.co_filename, caller.f_lineno, caller.f_code.co_name
+                )
+                on_layer_call(instance, where)
+            return original(instance, *args, **kwargs)
+
+        __call__.__doc__ = original.__doc__
+        self._patch(layer, "__call__", __call__)
+
+    def _patch(self, owner: Any, name: str, replacement: Any) -> None:
+        self._patched.append((owner, name, vars(owner)[name]))
+        setattr(owner, name, replacement)
+
+
+def _before(original: Any, name: str, hook: OnTraining) -> Any:
+    def training(model: Any, *args: Any, **kwargs: Any) -> Any:
+        hook(model, name)
+        return original(model, *args, **kwargs)
+
+    training.__name__ = name
+    training.__doc__ = original.__doc__
+    return training
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs `then(module)` right after `name` is imported, once."""
+
+    def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
+        self.name = name
+        self.then = then
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # the real finders find it; this one only waits for it
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        execute = loader.exec_module
+        then = self.then
+
+        def exec_module(module: ModuleType) -> None:
+            execute(module)
+            then(module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
