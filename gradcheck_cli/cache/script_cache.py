@@ -28,7 +28,7 @@ CACHED_JOBS = (Job.SCRIPT, Job.KERAS_FILE)
 file system (tf.data, TFRecord), which no Python audit hook sees, and runs with its arguments."""
 MAX_ENTRIES = 256
 """The cache keeps this many entries, the ones used last; a write removes the others."""
-_FORMAT = 2  # bumped whenever an entry's layout (or a pickled class's module) changes
+_FORMAT = 3  # bumped whenever an entry's layout (or a pickled class's module) changes
 _ENTRIES = "traced"
 # Options that shape only the parent's analysis or the way the worker runs, not what it traces;
 # every other option is part of the key, so a new option is keyed until declared here.

@@ -51,6 +51,10 @@ class SourceLocation:
     function: str | None = None
     # The user frames that called this one, outermost first (this frame is the innermost).
     callers: tuple[SourceLocation, ...] = field(default=(), compare=False, repr=False)
+    # The library whose code made the op at this line of the user's (`Keras`, `TensorFlow's
+    # moments`), when the line called a library rather than the op's own API: read by the
+    # findings for stop_gradients only (`tf.stop_gradient` is the one API it recognises).
+    inside: str | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, Unreached, VariableVerdict
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.names import variables_named
 from gradcheck_cli.findings.policy import FailOn
@@ -285,6 +286,9 @@ def _write_side_cuts(console: Console, report: Report, verdict: VariableVerdict)
 def _cut_place(blocker: Blocker) -> str:
     if blocker.location is not None:
         where = _where(blocker.location)
+        # Which library made a stop_gradient the user's line only called (tf.nn.moments's).
+        if blocker.location.inside and blocker.reason is Reason.STOP_GRADIENT:
+            where = f"{where}, inside {blocker.location.inside}"
     else:
         scope = blocker.op.rpartition("/")[0]
         where = f"op {blocker.op}" + (f" in name scope {scope}" if scope else "")

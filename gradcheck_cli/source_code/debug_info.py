@@ -30,6 +30,41 @@ def is_user_file(path: str) -> bool:
     return bool(path) and not any(marker in path for marker in _LIBRARY_MARKERS)
 
 
+# Frames a library call passes through on its way to the op's real code: dispatchers,
+# deprecation and traceback wrappers, autograph.
+_WRAPPER_MARKERS = (
+    f"tensorflow{os.sep}python{os.sep}util{os.sep}",
+    f"tensorflow{os.sep}python{os.sep}ops{os.sep}weak_tensor_ops",
+    f"keras{os.sep}src{os.sep}utils{os.sep}traceback_utils",
+    f"{os.sep}autograph{os.sep}",
+)
+# Libraries whose own code makes ops, by the folder their files are in, as users name them.
+_LIBRARIES = {
+    "keras_hub": "keras_hub",
+    "tf_keras": "Keras",
+    "keras": "Keras",
+    "tensorflow_probability": "TensorFlow Probability",
+    "tensorflow_model_optimization": "TF Model Optimization",
+}
+
+
+def library_entry(frames: list[tuple[str, str]]) -> str | None:
+    """Where a library made an op that the user's code only called it for: `frames` are the
+    (file, function) frames after the user's innermost one, outermost first. None when the
+    user called the op's own API (`tf.stop_gradient`, `keras.ops.stop_gradient`)."""
+    for path, function in frames:
+        if any(marker in path for marker in _WRAPPER_MARKERS):
+            continue
+        if function == "stop_gradient":
+            return None
+        parts = path.split(os.sep)
+        for folder, name in _LIBRARIES.items():
+            if folder in parts:
+                return name
+        return f"TensorFlow's {function}" if "tensorflow" in parts else None
+    return None
+
+
 class DebugInfoLocations:
     """Looks up `"<node>@<function>"` keys; frames run outermost first, innermost last.
 
@@ -62,6 +97,7 @@ class DebugInfoLocations:
     def _located(self, frame_ids: Any) -> SourceLocation | None:
         frames = []
         known = self._frames
+        after: list[tuple[str, str]] = []  # the library frames past the innermost user frame
         for frame_id in frame_ids:
             if frame_id not in known:
                 frame = self._info.frames_by_id.get(frame_id)
@@ -69,7 +105,14 @@ class DebugInfoLocations:
             located = known[frame_id]
             if located is not None:
                 frames.append(located)
-        return innermost_with_callers(frames)
+                after = []
+            else:
+                frame = self._info.frames_by_id.get(frame_id)
+                if frame is not None and len(after) < ENTRY_FRAMES:
+                    index = frame.file_index
+                    path = self._files[index] if 0 <= index < len(self._files) else ""
+                    after.append((path, frame.func))
+        return innermost_with_callers(frames, library_entry(after))
 
     def _frame(self, frame: Any) -> tuple[str, int, str | None] | None:
         """(file, line, function) of a user frame; None for a library's."""
@@ -78,10 +121,16 @@ class DebugInfoLocations:
         return (path, frame.line, frame.func or None) if is_user_file(path) else None
 
 
-def innermost_with_callers(frames: list[tuple[str, int, str | None]]) -> SourceLocation | None:
+# How many library frames past the user's are enough to tell which library made an op.
+ENTRY_FRAMES = 8
+
+
+def innermost_with_callers(
+    frames: list[tuple[str, int, str | None]], inside: str | None = None
+) -> SourceLocation | None:
     """The last of the user's (file, line, function) frames, outermost first, with the others
-    as its callers."""
+    as its callers; `inside`: the library that made the op there, if not the user's call."""
     if not frames:
         return None
     callers = tuple(SourceLocation(*frame) for frame in frames[:-1])
-    return SourceLocation(*frames[-1], callers=callers)
+    return SourceLocation(*frames[-1], callers=callers, inside=inside)

@@ -9,7 +9,12 @@ from typing import Any
 
 from gradcheck_cli.differentiability.registry import load_registry
 from gradcheck_cli.graph.model import CustomGradient, SourceLocation, Variable, make_names_unique
-from gradcheck_cli.source_code.debug_info import innermost_with_callers, is_user_file
+from gradcheck_cli.source_code.debug_info import (
+    ENTRY_FRAMES,
+    innermost_with_callers,
+    is_user_file,
+    library_entry,
+)
 from gradcheck_cli.worker.protocol import TracedFunction, TracedGraph, TracedVariable
 
 
@@ -19,13 +24,17 @@ def user_location(frames: Iterable[Any] | None) -> SourceLocation | None:
     if frames is None:
         return None
     located = []
+    after: list[tuple[str, str]] = []  # the library frames past the innermost user frame
     # Called for every op of a traced function, each frame a call into TensorFlow's C++ stack:
     # each attribute is read once.
     for frame in frames:
         filename = getattr(frame, "filename", None)
         if filename and is_user_file(filename):
             located.append((filename, frame.lineno, getattr(frame, "name", None)))
-    return innermost_with_callers(located)
+            after = []
+        elif filename and len(after) < ENTRY_FRAMES:
+            after.append((filename, getattr(frame, "name", "")))
+    return innermost_with_callers(located, library_entry(after) if located else None)
 
 
 def exception_location(error: BaseException) -> SourceLocation | None:

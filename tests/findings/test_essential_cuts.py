@@ -58,6 +58,8 @@ def test_the_side_cut_is_shown_only_on_request(
     verbose = render(dice, Format.TERMINAL, TerminalOptions(width=None, verbose=True))
     assert "StopGradient" not in plain
     assert "side cut" in verbose and "StopGradient" in verbose
+    # The side cut is tf.nn.moments's own, and says so.
+    assert f"{DICE}:{_line(MOMENTS)}, inside TensorFlow's moments" in verbose
     document = render(dice, Format.JSON)
     assert '"side_cuts"' in document
 
@@ -69,3 +71,32 @@ def test_tensorflow_says_removing_the_side_cut_alone_trains_nothing(tmp_path: Pa
     without.write_text(text.replace(MOMENTS, BY_HAND))
     assert dead_names(dead_in_script(str(REPO / DICE), "loss")) == {"kernel"}
     assert dead_names(dead_in_script(str(without), "loss")) == {"kernel"}
+
+
+LIBRARY_STOP = Path(__file__).resolve().parents[1] / "scripts" / "library_stop_gradient.py"
+
+
+def test_a_stop_gradient_inside_a_library_is_told_as_the_librarys(tmp_path: Path) -> None:
+    from gradcheck_cli import check
+
+    report = check(str(LIBRARY_STOP), "loss")
+    (temperature,) = report.dead
+    (cut,) = temperature.blockers
+    assert cut.location is not None
+    assert cut.location.inside == "TensorFlow's softmax_cross_entropy_with_logits"
+    fix = report.fixes["temperature"]
+    assert fix.startswith(
+        "the tf.stop_gradient that cuts temperature is inside TensorFlow's "
+        f"softmax_cross_entropy_with_logits, called at line {cut.location.line}"
+    )
+    assert "remove the tf.stop_gradient" not in fix
+    # The API the fix names, applied to a copy: TensorFlow trains the temperature.
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(
+        LIBRARY_STOP.read_text().replace(
+            "tf.compat.v1.nn.softmax_cross_entropy_with_logits",
+            "tf.nn.softmax_cross_entropy_with_logits",
+        )
+    )
+    assert dead_in_script(str(LIBRARY_STOP), "loss")["temperature"] == "none"
+    assert dead_in_script(str(fixed), "loss") == {"student": "gradient", "temperature": "gradient"}

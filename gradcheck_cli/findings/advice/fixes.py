@@ -223,6 +223,9 @@ def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -
                 f"passes gradient to x only; {name}, inside q, needs a loss term of its own "
                 "(for a codebook: the squared distance between tf.stop_gradient(x) and q(x))"
             )
+        inside = _library_stop(stops)
+        if only_stops and inside is not None:
+            return library_stop_fix(inside, name)
         if only_stops:
             where = _at(stops[-1])
             return (
@@ -301,6 +304,26 @@ def selection_fix(verdict: VariableVerdict, name: str, source: SourceLines) -> s
     return use
 
 
+def _library_stop(stops: list[Blocker]) -> Blocker | None:
+    """The first stop_gradient a library made (the user's line only called it), if any."""
+    return next((b for b in stops if b.location is not None and b.location.inside), None)
+
+
+def library_stop_fix(stop: Blocker, name: str) -> str:
+    """A stop_gradient inside a library's function or layer: not the user's to remove."""
+    assert stop.location is not None and stop.location.inside is not None
+    inside = stop.location.inside
+    fix = (
+        f"the tf.stop_gradient that cuts {name} is inside {inside}, called at line "
+        f"{stop.location.line}: that code passes no gradient to this input, and it is not "
+        f"yours to remove; compute this part of the loss with ops that pass gradient to "
+        f"{name}"
+    )
+    if inside.endswith("softmax_cross_entropy_with_logits"):
+        fix += " (tf.nn.softmax_cross_entropy_with_logits trains its labels, the v1 one does not)"
+    return fix + f", or, if the cut is intended, create {name} with trainable=False"
+
+
 def _at(blocker: Blocker) -> str:
     return f" at line {blocker.location.line}" if blocker.location else ""
 
@@ -308,6 +331,8 @@ def _at(blocker: Blocker) -> str:
 def blocker_fix(blocker: Blocker, name: str) -> str:
     """What to do about one cut, in words: the code depends on the whole path."""
     where = f" at line {blocker.location.line}" if blocker.location else ""
+    if blocker.reason is Reason.STOP_GRADIENT and _library_stop([blocker]) is not None:
+        return library_stop_fix(blocker, name)
     fixes = {
         Reason.STOP_GRADIENT: f"remove the tf.stop_gradient{where}, or create {name} with "
         "trainable=False if the cut is intended",
