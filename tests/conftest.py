@@ -56,6 +56,7 @@ HEAVY = (
     "tests/reporters/test_terminal_golden.py",
     "tests/test_api.py::test_assert_no_dead_variables_takes_the_worker_options",
     "tests/test_bad_input.py",
+    "tests/test_security.py",
     "tests/test_cli.py",
     "tests/test_cli_policy.py",
     "tests/test_intended_cuts.py",

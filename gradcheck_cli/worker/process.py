@@ -167,6 +167,9 @@ def _run_worker(
         process = start_worker(
             [
                 sys.executable,
+                # -P: the working folder is not on sys.path, so a checked repository's
+                # `pickle.py` or `numpy.py` is never imported in its stead.
+                "-P",
                 "-m",
                 "gradcheck_cli.jobs.worker_entry",
                 str(request_path),
