@@ -94,7 +94,13 @@ class Launcher:
         self.channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-P", "-m", "gradcheck_cli.jobs.warm_launcher", str(theirs.fileno())],
+                [
+                    sys.executable,
+                    "-P",
+                    "-m",
+                    "gradcheck_cli.jobs.warm_launcher",
+                    str(theirs.fileno()),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
