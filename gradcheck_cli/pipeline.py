@@ -315,7 +315,7 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
             f"the loss {source.loss!r} has no trainable variable to check: the model has none, "
             "or the loss is computed from constants and inputs only"
         )
-    lines = SourceLines()
+    lines = SourceLines(_quoted_roots(source))
     intent = judge_intent(analysis, lines, requested=context.requested)
     explained = explain(analysis.verdicts, lines, intent.fixes)
     findings = build_findings(analysis, context, lines, explained.fixes, intent.findings)
@@ -340,6 +340,20 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         intended=intent.intended,
         read_not_requested=context.read_not_requested,
     )
+
+
+# Inputs whose source locations come from the file itself (a SavedModel's debug info) or from
+# library code (a Keras file): a report quotes only the files under these inputs' roots.
+_FILE_KINDS = frozenset({"savedmodel", "savedmodel-tf1", "keras"})
+
+
+def _quoted_roots(source: SourceInfo) -> list[Path] | None:
+    """The folders a report may quote source lines from: the working folder and the model's
+    (for a script, any file: running it imported them all already)."""
+    if source.kind not in _FILE_KINDS:
+        return None
+    model = Path(source.path)
+    return [Path.cwd(), model if model.is_dir() else model.parent]
 
 
 def _verify_saved_model(

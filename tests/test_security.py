@@ -66,3 +66,91 @@ def test_modules_in_the_working_folder_never_run_in_the_worker(
         result = cli_result(command, [str(models[model]), "--no-cache", *extra])
         assert result.exit_code == 0, (warm, result.stdout, result.stderr)
         assert list(markers.iterdir()) == [], warm
+
+
+SECRET = "gradcheck-test-secret-3f9c1e"
+
+STOPPED = """
+import tensorflow as tf
+
+
+class Module(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable(tf.ones([3]), name="w")
+
+    @tf.function(input_signature=[])
+    def loss(self):
+        return tf.reduce_sum(tf.stop_gradient(self.w) * 2.0)
+"""
+
+
+@pytest.fixture(scope="module")
+def debug_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SavedModel with debug info whose dead variable has a cut at a line of `model.py`."""
+    import importlib.util
+
+    import tensorflow as tf
+
+    where = tmp_path_factory.mktemp("debug_model")
+    source = where / "model.py"
+    source.write_text(STOPPED)
+    spec = importlib.util.spec_from_file_location("crafted_model_source", source)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    instance = module.Module()
+    options = tf.saved_model.SaveOptions(save_debug_info=True)
+    tf.saved_model.save(instance, str(where / "saved"), options=options)
+    return where / "saved"
+
+
+def _crafted_copy(model: Path, target: str, into: Path) -> Path:
+    """`model` with every source file its debug info names replaced by `target`."""
+    import shutil
+
+    from tensorflow.core.framework import graph_debug_info_pb2
+
+    copy = into / "crafted"
+    shutil.copytree(model, copy)
+    debug = copy / "debug" / "saved_model_debug_info.pb"
+    info = graph_debug_info_pb2.GraphDebugInfo.FromString(debug.read_bytes())
+    files = [target] * len(info.files)
+    del info.files[:]
+    info.files.extend(files)
+    debug.write_bytes(info.SerializeToString())
+    return copy
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["/proc/self/environ", "/etc/passwd", "/dev/zero", "fifo.py", ".git/config", "../secret.py"],
+)
+def test_a_crafted_debug_info_prints_no_file_it_names(
+    target: str, debug_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    repository = tmp_path / "repository"
+    (repository / ".git").mkdir(parents=True)
+    (repository / ".git" / "config").write_text(f"url = https://x:{SECRET}@example.com\n" * 20)
+    (tmp_path / "secret.py").write_text(f"TOKEN = '{SECRET}'\n" * 20)
+    os.mkfifo(repository / "fifo.py")
+    monkeypatch.chdir(repository)
+    monkeypatch.setenv("GRADCHECK_TEST_TOKEN", SECRET)
+    crafted = _crafted_copy(debug_model, target, tmp_path)
+    for form in ("terminal", "json", "sarif", "markdown", "github", "dot"):
+        result = cli_result(command, [str(crafted), "--loss", "loss", "-f", form, "--no-cache"])
+        assert result.exit_code == 1, (form, result.stdout, result.stderr)
+        assert SECRET not in result.stdout + result.stderr, form
+        assert "root:" not in result.stdout, form
+
+
+def test_the_model_s_own_source_is_still_quoted(
+    debug_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check works from the model's folder: its source file there is quoted.
+    monkeypatch.chdir(debug_model.parent)
+    result = cli_result(command, [str(debug_model), "--loss", "loss", "--no-cache"])
+    assert result.exit_code == 1, result.stderr
+    assert "tf.reduce_sum(tf.stop_gradient(self.w) * 2.0)" in result.stdout

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.source_code.files import PYTHON_SUFFIXES, bounded_text, in_system_folder
 from gradcheck_cli.source_code.notebook import notebook_cell, read_notebook
 from gradcheck_cli.source_code.op_expressions import called_name, parsed
 
@@ -15,7 +18,13 @@ _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=[^=]")
 
 
 class SourceLines:
-    def __init__(self) -> None:
+    """The user's lines, by file. `roots`: when given, a file is quoted only if it is a regular
+    Python file (or notebook) of bounded size under one of these folders, with no dot-folder on
+    the way (`.git`): a crafted SavedModel's debug info names the files it likes
+    (`/proc/self/environ`, `.git/config`), and the report must not print them."""
+
+    def __init__(self, roots: Sequence[Path] | None = None) -> None:
+        self._roots = None if roots is None else [Path(os.path.realpath(r)) for r in roots]
         self._files: dict[str, list[str] | None] = {}
         self._notebooks: dict[str, dict[int, str]] = {}
         self._trees: dict[str, ast.Module | None] = {}
@@ -48,13 +57,34 @@ class SourceLines:
             return None
         return lines[location.line - 1]
 
+    def quotable(self, file: str) -> bool:
+        """Whether the report may read `file` at all (see the class)."""
+        try:
+            real = Path(os.path.realpath(file))
+        except (OSError, ValueError):
+            return False
+        if in_system_folder(str(real)):
+            return False
+        if self._roots is None:
+            return True
+        if real.suffix not in (*PYTHON_SUFFIXES, ".ipynb"):
+            return False
+        for root in self._roots:
+            try:
+                inside = real.relative_to(root)
+            except ValueError:
+                continue
+            if not any(part.startswith(".") for part in inside.parts):
+                return True
+        return False
+
     def _read(self, file: str) -> list[str] | None:
         cell = notebook_cell(file)
+        if not self.quotable(cell[0] if cell is not None else file):
+            return None
         if cell is None:
-            try:
-                return Path(file).read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                return None
+            text = bounded_text(file)
+            return None if text is None else text.splitlines()
         notebook, index = cell
         if notebook not in self._notebooks:
             try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.source_code.files import python_source
 
 _COMPARISONS: dict[type[ast.cmpop], str] = {
     ast.Gt: "Greater",
@@ -163,16 +163,12 @@ class OpLines:
         line = self._lines[key]
         if line is None or line == location.line:
             return location
-        return SourceLocation(location.file, line, location.function, callers)
+        return SourceLocation(location.file, line, location.function, callers, location.inside)
 
     def _tree(self, file: str) -> ast.Module | None:
         if file not in self._trees:
-            try:
-                text = Path(file).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                self._trees[file] = None
-            else:
-                self._trees[file] = parsed(text)
+            text = python_source(file)
+            self._trees[file] = None if text is None else parsed(text)
         return self._trees[file]
 
     def _op_line(
