@@ -166,6 +166,8 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
     no_cache = flags.pop("no_cache", False)  # `gradcheck run` caches nothing
     try:
         settings = load_settings(overrides, config_file)
+        for skipped in settings.skipped:
+            click.echo(f"gradcheck: warning: {skipped}", err=True)
         seconds = resolve_timeout(timeout, settings)
     except GradcheckError as error:
         report_error(error)

@@ -63,6 +63,8 @@ class Settings:
     imports: tuple[str, ...] = ()
     cache: bool = True  # `cache = false`: trace every script and Keras file again
     cache_dir: Path | None = None  # see `resolve_cache_dir`
+    # Config files the search passed over, each with why (another user may write them).
+    skipped: tuple[str, ...] = ()
     source: Path | None = None  # the file the settings were read from, if any
 
     def loss_for(self, model: str | os.PathLike[str]) -> str | None:
@@ -115,18 +117,56 @@ def load_settings(
         path = Path(config)
         base = parse_table(read_table(path), path)
     else:
-        found = find_pyproject(start)
+        found, skipped = search_pyproject(start)
         if found is not None:
             base = parse_table(read_table(found), found)
+        base = replace(base, skipped=skipped)
     return merge(base, overrides, start)
 
 
 def find_pyproject(start: Path) -> Path | None:
-    """The nearest pyproject.toml with a `[tool.gradcheck]` table, walking up from `start`."""
-    for folder in (start.resolve(), *start.resolve().parents):
+    """The pyproject.toml with a `[tool.gradcheck]` table that governs `start`, if any."""
+    return search_pyproject(start)[0]
+
+
+def search_pyproject(start: Path) -> tuple[Path | None, tuple[str, ...]]:
+    """The nearest pyproject.toml with a `[tool.gradcheck]` table, and the config files passed
+    over on the way. The search walks up from `start`, never above the repository root (the
+    first folder with `.git`), and outside a repository no further than the first
+    pyproject.toml: a pyproject.toml above the project, in `/tmp` or a home folder, never
+    configures it. A pyproject.toml that another user can change (owned by someone else, or in
+    or itself writable by every user) is passed over, with the reason, and ends the search."""
+    folders = (start.resolve(), *start.resolve().parents)
+    root = next((folder for folder in folders if (folder / ".git").exists()), None)
+    for folder in folders:
         candidate = folder / "pyproject.toml"
-        if candidate.is_file() and "gradcheck" in _load_toml(candidate).get("tool", {}):
-            return candidate
+        if candidate.is_file():
+            unsafe = _writable_by_others(candidate)
+            if unsafe is not None:
+                return None, (f"ignoring {candidate}: {unsafe}",)
+            tool = _load_toml(candidate).get("tool", {})
+            if isinstance(tool, dict) and "gradcheck" in tool:
+                return candidate, ()
+            if root is None:
+                return None, ()
+        if folder == root:
+            break
+    return None, ()
+
+
+def _writable_by_others(path: Path) -> str | None:
+    """Why another user could change `path` (a config file), or None if only its owner (you,
+    or root) can."""
+    me = os.getuid()
+    for item, what in ((path, "the file"), (path.parent, "its folder")):
+        try:
+            info = item.stat()
+        except OSError as error:
+            return f"{what} cannot be inspected ({os_error_reason(error)})"
+        if info.st_uid not in (me, 0):
+            return f"{what} belongs to another user (uid {info.st_uid})"
+        if info.st_mode & stat.S_IWOTH:
+            return f"{what} is writable by every user"
     return None
 
 
@@ -232,6 +272,7 @@ def merge(base: Settings, overrides: Overrides, cwd: Path) -> Settings:
         cache=base.cache,
         cache_dir=base.cache_dir,
         source=base.source,
+        skipped=base.skipped,
     )
 
 

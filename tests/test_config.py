@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.options import CACHE_DIR_VARIABLE, CheckOptions
 from gradcheck_cli.reporters import Format
-from tests.cli_runs import cli_result
+from tests.cli_runs import cli_result, invoke
 from tests.error_documents import shows_path
 
 
@@ -161,11 +162,57 @@ def test_flags_override_the_file(tmp_path: Path) -> None:
 
 def test_nearest_pyproject_with_the_table_is_found_walking_up(tmp_path: Path) -> None:
     path = _pyproject(tmp_path, 'fail-on = "never"')
+    (tmp_path / ".git").mkdir()  # the repository's root
     inner = tmp_path / "a" / "b"
     inner.mkdir(parents=True)
     (tmp_path / "a" / "pyproject.toml").write_text('[project]\nname = "no-table"\n')
     assert find_pyproject(inner) == path.resolve()
     assert load_settings(cwd=inner).fail_on is FailOn.NEVER
+
+
+def test_the_search_stops_at_the_repository_root(tmp_path: Path) -> None:
+    _pyproject(tmp_path, 'allow-dead = ["*"]')  # above the repository: not its config
+    repository = tmp_path / "repository"
+    (repository / ".git").mkdir(parents=True)
+    assert find_pyproject(repository / ".git") is None
+    assert load_settings(cwd=repository).allow_dead == ()
+
+
+def test_outside_a_repository_the_first_pyproject_ends_the_search(tmp_path: Path) -> None:
+    _pyproject(tmp_path, 'allow-dead = ["*"]')
+    project = tmp_path / "unpacked"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "no-table"\n')
+    assert find_pyproject(project) is None
+
+
+def test_a_config_another_user_can_change_is_skipped_with_a_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    _pyproject(shared, 'allow-dead = ["*"]')
+    shared.chmod(0o777)  # a /tmp of its own
+    settings = load_settings(cwd=shared)
+    assert settings.allow_dead == ()
+    assert settings.skipped == (
+        f"ignoring {shared.resolve() / 'pyproject.toml'}: its folder is writable by every user",
+    )
+    shared.chmod(0o755)
+    assert load_settings(cwd=shared).allow_dead == (("*", ""),)
+    # The same file owned by another user than the one who checks (root is trusted).
+    config = shared / "pyproject.toml"
+    if os.getuid() == 0:
+        os.chown(config, 4242, -1)
+    else:
+        monkeypatch.setattr("os.getuid", lambda: 4242)
+    owner = config.stat().st_uid
+    (skipped,) = load_settings(cwd=shared).skipped
+    assert skipped.endswith(f"the file belongs to another user (uid {owner})")
+    monkeypatch.chdir(shared)
+    code, _, err = invoke(command, [])
+    assert code == ExitCode.ERROR  # no model named, and the config that names them is skipped
+    assert err.splitlines()[0] == f"gradcheck: warning: {skipped}"
 
 
 @pytest.mark.parametrize(
