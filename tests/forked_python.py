@@ -73,6 +73,10 @@ def _the_launcher() -> Launcher:
     global _launcher
     if _launcher is None:
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
+        # The launcher starts with `python -P` (its working folder is not on sys.path): the
+        # tests package is found through PYTHONPATH, as a repository's modules never are.
+        paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
         _launcher = Launcher(env, str(ROOT))
         atexit.register(_launcher.close)
     return _launcher

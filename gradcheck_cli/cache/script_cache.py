@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import os
-import pickle
+import re
+import stat
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gradcheck_cli.cache import entry_codec
 from gradcheck_cli.cache.file_reads import library_folders, unchanged
 from gradcheck_cli.options import CACHE_DIR_VARIABLE, CheckOptions
 from gradcheck_cli.version import __version__
@@ -28,8 +31,11 @@ CACHED_JOBS = (Job.SCRIPT, Job.KERAS_FILE)
 file system (tf.data, TFRecord), which no Python audit hook sees, and runs with its arguments."""
 MAX_ENTRIES = 256
 """The cache keeps this many entries, the ones used last; a write removes the others."""
-_FORMAT = 3  # bumped whenever an entry's layout (or a pickled class's module) changes
-_ENTRIES = "traced"
+_FORMAT = 4  # bumped whenever an entry's layout (or a stored class's fields) changes
+_ENTRIES = "entries"  # the folder of gradcheck's own, under the cache folder
+# The only files gradcheck reads, writes or prunes there: its own entries, by their key.
+_ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json")
+_KEY_FILE = "entry-key"  # the user's secret that signs entries, in the user's own cache folder
 # Options that shape only the parent's analysis or the way the worker runs, not what it traces;
 # every other option is part of the key, so a new option is keyed until declared here.
 _NOT_KEYED = frozenset(
@@ -47,16 +53,6 @@ _TAG = (
 )
 
 
-@dataclass(frozen=True)
-class _Entry:
-    """One stored answer: what the worker read, and its result, pickled on its own so that a
-    stale entry is told without unpickling the graph."""
-
-    key: str
-    reads: Reads
-    result: bytes
-
-
 def traced(request: WorkerRequest) -> Answer:
     """The worker's answer to a script or Keras file request: from the cache when the same
     request was answered before and nothing it read has changed, else from a worker (and then
@@ -67,8 +63,10 @@ def traced(request: WorkerRequest) -> Answer:
 
         return run_worker(request)
     folder = cache_folder(options) / _ENTRIES
+    # A cache folder that is not the user's alone, or no key to sign with: passed by.
+    secret = _secret() if _private_folder(folder) else None
     key = cache_key(request)
-    found = _lookup(folder, key)
+    found = _lookup(folder, key, secret) if secret is not None else None
     if found is not None:
         if not options.quiet:
             _say(
@@ -80,8 +78,8 @@ def traced(request: WorkerRequest) -> Answer:
     from gradcheck_cli.worker.process import run_worker_recording
 
     result, reads = run_worker_recording(request)
-    if reads is not None and reads.settled:
-        _store(folder, _Entry(key, reads, pickle.dumps(result, pickle.HIGHEST_PROTOCOL)))
+    if secret is not None and reads is not None and reads.settled:
+        _store(folder, key, secret, reads, result)
     return result
 
 
@@ -135,39 +133,118 @@ def _installed() -> dict[str, list[str]]:
     return found
 
 
-def _lookup(folder: Path, key: str) -> Answer | None:
-    """The stored answer under `key` if every file it read is unchanged; anything unreadable,
-    from another format or stale is a miss."""
-    path = folder / f"{key}.pickle"
+def _private_folder(folder: Path) -> bool:
+    """Whether `folder` is gradcheck's to use: created 0700 if missing; an existing one must be
+    a real folder (no symlink) that the user owns and no one else can write (made 0700 if only
+    its mode is too open). Another user's folder, or one that others can change, is never
+    read: its entries could have been planted."""
     try:
-        with path.open("rb") as stored:
-            entry = pickle.load(stored)
-        if not isinstance(entry, _Entry) or entry.key != key or not unchanged(entry.reads):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            return False
+        if info.st_mode & 0o077:
+            os.chmod(folder, 0o700)
+        parent = os.stat(folder.parent)
+        if parent.st_uid not in (os.getuid(), 0) or (
+            parent.st_mode & stat.S_IWOTH and not parent.st_mode & stat.S_ISVTX
+        ):
+            return False
+    except OSError:
+        return False
+    return True
+
+
+def _secret() -> bytes | None:
+    """The key that signs the user's entries, in the user's own cache folder (GRADCHECK_CACHE_DIR
+    or the platform's, whatever a config's `cache-dir` says): an entry a repository planted,
+    even under its own `cache-dir`, has no valid signature. Created on first use, readable by
+    the user only."""
+    chosen = os.environ.get(CACHE_DIR_VARIABLE, "").strip()  # the user's own choice
+    if chosen:
+        home = Path(chosen).expanduser()
+    else:
+        import platformdirs
+
+        home = Path(platformdirs.user_cache_dir("gradcheck", appauthor=False))
+    if not _private_folder(home):
+        return None
+    path = home / _KEY_FILE
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    else:
+        with os.fdopen(descriptor, "wb") as created:
+            created.write(os.urandom(32))
+    try:
+        descriptor = os.open(path, flags)
+        with os.fdopen(descriptor, "rb") as stored:
+            info = os.fstat(stored.fileno())
+            if info.st_uid != os.getuid() or info.st_mode & 0o077 or not stat.S_ISREG(info.st_mode):
+                return None
+            key = stored.read(64)
+    except OSError:
+        return None
+    return key if len(key) == 32 else None
+
+
+def _signature(secret: bytes, body: bytes) -> str:
+    return hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def _lookup(folder: Path, key: str, secret: bytes) -> Answer | None:
+    """The stored answer under `key` if gradcheck signed it for this user and every file it
+    read is unchanged; anything unreadable, unsigned, from another format or stale is a miss."""
+    path = folder / f"{key}.json"
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(descriptor, "rb") as stored:
+            if not stat.S_ISREG(os.fstat(stored.fileno()).st_mode):
+                return None
+            signature, _, body = stored.read().partition(b"\n")
+        if not hmac.compare_digest(signature.decode("ascii"), _signature(secret, body)):
             return None
-        result: Answer = pickle.loads(entry.result)
+        entry = json.loads(body)
+        if entry.get("format") != _FORMAT or entry.get("key") != key:
+            return None
+        reads = entry_codec.loads(entry["reads"])
+        if not isinstance(reads, Reads) or not unchanged(reads):
+            return None
+        result: Answer = entry_codec.loads(entry["result"])
         os.utime(path)  # used now: the last to be pruned
     except Exception:  # a corrupt, truncated or foreign entry: trace again
         return None
     return result
 
 
-def _store(folder: Path, entry: _Entry) -> None:
+def _store(folder: Path, key: str, secret: bytes, reads: Reads, result: Answer) -> None:
     """Write the entry whole under a temporary name, then give it its own, so a reader never
     sees half of it; then keep only the MAX_ENTRIES used last."""
     import tempfile
 
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tag = folder.parent / "CACHEDIR.TAG"
-        if not tag.exists():
-            tag.write_text(_TAG)
+        entry = {
+            "format": _FORMAT,
+            "key": key,
+            "reads": entry_codec.dumps(reads),
+            "result": entry_codec.dumps(result),
+        }
+    except entry_codec.EntryError:  # a result gradcheck does not know how to store
+        return
+    body = json.dumps(entry).encode("utf-8")
+    try:
+        _tag(folder)
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".", suffix=".partial")
     except OSError:
         return
     try:
         with os.fdopen(handle, "wb") as partial:
-            pickle.dump(entry, partial, pickle.HIGHEST_PROTOCOL)
-        os.replace(temporary, folder / f"{entry.key}.pickle")
+            partial.write(_signature(secret, body).encode("ascii") + b"\n" + body)
+        os.replace(temporary, folder / f"{key}.json")
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
@@ -175,15 +252,30 @@ def _store(folder: Path, entry: _Entry) -> None:
     _prune(folder)
 
 
+def _tag(folder: Path) -> None:
+    """CACHEDIR.TAG in gradcheck's own folder (backup tools skip it), never through a link."""
+    try:
+        descriptor = os.open(
+            folder / "CACHEDIR.TAG", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600
+        )
+    except OSError:  # there already, or not ours to write
+        return
+    with os.fdopen(descriptor, "w") as tag:
+        tag.write(_TAG)
+
+
 def _prune(folder: Path) -> None:
+    """Keep the MAX_ENTRIES entries used last; only files named as gradcheck names them."""
     entries = []
-    for path in folder.glob("*.pickle"):
-        with contextlib.suppress(OSError):
-            entries.append((path.stat().st_mtime_ns, path))
+    with contextlib.suppress(OSError):
+        for item in os.scandir(folder):
+            if _ENTRY_NAME.fullmatch(item.name) and item.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    entries.append((item.stat(follow_symlinks=False).st_mtime_ns, item.path))
     entries.sort(reverse=True)
     for _, path in entries[MAX_ENTRIES:]:
         with contextlib.suppress(OSError):
-            path.unlink()
+            os.unlink(path)
 
 
 def _say(line: str) -> None:

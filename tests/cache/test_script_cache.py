@@ -5,18 +5,19 @@ miss; a broken entry is a miss, never an error."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
-import pickle
 import subprocess
 import sys
 import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gradcheck_cli.cache import file_reads, script_cache
+from gradcheck_cli.cache import entry_codec, file_reads, script_cache
 from gradcheck_cli.cache.file_reads import file_read, folder_read, unchanged
 from gradcheck_cli.cli import command
 from gradcheck_cli.errors import GradcheckError
@@ -41,7 +42,13 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _entries(folder: Path) -> list[Path]:
-    return sorted((folder / "traced").glob("*")) if folder.exists() else []
+    return sorted((folder / "entries").glob("*.json")) if folder.exists() else []
+
+
+def _stored(entry: Path) -> dict[str, Any]:
+    """An entry's body, past its signature line."""
+    body: dict[str, Any] = json.loads(entry.read_bytes().partition(b"\n")[2])
+    return body
 
 
 class StandIn:
@@ -123,8 +130,8 @@ def test_failures_and_results_of_files_that_changed_meanwhile_are_not_stored(
     [
         lambda data: b"",
         lambda data: data[: len(data) // 2],
-        lambda data: b"not a pickle",
-        lambda data: pickle.dumps({"an": "entry of another format"}),
+        lambda data: b"not an entry",
+        lambda data: data.partition(b"\n")[0] + b"\n" + json.dumps({"format": 1}).encode(),
     ],
     ids=["empty", "truncated", "garbage", "foreign"],
 )
@@ -167,7 +174,11 @@ def test_the_cache_keeps_the_entries_used_last(
     kept = {path.stem for path in _entries(cache_dir)}
     keys = [script_cache.cache_key(_request(script)) for script in scripts]
     assert kept == {keys[0], keys[3], keys[4]}
-    assert (cache_dir / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172")
+    assert (
+        (cache_dir / "entries" / "CACHEDIR.TAG")
+        .read_text()
+        .startswith("Signature: 8a477f597d28d172")
+    )
 
 
 def test_the_key_holds_every_option_that_changes_tracing_and_the_working_folder(
@@ -321,7 +332,7 @@ def test_editing_any_file_the_script_read_invalidates_its_entry(
     assert first == {"weights": "ok", "bias": "unused", "scale_a": "ok"}
     assert check(traced=False) == first
     [entry] = _entries(cache_dir)
-    recorded = pickle.loads(entry.read_bytes()).reads
+    recorded = entry_codec.loads(_stored(entry)["reads"])
     read = {Path(f.path).name for f in recorded.files}
     assert {"model.py", "helper.py", "config.json", "shards"} <= read
     assert "runs.log" not in read  # written, not read
@@ -386,3 +397,61 @@ def test_a_hit_imports_no_tensorflow(stored: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert HIT in done.stderr
+
+
+def test_a_planted_entry_is_never_used(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An entry whose signature is not the user's (a repository's own cache folder, another
+    # user's): a miss, traced again, whatever it says. Entries are JSON: nothing in one runs.
+    script = _script(tmp_path)
+    worker = StandIn(Reads((file_read(str(script)),)))
+    monkeypatch.setattr(process, "run_worker_recording", worker)
+    script_cache.traced(_request(script))
+    [entry] = _entries(cache_dir)
+    signature, _, body = entry.read_bytes().partition(b"\n")
+    forged = json.loads(body)
+    forged["result"] = forged["result"].replace("answer 1", "forged")
+    entry.write_bytes(signature + b"\n" + json.dumps(forged).encode())
+    assert script_cache.traced(_request(script)).reason == "answer 2"
+    assert entry_codec.loads(_stored(entry)["result"]).reason == "answer 2"  # replaced
+    with pytest.raises(entry_codec.EntryError):
+        entry_codec.loads('{"c": "Popen", "f": {}}')  # only gradcheck's own classes
+
+
+def test_the_cache_folder_is_private_and_another_users_is_not_read(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = _script(tmp_path)
+    worker = StandIn(Reads((file_read(str(script)),)))
+    monkeypatch.setattr(process, "run_worker_recording", worker)
+    script_cache.traced(_request(script))
+    assert (cache_dir / "entries").stat().st_mode & 0o777 == 0o700
+    assert (cache_dir / "entry-key").stat().st_mode & 0o777 == 0o600
+    # Seen by another user, the folder is not theirs: no read, no write.
+    monkeypatch.setattr(os, "getuid", lambda: 4242)
+    assert script_cache.traced(_request(script)).reason == "answer 2"
+    assert worker.calls == 2
+
+
+def test_pruning_removes_only_gradcheck_s_own_entries(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `cache-dir = "~"` in a repository's config: gradcheck writes only into its own folder,
+    # and prunes only the entries it names; a CACHEDIR.TAG link is not followed.
+    entries = cache_dir / "entries"
+    entries.mkdir(parents=True, mode=0o700)
+    target = tmp_path / "elsewhere.txt"
+    (entries / "CACHEDIR.TAG").symlink_to(target)
+    others = [entries / "notes.pickle", entries / "model.json", cache_dir / "CACHEDIR.TAG"]
+    for other in others:
+        other.write_text("the user's")
+    monkeypatch.setattr(script_cache, "MAX_ENTRIES", 1)
+    monkeypatch.setattr(process, "run_worker_recording", StandIn(Reads(())))
+    for index in range(3):
+        script = tmp_path / f"model_{index}.py"
+        script.write_text("")
+        script_cache.traced(_request(script))
+    assert len(_entries(cache_dir)) == 1 + 1  # gradcheck's one entry, and the user's model.json
+    assert all(other.read_text() == "the user's" for other in others)
+    assert not target.exists()
