@@ -399,15 +399,21 @@ def test_a_hit_imports_no_tensorflow(stored: Path) -> None:
     assert HIT in done.stderr
 
 
+def _traced_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, StandIn]:
+    """A script traced once by a stand-in worker, its answer stored."""
+    script = _script(tmp_path)
+    worker = StandIn(Reads((file_read(str(script)),)))
+    monkeypatch.setattr(process, "run_worker_recording", worker)
+    script_cache.traced(_request(script))
+    return script, worker
+
+
 def test_a_planted_entry_is_never_used(
     tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # An entry whose signature is not the user's (a repository's own cache folder, another
     # user's): a miss, traced again, whatever it says. Entries are JSON: nothing in one runs.
-    script = _script(tmp_path)
-    worker = StandIn(Reads((file_read(str(script)),)))
-    monkeypatch.setattr(process, "run_worker_recording", worker)
-    script_cache.traced(_request(script))
+    script, worker = _traced_once(tmp_path, monkeypatch)
     [entry] = _entries(cache_dir)
     signature, _, body = entry.read_bytes().partition(b"\n")
     forged = json.loads(body)
@@ -422,10 +428,7 @@ def test_a_planted_entry_is_never_used(
 def test_the_cache_folder_is_private_and_another_users_is_not_read(
     tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    script = _script(tmp_path)
-    worker = StandIn(Reads((file_read(str(script)),)))
-    monkeypatch.setattr(process, "run_worker_recording", worker)
-    script_cache.traced(_request(script))
+    script, worker = _traced_once(tmp_path, monkeypatch)
     assert (cache_dir / "entries").stat().st_mode & 0o777 == 0o700
     assert (cache_dir / "entry-key").stat().st_mode & 0o777 == 0o600
     # Seen by another user, the folder is not theirs: no read, no write.
