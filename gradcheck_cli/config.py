@@ -375,8 +375,41 @@ def _size(limit: int) -> str:
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
+    """The document, checked whole once: valid TOML, nested at most MAX_NESTING deep, no NUL
+    character in any key or string (no path can hold one), and `tool` a table."""
     text = read_text_file(path, CONFIG_LIMIT, "config file")
     try:
-        return tomllib.loads(text)
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise GradcheckError(f"{path}: not valid TOML: {error}") from None
+    except RecursionError:
+        raise GradcheckError(f"{path}: nested too deeply to be a config file") from None
+    problem = document_problem(document)
+    if problem is not None:
+        raise GradcheckError(f"{path}: {problem}")
+    if not isinstance(document.get("tool", {}), dict):
+        raise GradcheckError(f"{path}: `tool` must be a table")
+    return document
+
+
+MAX_NESTING = 32
+"""How deep a config or baseline document may nest tables and lists."""
+
+
+def document_problem(document: Any) -> str | None:
+    """What makes a parsed TOML or JSON document unfit to read, if anything: nesting deeper
+    than MAX_NESTING, or a NUL character in a key or a string. Walked without recursion."""
+    stack = [(document, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return f"nested more than {MAX_NESTING} levels deep"
+        if isinstance(value, str) and "\0" in value:
+            shown = value.replace("\0", "\\0")[:60]
+            return f"a NUL character in '{shown}'"
+        if isinstance(value, dict):
+            stack.extend((key, depth + 1) for key in value)
+            stack.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+    return None

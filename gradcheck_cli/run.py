@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gradcheck_cli.config import os_error_reason, read_text_file
+from gradcheck_cli.config import document_problem, os_error_reason, read_text_file
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.names import sharing_last_part, variables_named
 from gradcheck_cli.findings.policy import FailOn
@@ -233,16 +233,23 @@ def read_baseline(path: Path) -> dict[str, frozenset[str]]:
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise GradcheckError(f"{path}: the baseline is not valid JSON: {error}") from None
+    except RecursionError:
+        raise GradcheckError(f"{path}: the baseline is nested too deeply") from None
+    problem = document_problem(document)
+    if problem is not None:
+        raise GradcheckError(f"{path}: the baseline has {problem}")
     if not isinstance(document, dict) or document.get("schema") != BASELINE_SCHEMA:
         raise GradcheckError(f"{path}: not a gradcheck baseline (schema {BASELINE_SCHEMA})")
     models = document.get("models")
     if not isinstance(models, dict):
         raise GradcheckError(f"{path}: not a gradcheck baseline (schema {BASELINE_SCHEMA})")
+    for model, names in models.items():
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            raise GradcheckError(
+                f"{path}: the baseline's entry for {model!r} must be a list of variable names"
+            )
     folder = path.resolve().parent
-    return {
-        _key(folder / model): frozenset(str(name) for name in names)
-        for model, names in models.items()
-    }
+    return {_key(folder / model): frozenset(names) for model, names in models.items()}
 
 
 def write_baseline(path: Path, outcomes: Sequence[Outcome]) -> str:

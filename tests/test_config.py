@@ -344,3 +344,47 @@ def test_no_cache_and_the_cache_key_reach_the_check_options(
     config = _pyproject(tmp_path, body)
     result = cli_result(command, ["model.py", "--config", config, *flags])
     assert result.exit_code == 0 and chosen[0].cache is cache
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ("tool = 5\n", "`tool` must be a table"),
+        ('[tool.gradcheck]\ncache-dir = "a\\u0000b"\n', "a NUL character in 'a\\0b'"),
+        ('[tool.gradcheck]\nbaseline = "b\\u0000.json"\n', "a NUL character in"),
+        ("[tool.gradcheck]\nx = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        ("[tool.gradcheck]\nx = " + "[" * 40 + "]" * 40 + "\n", "nested more than 32 levels"),
+    ],
+    ids=["tool-not-a-table", "nul-cache-dir", "nul-baseline", "deep", "deeper-than-32"],
+)
+def test_a_malformed_config_is_one_error_line(
+    body: str, says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text(body)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = invoke(command, ["model.py", "--loss", "loss"])
+    assert code == ExitCode.ERROR and out == ""
+    (line,) = err.splitlines()
+    assert line.startswith(f"gradcheck: error: {tmp_path / 'pyproject.toml'}: ")
+    assert says in line
+
+
+@pytest.mark.parametrize(
+    ("document", "says"),
+    [
+        ('{"schema": "gradcheck-baseline/1", "models": {"m.py": "w"}}', "must be a list"),
+        ('{"schema": "gradcheck-baseline/1", "models": {"m.py": [1]}}', "must be a list"),
+        ("[" * 100000 + "]" * 100000, "nested too deeply"),
+        ('{"schema": "gradcheck-baseline/1", "models": {"m\\u0000.py": []}}', "a NUL character"),
+    ],
+    ids=["string-not-list", "number-not-name", "deep", "nul-key"],
+)
+def test_a_malformed_baseline_is_one_error(document: str, says: str, tmp_path: Path) -> None:
+    from gradcheck_cli.run import read_baseline
+
+    path = tmp_path / "baseline.json"
+    path.write_text(document)
+    with pytest.raises(GradcheckError) as raised:
+        read_baseline(path)
+    assert str(raised.value).startswith(f"{path}: ") and says in str(raised.value)
