@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -105,8 +106,33 @@ def _no_locations(node: str, function: str) -> None:
 # -- parsing ------------------------------------------------------------------------------------
 
 
+# Protocol buffers cannot hold a message of 2 GiB or more: a file that large is refused from its
+# size, before a byte of it is read (a sparse file costs nothing to make).
+MAX_PROTO_BYTES = 2**31 - 1
+
+
+def _sized(file: Path, what: str) -> int:
+    """The size of `file`, a regular file under MAX_PROTO_BYTES; else one clear refusal."""
+    try:
+        info = file.stat()
+    except OSError as error:
+        raise GradcheckError(f"cannot read {file}: {error.strerror or error}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise GradcheckError(f"{file} is not a regular file")
+    if info.st_size > MAX_PROTO_BYTES:
+        raise GradcheckError(
+            f"{file} is {info.st_size / 2**30:.1f} GiB: a {what} of 2 GiB or more cannot be a "
+            "protocol buffer (TensorFlow saves such models chunked, as saved_model.cpb)"
+        )
+    return info.st_size
+
+
 def _parse(path: Path) -> tuple[Any, int]:
     binary = path / "saved_model.pb"
+    if binary.exists():
+        _sized(binary, "saved_model.pb")
+    elif (path / "saved_model.pbtxt").exists():
+        _sized(path / "saved_model.pbtxt", "saved_model.pbtxt")
     if not binary.is_file() and (path / "saved_model.cpb").is_file():
         raise GradcheckError(
             f"{path} is a chunked SavedModel (saved_model.cpb, the format for models over 2 GiB), "
@@ -139,6 +165,12 @@ def _serving_meta_graph(saved_model: Any) -> Any:
 def _debug_locations(path: Path) -> DebugInfoLocations | None:
     debug_file = path / "debug" / "saved_model_debug_info.pb"
     if not debug_file.is_file():
+        return None
+    try:
+        # Only source lines depend on it: a debug info file too large to be one is passed by.
+        if debug_file.stat().st_size > MAX_PROTO_BYTES:
+            return None
+    except OSError:
         return None
     info = protos().graph_debug_info_pb2.GraphDebugInfo()
     try:

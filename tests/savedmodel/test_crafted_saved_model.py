@@ -124,3 +124,23 @@ def test_crafted_model_within_the_budget_is_judged(
     _assert_no_crash(run)
     assert run.returncode in (0, 1), run.stderr
     assert seconds < SECONDS and megabytes < MEGABYTES, (seconds, megabytes)
+
+
+def test_a_saved_model_pb_of_2_gib_is_refused_from_its_size(tmp_path: Path) -> None:
+    # A sparse file: 2.2 GB on paper, nothing on disk. Reading it would cost 2.2 GB of memory
+    # before protobuf refused it; its size alone says it cannot be a protocol buffer.
+    from gradcheck_cli.cli import command
+    from tests.cli_runs import invoke
+
+    model = tmp_path / "huge"
+    model.mkdir()
+    with (model / "saved_model.pb").open("wb") as sparse:
+        sparse.truncate(2200 * 2**20)
+    code, out, err = invoke(command, [str(model), "--loss", "loss"])
+    assert code == 2 and out == ""
+    (line,) = err.splitlines()
+    assert line == (
+        f"gradcheck: error: {model / 'saved_model.pb'} is 2.1 GiB: a saved_model.pb of 2 GiB "
+        "or more cannot be a protocol buffer (TensorFlow saves such models chunked, as "
+        "saved_model.cpb)"
+    )
