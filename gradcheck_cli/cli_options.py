@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,7 +13,7 @@ import cloup
 from gradcheck_cli.config import check_codes
 from gradcheck_cli.options import timeout_seconds
 from gradcheck_cli.reporters import Format
-from gradcheck_cli.run import FailOn
+from gradcheck_cli.run import ExitCode, FailOn
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -77,6 +78,25 @@ class GroupedCommand(cloup.Command):
         group = cloup.OptionGroup(HELP)
         group.options = self.get_ungrouped_options(ctx)
         return group
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """A usage error is one line in gradcheck's own form, `gradcheck: error: ...`, and exit
+        code 2, like every other error (not click's usage block)."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as error:
+            program = f"gradcheck {self.name}" if self.name == "run" else "gradcheck"
+            click.echo(
+                f"gradcheck: error: {error.format_message()} ({program} --help lists the options)",
+                err=True,
+            )
+            sys.exit(ExitCode.ERROR)
 
 
 LOSS_OPTION = click.option(
