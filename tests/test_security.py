@@ -154,3 +154,27 @@ def test_the_model_s_own_source_is_still_quoted(
     result = cli_result(command, [str(debug_model), "--loss", "loss", "--no-cache"])
     assert result.exit_code == 1, result.stderr
     assert "tf.reduce_sum(tf.stop_gradient(self.w) * 2.0)" in result.stdout
+
+
+def test_a_check_leaves_no_temporary_file_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # autograph writes a module per converted function into the temporary folder; the worker
+    # ends with os._exit, so only its own scratch folder, removed by gradcheck, may hold them.
+    temporary = tmp_path / "system-temp"
+    temporary.mkdir()
+    script = tmp_path / "model.py"
+    script.write_text(
+        "import tensorflow as tf\n\nw = tf.Variable(1.0)\n\n\n"
+        "@tf.function\ndef loss():\n    total = 0.0\n    for _ in tf.range(3):\n"
+        "        total += w\n    return total\n"
+    )
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    for warm in ("always", "never"):
+        monkeypatch.setenv("GRADCHECK_WARM_WORKERS", warm)
+        result = cli_result(command, [str(script), "--loss", "loss", "--no-cache"])
+        assert result.exit_code == 0, result.stderr
+        assert sorted(p.name for p in temporary.iterdir()) == [], warm

@@ -32,8 +32,21 @@ from gradcheck_cli.worker.protocol import (
 _PARENT_POLL_SECONDS = 0.5
 
 
+def _own_temp_folder(scratch: Path) -> None:
+    """Temporary files of the job (autograph's generated modules, the script's own) go into the
+    job's scratch folder, which gradcheck removes when the worker ends: the worker ends with
+    os._exit, and nothing it writes may stay behind in the system's temporary folder."""
+    import tempfile
+
+    folder = scratch / "tmp"
+    folder.mkdir(exist_ok=True)
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = str(folder)  # a warm launcher's fork may have looked it up already
+
+
 def main(argv: list[str]) -> int:
     _end_with_gradcheck(scratch=Path(argv[1]).parent)
+    _own_temp_folder(Path(argv[1]).parent)
     with Path(argv[1]).open("rb") as request_file:
         request: WorkerRequest = pickle.load(request_file)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
