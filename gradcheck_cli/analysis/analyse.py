@@ -6,7 +6,7 @@ import sys
 from collections import deque
 
 from gradcheck_cli.analysis.concerns import find_concerns
-from gradcheck_cli.analysis.control_flow import ProgramIndex
+from gradcheck_cli.analysis.control_flow import ProgramIndex, step_of
 from gradcheck_cli.analysis.cuts import CalledLayers, CutFinder
 from gradcheck_cli.analysis.folded_shapes import unfold_shape_reads
 from gradcheck_cli.analysis.reachability import Reachability
@@ -24,6 +24,7 @@ from gradcheck_cli.analysis.verdicts import (
     VariableVerdict,
 )
 from gradcheck_cli.differentiability.rules import is_assign_op
+from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.memory import without_cyclic_gc
 from gradcheck_cli.graph.model import Program, SourceLocation, TensorRef, Variable
 
@@ -40,8 +41,15 @@ def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
 
 def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
     # Function summaries recurse once per level of nesting (calls, conds, loops): deep models
-    # need more than Python's default limit.
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 50 * len(program.bodies) + 1000))
+    # need more than Python's default limit, and a crafted one must not reach the C stack's.
+    depth = nesting_depth(program)
+    if depth > MAX_NESTING:
+        raise GradcheckError(
+            f"malformed SavedModel or graph: its functions call each other {depth} levels deep; "
+            "gradcheck "
+            f"analyses at most {MAX_NESTING} levels of nested functions, conds and loops"
+        )
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 50 * depth + 1000))
     program = unfold_shape_reads(program)
     index = ProgramIndex(program)
     gradient_pass = Reachability(program, gradient=True, index=index)
@@ -149,6 +157,36 @@ def _why_unused(program: Program, source: TensorRef) -> tuple[Unreached, SourceL
         located = [n.location for n in readers if n.location is not None]
         return Unreached.READ_NOT_REACHING, located[0] if located else None
     return Unreached.RECEIVED_NOT_READ, None
+
+
+MAX_NESTING = 1000
+"""Levels of nested functions (calls, cond branches, loop bodies) the analysis follows: real
+models nest a few dozen at most; each level costs some frames of Python's stack."""
+
+
+def nesting_depth(program: Program) -> int:
+    """The longest chain of bodies calling one another from the top body, counted without
+    recursion (a body that calls itself again counts once)."""
+    callees = {
+        name: {c for node in body.nodes.values() for c in step_of(node).callees}
+        for name, body in program.bodies.items()
+    }
+    depth: dict[str, int] = {}
+    stack = [(program.top, False)]
+    on_path: set[str] = set()
+    while stack:
+        name, finished = stack.pop()
+        if finished:
+            on_path.discard(name)
+            known = [depth[c] for c in callees.get(name, ()) if c in depth]
+            depth[name] = 1 + max(known, default=0)
+            continue
+        if name in depth or name in on_path or name not in callees:
+            continue
+        on_path.add(name)
+        stack.append((name, True))
+        stack.extend((c, False) for c in callees[name] if c not in depth and c not in on_path)
+    return depth.get(program.top, 1)
 
 
 def _assigned_away(

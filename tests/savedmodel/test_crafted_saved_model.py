@@ -67,7 +67,7 @@ def base_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _crafted(base: Path, target: Path, mutate: crafted.Mutation) -> Path:
+def _crafted(base: Path, target: Path, mutate: crafted.Mutation, limit: int = 100_000) -> Path:
     saved_model = protos().saved_model_pb2.SavedModel()
     saved_model.ParseFromString((base / "saved_model.pb").read_bytes())
     meta_graph = saved_model.meta_graphs[0]
@@ -79,7 +79,7 @@ def _crafted(base: Path, target: Path, mutate: crafted.Mutation) -> Path:
     mutate(loss, meta_graph)
     target.mkdir()
     payload = saved_model.SerializeToString()
-    assert len(payload) < 100_000
+    assert len(payload) < limit
     (target / "saved_model.pb").write_bytes(payload)
     return target
 
@@ -144,3 +144,17 @@ def test_a_saved_model_pb_of_2_gib_is_refused_from_its_size(tmp_path: Path) -> N
         "or more cannot be a protocol buffer (TensorFlow saves such models chunked, as "
         "saved_model.cpb)"
     )
+
+
+def test_functions_nested_25000_deep_are_refused_not_a_crash(
+    base_model: Path, tmp_path: Path
+) -> None:
+    # 3 MB, within the item budget: an analysis that recursed once per level, its recursion
+    # limit raised to match, would overflow the C stack (a segfault, no message at all).
+    model = _crafted(base_model, tmp_path / "deep", crafted.nested_calls(25_000), 4_000_000)
+    run, seconds, megabytes = _run(model, tmp_path)
+    _assert_no_crash(run)
+    assert run.returncode == 2, run.stderr
+    (error,) = [line for line in run.stderr.splitlines() if line.startswith("gradcheck: error:")]
+    assert "malformed SavedModel or graph: its functions call each other 25001 levels" in error
+    assert seconds < SECONDS and megabytes < MEGABYTES, (seconds, megabytes)
