@@ -124,3 +124,14 @@ def test_unknown_op_is_a_finding_not_a_silent_ok(tmp_path: Path) -> None:
     code, out, err = _cli(str(path), "--loss", "loss", "--format", "json")
     assert code in (ExitCode.CLEAN, ExitCode.DEAD_VARIABLES), err
     assert '"GC001"' in out and "TanhFromAFutureTensorFlow" in out
+
+
+def test_a_notebook_that_is_not_json_is_one_line_in_run_mode(tmp_path: Path) -> None:
+    from gradcheck_cli.cli import run_command
+
+    notebook = tmp_path / "train.ipynb"
+    notebook.write_text('{"cells": [')
+    code, out, err = invoke(run_command, [str(notebook)])
+    assert (code, out) == (2, "")
+    (line,) = err.splitlines()
+    assert line.startswith(f"gradcheck: error: {notebook}: not a valid Jupyter notebook")

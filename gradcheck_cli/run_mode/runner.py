@@ -25,10 +25,13 @@ def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> 
     capture.install()
     sys.argv = [str(path), *request.arguments]
     sys.path.insert(0, str(path.parent))
+    # A notebook is read before anything of it runs: one that cannot be read is gradcheck's
+    # one-line refusal, not a failure of the script.
+    cells = _notebook_cells(path) if path.suffix == ".ipynb" else None
     progress.say(f"running {path.name} up to its first training step...")
     try:
         with recording_override_maps():
-            _run_as_main(path)
+            _run_as_main(path, cells)
     except ScriptStopped:
         return
     except CaptureFailed as failure:
@@ -135,13 +138,19 @@ def _track_variables(capture: Capture, path: Path) -> None:
     created.keras = track_keras_weights(path)
 
 
-def _run_as_main(path: Path) -> None:
-    if path.suffix == ".ipynb":
-        from gradcheck_cli.source_code.notebook import read_notebook, run_cells
+def _notebook_cells(path: Path) -> list[Any]:
+    from gradcheck_cli.source_code.notebook import read_notebook
 
-        cells, notes = read_notebook(path)
-        for note in notes:
-            print(f"gradcheck: {path.name}: {note}", file=sys.stderr)
+    cells, notes = read_notebook(path)
+    for note in notes:
+        print(f"gradcheck: {path.name}: {note}", file=sys.stderr)
+    return cells
+
+
+def _run_as_main(path: Path, cells: list[Any] | None) -> None:
+    if cells is not None:
+        from gradcheck_cli.source_code.notebook import run_cells
+
         namespace: dict[str, Any] = {"__name__": "__main__", "__file__": str(path)}
         sys.modules["__main__"].__dict__.update(namespace)
         run_cells(cells, sys.modules["__main__"].__dict__)
