@@ -99,3 +99,31 @@ def test_imports_come_from_the_config_file_then_the_flags(tmp_path: Path) -> Non
     )
     with pytest.raises(GradcheckError, match="import must be"):
         parse_table({"import": "my_layers"}, config)
+
+
+@pytest.mark.parametrize("named", ["os", "builtins", "numpy"])
+def test_advice_never_names_a_module_the_file_chose(
+    named: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A .keras file is a zip that anyone may write: its config names the module of a custom
+    # class, and gradcheck must not tell the user to import that module if it is not theirs.
+    import zipfile
+
+    from tests.keras_models.custom_layers import gated_model
+
+    original = tmp_path / "gated.keras"
+    gated_model().save(original)
+    crafted = tmp_path / "crafted.keras"
+    with zipfile.ZipFile(original) as source, zipfile.ZipFile(crafted, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "config.json":
+                data = data.replace(MODULE.encode(), named.encode())
+                assert named.encode() in data
+            target.writestr(item, data)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = invoke(command, [str(crafted), "--format", "json"])
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert "'GatedDense'" in line and "--import MODULE" in line
+    assert f"--import {named}" not in line

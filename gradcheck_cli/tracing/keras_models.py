@@ -176,6 +176,17 @@ def _code_refused_by_safe_mode(error: str) -> str | None:
     return found.group(1).replace("`", "") if found else "Python code"
 
 
+def _users_module(name: str) -> bool:
+    """Whether `name` (read from the model file, which anyone may have written) is a module of
+    the user's own code in the working folder: advice never repeats any other module a file
+    names (`os`, `builtins`, an installed package)."""
+    top = name.split(".")[0]
+    if top in sys.builtin_module_names or top in sys.stdlib_module_names or top == "__main__":
+        return False
+    here = Path.cwd()
+    return (here / f"{top}.py").is_file() or (here / top / "__init__.py").is_file()
+
+
 def _unregistered_class(error: str) -> str | None:
     """What to say when Keras's error is that a custom class is not registered here."""
     found = re.search(r"Could not locate (\w+) '([^']+)'", error)
@@ -184,7 +195,7 @@ def _unregistered_class(error: str) -> str | None:
     kind, name = found.groups()
     module = re.compile(r"'module': '([\w.]+)'").search(error, found.end())
     where = module.group(1) if module else ""
-    target = where if where and where.split(".")[0] not in ("keras", "__main__") else "MODULE"
+    target = where if where and _users_module(where) else "MODULE"
     return (
         f"it uses the custom {kind} {name!r}, which no imported code registers; pass "
         f"--import {target} (a module or a .py file; or `import = [...]` in [tool.gradcheck]) "
