@@ -7,6 +7,7 @@ Usage (by gradcheck itself): python -m gradcheck_cli.jobs.worker_entry REQUEST R
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import shutil
@@ -68,13 +69,19 @@ def main(argv: list[str]) -> int:
             f"internal error while tracing: {type(error).__name__}: {error} "
             "(run with --debug for the traceback)"
         )
-    if result is not None:
-        if recorder is not None and not isinstance(result, WorkerFailure):
-            _write_reads(reads_path(result_path), recorder, request.path)
-        _write(result_path, result)
-    sys.stdout.flush()
-    # The user's script may have started threads or registered atexit hooks that hang.
-    os._exit(0)
+    try:
+        if result is not None:
+            if recorder is not None and not isinstance(result, WorkerFailure):
+                _write_reads(reads_path(result_path), recorder, request.path)
+            _write(result_path, result)
+        # The script may have replaced or closed sys.stdout (`sys.stdout = None`): flush
+        # whatever the streams are now, and the ones Python started with.
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            with contextlib.suppress(Exception):
+                stream.flush()  # type: ignore[union-attr]
+    finally:
+        # The user's script may have started threads or registered atexit hooks that hang.
+        os._exit(0)
 
 
 def _end_with_gradcheck(scratch: Path) -> None:

@@ -130,13 +130,19 @@ class OpRecorder:
 
 
 def rebuild(
-    ops: list[RecordedOp], target: Any, handles: dict[int, str], functions: dict[str, Any]
+    ops: list[RecordedOp],
+    target: Any,
+    handles: dict[int, str],
+    functions: dict[str, Any],
+    value_reads: dict[int, tuple[Any, str]] | None = None,
 ) -> EagerStep | None:
     """The GraphDef of `ops` with `target` as its loss, or None when it cannot be rebuilt.
 
     `handles` names each variable's resource handle (by id): its Placeholder stands for the
     variable. A tensor no recorded op produced (data, a constant, a value that came back from
-    NumPy) becomes a Placeholder of its dtype and shape.
+    NumPy) becomes a Placeholder of its dtype and shape, except those in `value_reads` (by id:
+    the variable's handle and name), values of a variable that TensorFlow's C fast path read
+    without an op the recorder could see (`tf.matmul(x, w)`): those become a read of it.
     """
     from tensorflow.core.framework import graph_pb2
     from tensorflow.python.framework import op_def_registry
@@ -156,6 +162,17 @@ def rebuild(
         else:
             _set_attrs(node, op_def, op.attrs)
         for tensor in op.inputs:
+            read = (value_reads or {}).get(id(tensor))
+            if id(tensor) not in producers and read is not None:
+                handle, variable = read
+                if id(handle) not in producers:
+                    producers[id(handle)] = _placeholder(graph_def, handle, variable, used)
+                    handle_nodes[id(handle)] = producers[id(handle)]
+                value = graph_def.node.add(name=_unique(f"{_node_name(variable)}/read", used))
+                value.op = "ReadVariableOp"
+                value.input.append(producers[id(handle)])
+                value.attr["dtype"].type = tensor.dtype.as_datatype_enum
+                producers[id(tensor)] = value.name
             if id(tensor) not in producers:
                 placeholder = _placeholder(graph_def, tensor, handles.get(id(tensor)), used)
                 producers[id(tensor)] = placeholder

@@ -319,7 +319,8 @@ def reconstructed_request(
     others = [v for v in created.variables if id(v) not in requested]
     handles = {_handle_of(v): traced.variable_name(v) for v in others}
     handles.update({_handle_of(v): model.name for v, model in described})
-    step = rebuild(ops, flat[0], handles, functions)
+    reads = _fast_path_reads(ops, described, eager)
+    step = rebuild(ops, flat[0], handles, functions, reads)
     if step is None:
         return eager
 
@@ -355,6 +356,39 @@ def reconstructed_request(
     result.tensorflow = eager.tensorflow
     result.eager_fallback = eager
     return result
+
+
+def _fast_path_reads(
+    ops: list[Any], described: list[tuple[Any, Variable]], eager: EagerResult
+) -> dict[int, tuple[Any, str]]:
+    """Values of requested variables that TensorFlow read in C, without an op the recorder saw
+    (`tf.matmul(x, w)`, `tf.stop_gradient(w)` convert `w` in the fast path): for each variable
+    no recorded op read, the tensors no recorded op made that hold its dtype, shape and current
+    value, when no other such variable matches them. TensorFlow's own verdicts still judge the
+    rebuilt step: where the two disagree, TensorFlow's stand."""
+    import tensorflow as tf
+
+    read = {id(t) for op in ops for t in op.inputs if getattr(t, "dtype", None) == tf.resource}
+    made = {id(t) for op in ops for t in op.outputs}
+    unseen = {}
+    for op in ops:
+        for tensor in op.inputs:
+            if id(tensor) not in made and getattr(tensor, "dtype", None) not in (None, tf.resource):
+                unseen[id(tensor)] = tensor
+    matches: dict[int, list[tuple[Any, str]]] = {}
+    for (variable, _), recorded in zip(described, eager.variables):
+        # Not even the tape may have seen it: a read for an op without a gradient
+        # (`tf.stop_gradient(w)`) is not recorded as an access.
+        if _handle_of(variable) in read or not recorded.trainable:
+            continue
+        value = variable.read_value() if hasattr(variable, "read_value") else None
+        if value is None:
+            continue
+        for key, tensor in unseen.items():
+            if tensor.dtype == value.dtype and tensor.shape == value.shape:
+                if bool(tf.reduce_all(tf.equal(tensor, value))):
+                    matches.setdefault(key, []).append((variable.handle, recorded.name))
+    return {key: found[0] for key, found in matches.items() if len(found) == 1}
 
 
 def _all_zeros(gradient: Any) -> bool:

@@ -277,3 +277,24 @@ def test_a_cost_computed_before_minimize_is_told_the_tape_never_saw_it(tmp_path:
     fixed.write_text(script.read_text().replace("lambda: cost", "lambda: (w_cost * x - 1.0) ** 2"))
     (gradient,) = _gradients_of(fixed)
     assert gradient is not None
+
+
+def test_variables_read_in_tensorflow_s_fast_path_are_rebuilt_with_their_cut(
+    tmp_path: Path,
+) -> None:
+    script = SCRIPTS / "fast_path_reads.py"
+    report = _run("fast_path_reads.py")
+    assert report["source"]["loss"].endswith(f"({REBUILT})")
+    line = next(
+        number
+        for number, text in enumerate(script.read_text().splitlines(), 1)
+        if "scaled = tf.matmul(x, w_ok) * tf.stop_gradient(w_stopped)" in text
+    )
+    assert _cuts(report) == {"w_ok": [], "w_stopped": [("StopGradient", line)]}
+    fixes = {v["name"]: v.get("fix", "") for v in report["variables"]}
+    assert fixes["w_stopped"].startswith(f"remove the tf.stop_gradient at line {line}")
+    assert not [f for f in report["findings"] if f["code"] == "GC203"]  # it does stop w_stopped
+    assert _tensorflow_dead("fast_path_reads.py") == {"w_stopped"}
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(script.read_text().replace("* tf.stop_gradient(w_stopped)", "* w_stopped"))
+    assert all(gradient is not None for gradient in _gradients_of(fixed))
