@@ -178,3 +178,27 @@ def test_a_check_leaves_no_temporary_file_behind(
         result = cli_result(command, [str(script), "--loss", "loss", "--no-cache"])
         assert result.exit_code == 0, result.stderr
         assert sorted(p.name for p in temporary.iterdir()) == [], warm
+
+
+def test_a_script_without_stdout_and_with_a_thread_still_gets_its_report(
+    tmp_path: Path,
+) -> None:
+    # The script drops sys.stdout and leaves a non-daemon thread running: the worker still
+    # delivers its result, and ends, long before the timeout.
+    import time
+
+    from gradcheck_cli.cli import run_command
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys, threading, time\nimport tensorflow as tf\n\n"
+        "sys.stdout = None\nthreading.Thread(target=lambda: time.sleep(3600)).start()\n"
+        "w = tf.Variable(1.0)\nfor _ in range(2):\n    with tf.GradientTape() as tape:\n"
+        "        loss = w * 2.0\n    (g,) = tape.gradient(loss, [w])\n    w.assign_sub(0.1 * g)\n"
+    )
+    started = time.monotonic()
+    result = cli_result(run_command, [str(script), "--timeout", "120", "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert '"status": "ok"' in result.stdout
+    assert "Traceback" not in result.stderr
+    assert time.monotonic() - started < 60
