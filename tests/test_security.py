@@ -202,3 +202,44 @@ def test_a_script_without_stdout_and_with_a_thread_still_gets_its_report(
     assert '"status": "ok"' in result.stdout
     assert "Traceback" not in result.stderr
     assert time.monotonic() - started < 60
+
+
+DAEMON = """
+import os
+import tensorflow as tf
+
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execve("/bin/sleep", ["sleep", "{seconds}"], {{}})
+    os._exit(0)
+os.waitpid(pid, 0)
+w = tf.Variable(1.0)
+
+
+def loss():
+    return w * 2.0
+"""
+
+
+def test_a_daemon_that_leaves_every_trace_behind_does_not_outlive_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Double fork, setsid, exec with an empty environment: no parent link, no process group,
+    # no mark in its environment. The worker is its subreaper, and ends it.
+    import psutil
+
+    seconds = "301.5"  # a command line no other process has
+    script = tmp_path / "daemon.py"
+    script.write_text(DAEMON.format(seconds=seconds))
+    for warm in ("always", "never"):
+        monkeypatch.setenv("GRADCHECK_WARM_WORKERS", warm)
+        result = cli_result(command, [str(script), "--loss", "loss", "--no-cache"])
+        assert result.exit_code == 0, result.stderr
+        left = [
+            p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", seconds]
+        ]
+        for process in left:
+            process.kill()
+        assert left == [], warm

@@ -45,7 +45,32 @@ def _own_temp_folder(scratch: Path) -> None:
     tempfile.tempdir = str(folder)  # a warm launcher's fork may have looked it up already
 
 
+def _adopt_orphans() -> None:
+    """Make this worker the child subreaper of everything the script starts (Linux): a daemon
+    that double-forks, calls setsid and execs with an empty environment is re-parented to the
+    worker, not to init, so the worker still finds it and ends it."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _end_descendants() -> None:
+    """End every process the job left (adopted orphans included) before the worker exits."""
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        children = [child.pid for child in psutil.Process().children()]
+        if children:
+            ProcessTree().end(children)
+
+
 def main(argv: list[str]) -> int:
+    _adopt_orphans()
     _end_with_gradcheck(scratch=Path(argv[1]).parent)
     _own_temp_folder(Path(argv[1]).parent)
     with Path(argv[1]).open("rb") as request_file:
@@ -79,6 +104,7 @@ def main(argv: list[str]) -> int:
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             with contextlib.suppress(Exception):
                 stream.flush()  # type: ignore[union-attr]
+        _end_descendants()
     finally:
         # The user's script may have started threads or registered atexit hooks that hang.
         os._exit(0)
