@@ -243,3 +243,37 @@ def test_a_daemon_that_leaves_every_trace_behind_does_not_outlive_the_check(
         for process in left:
             process.kill()
         assert left == [], warm
+
+
+THREAD_STEP = """
+import sys, threading
+import tensorflow as tf
+
+w = tf.Variable(1.0)
+
+
+def step():
+    with tf.GradientTape() as tape:
+        loss = tf.stop_gradient(w) * 2.0
+    tape.gradient(loss, [w])
+    w.assign_sub(0.1)
+
+
+thread = threading.Thread(target=step)
+thread.start()
+thread.join()
+open(sys.argv[1], "w").write("the main thread trained on")
+"""
+
+
+def test_a_gradient_requested_in_a_thread_stops_the_whole_script(tmp_path: Path) -> None:
+    from gradcheck_cli.cli import run_command
+
+    script = tmp_path / "train.py"
+    script.write_text(THREAD_STEP)
+    marker = tmp_path / "marker"
+    result = cli_result(run_command, [str(script), "-f", "json", "--", str(marker)])
+    assert result.exit_code == 1, result.stderr  # w is cut by its tf.stop_gradient
+    assert '"status": "blocked"' in result.stdout
+    assert "Traceback" not in result.stderr
+    assert not marker.exists()

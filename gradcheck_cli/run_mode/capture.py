@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import os
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -304,6 +307,8 @@ class Capture:
         untrained = gradient_requests.untrained(self.created, self._requested)
         self.deliver(RunResult(requests, untrained, list(self.idle)))
         if not self.run_on:
+            if threading.current_thread() is not threading.main_thread():
+                _stop_the_process()
             raise ScriptStopped
 
 
@@ -319,6 +324,16 @@ _WEIGHT_UPDATES = (
     "scatter_nd_sub",
     "scatter_nd_update",
 )
+
+
+def _stop_the_process() -> None:
+    """Stop the whole script from a thread that asked for gradients: ScriptStopped would end
+    only that thread, and the main one would train on. The result is delivered (written)
+    already; gradcheck ends what the script started."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(Exception):
+            stream.flush()  # type: ignore[union-attr]
+    os._exit(0)
 
 
 def _distinct(requests: list[GradientRequest]) -> list[GradientRequest]:
