@@ -95,6 +95,15 @@ class _Relay:
         return "".join(lines)
 
 
+def _gradcheck_importable(env: dict[str, str]) -> None:
+    """-P keeps the working folder off a worker's sys.path; where gradcheck itself is found only
+    there (run from its own source folder, not installed), that folder goes on PYTHONPATH."""
+    home = Path(__file__).resolve().parents[2]
+    paths = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    if home == Path.cwd().resolve() and str(home) not in paths:
+        env["PYTHONPATH"] = os.pathsep.join([str(home), *paths])
+
+
 def _relay_for(request: WorkerRequest) -> _Relay:
     options = request.options
     user_code = request.job in (Job.RUN, Job.SCRIPT)
@@ -159,6 +168,7 @@ def _run_worker(
         tree = ProcessTree()
         status = Status(options.progress, _first_step(request), Path(scratch))
         env = tree.environment(os.environ)
+        _gradcheck_importable(env)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
         env["PYTHONUNBUFFERED"] = "1"
