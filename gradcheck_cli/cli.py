@@ -26,6 +26,7 @@ from gradcheck_cli.config import (
     Settings,
     load_settings,
     resolve_cache_dir,
+    resolve_memory_limit,
     resolve_timeout,
 )
 from gradcheck_cli.errors import GradcheckError
@@ -163,12 +164,14 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
         baseline=flags.pop("baseline"),
     )
     config_file, timeout = flags.pop("config_file"), flags.pop("timeout")
+    memory_limit = flags.pop("memory_limit")
     no_cache = flags.pop("no_cache", False)  # `gradcheck run` caches nothing
     try:
         settings = load_settings(overrides, config_file)
         for skipped in settings.skipped:
             click.echo(f"gradcheck: warning: {skipped}", err=True)
         seconds = resolve_timeout(timeout, settings)
+        memory_limit = resolve_memory_limit(memory_limit, settings)
     except GradcheckError as error:
         report_error(error)
         sys.exit(ExitCode.ERROR)
@@ -184,6 +187,7 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
     check = CheckOptions(
         all_cuts=display["verbose"],
         timeout=seconds,
+        memory_limit=memory_limit,
         quiet=display["quiet"],
         progress=alone and not display["quiet"] and sys.stderr.isatty(),
         cache=settings.cache and not no_cache,

@@ -11,7 +11,7 @@ import click
 import cloup
 
 from gradcheck_cli.config import check_codes
-from gradcheck_cli.options import timeout_seconds
+from gradcheck_cli.options import memory_bytes, timeout_seconds
 from gradcheck_cli.reporters import Format
 from gradcheck_cli.run import ExitCode, FailOn
 
@@ -45,6 +45,22 @@ class Seconds(click.ParamType):
     ) -> float:
         try:
             return timeout_seconds(value)  # type: ignore[arg-type]
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
+
+
+class MemorySize(click.ParamType):
+    """A memory limit: a size with its unit (8GiB, 512MiB), or 0 for none."""
+
+    name = "SIZE"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return memory_bytes(str(value))
         except ValueError as error:
             self.fail(str(error), param, ctx)
 
@@ -255,6 +271,13 @@ _SHARED: dict[str | None, list[Decorator]] = {
             type=Seconds(),
             help="Seconds a script or Keras file may take to load and trace, at most 86400.  "
             "[default: GRADCHECK_TIMEOUT, else the config's timeout, else 600]",
+        ),
+        click.option(
+            "--memory-limit",
+            type=MemorySize(),
+            help="Memory the process that loads the model may allocate (8GiB; 0: no limit).  "
+            "[default: GRADCHECK_MEMORY_LIMIT, else the config's memory-limit, else half of "
+            "the machine's memory, at least 4 GiB]",
         ),
         click.option(
             "--verify", is_flag=True, help="Also ask TensorFlow for its own gradients and compare."

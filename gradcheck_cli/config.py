@@ -18,7 +18,9 @@ from gradcheck_cli.options import (
     DEFAULT_TIMEOUT,
     CheckOptions,
     allow_dead_pairs,
+    environment_memory_limit,
     environment_timeout,
+    memory_bytes,
     timeout_seconds,
 )
 from gradcheck_cli.reporters import Format
@@ -33,6 +35,7 @@ KEYS = (
     "fail-on",
     "baseline",
     "timeout",
+    "memory-limit",
     "import",
     "cache",
     "cache-dir",
@@ -59,6 +62,7 @@ class Settings:
     fail_on: FailOn = FailOn.ERROR
     baseline: Path | None = None
     timeout: float | None = None  # the file's `timeout`; see `resolve_timeout`
+    memory_limit: int | None = None  # the file's `memory-limit`; see `resolve_memory_limit`
     # Modules or .py files (absolute) to import before loading a Keras file; the flags add theirs.
     imports: tuple[str, ...] = ()
     cache: bool = True  # `cache = false`: trace every script and Keras file again
@@ -233,6 +237,14 @@ def parse_table(table: Mapping[str, Any], path: Path) -> Settings:
             values["timeout"] = timeout_seconds(timeout)
         except ValueError as error:
             raise GradcheckError(f"{where}: timeout: {error}") from None
+    if "memory-limit" in table:
+        limit = table["memory-limit"]
+        try:
+            if not isinstance(limit, str) and limit != 0:
+                raise ValueError(f'a memory limit is a size ("8GiB") or 0, not {limit!r}')
+            values["memory_limit"] = memory_bytes(limit)
+        except ValueError as error:
+            raise GradcheckError(f"{where}: memory-limit: {error}") from None
     if "import" in table:
         if not _is_strings(table["import"]):
             raise _wrong_type(where, "import", 'a list of modules or .py files (["my_layers"])')
@@ -268,6 +280,7 @@ def merge(base: Settings, overrides: Overrides, cwd: Path) -> Settings:
         fail_on=overrides.fail_on or base.fail_on,
         baseline=cwd / overrides.baseline if overrides.baseline is not None else base.baseline,
         timeout=base.timeout,
+        memory_limit=base.memory_limit,
         imports=base.imports,
         cache=base.cache,
         cache_dir=base.cache_dir,
@@ -295,6 +308,18 @@ def resolve_timeout(
     if variable is not None:
         return variable
     return settings.timeout if settings.timeout is not None else DEFAULT_TIMEOUT
+
+
+def resolve_memory_limit(
+    flag: int | None, settings: Settings, environ: Mapping[str, str] | None = None
+) -> int | None:
+    """The bytes a model's process may allocate: the flag, else GRADCHECK_MEMORY_LIMIT, else
+    the config file's `memory-limit`; None: the default (options.default_memory_limit), which
+    the worker's side reckons. A bad GRADCHECK_MEMORY_LIMIT is a GradcheckError."""
+    if flag is not None:
+        return flag
+    variable = environment_memory_limit(os.environ if environ is None else environ)
+    return variable if variable is not None else settings.memory_limit
 
 
 def resolve_cache_dir(settings: Settings, environ: Mapping[str, str] | None = None) -> str | None:

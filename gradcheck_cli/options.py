@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import os
+import re
 import textwrap
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -65,6 +67,12 @@ class CheckOptions:
         "seconds a script or Keras file may take in its own process; None: GRADCHECK_TIMEOUT, "
         "else 600",
     )
+    memory_limit: int | None = _option(
+        None,
+        "bytes of memory the process that loads a model may allocate (scripts it starts "
+        "included); None: GRADCHECK_MEMORY_LIMIT, else half of the machine's memory and at "
+        "least 4 GiB; 0: no limit",
+    )
     debug: bool = _option(
         False, "tracebacks and TensorFlow's start-up log from the process that loads a model"
     )
@@ -121,6 +129,65 @@ def environment_timeout(environ: Mapping[str, str]) -> float | None:
         return timeout_seconds(value)
     except ValueError as error:
         raise GradcheckError(f"{TIMEOUT_VARIABLE}: {error}") from None
+
+
+MEMORY_VARIABLE = "GRADCHECK_MEMORY_LIMIT"
+MIN_MEMORY_LIMIT = 2**29  # 512 MiB: importing TensorFlow alone takes about 300 MiB
+MAX_MEMORY_LIMIT = 2**60
+_SIZE_UNITS = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", re.IGNORECASE)
+
+
+def memory_bytes(value: str | int) -> int:
+    """`value` ("8GiB", "512M", "2g", "0" or "none": no limit) as bytes; a ValueError says why
+    it is not a memory limit."""
+    text = str(value)
+    if text.strip().lower() in ("0", "none"):
+        return 0
+    match = _SIZE.fullmatch(text)
+    if match is None or not match.group(2):
+        raise ValueError(
+            f"a memory limit is a size with its unit (8GiB, 512MiB) or 0 for none, not {value!r}"
+        )
+    size = int(float(match.group(1)) * 2 ** _SIZE_UNITS[match.group(2).lower()])
+    if size > MAX_MEMORY_LIMIT:
+        raise ValueError(f"a memory limit is at most 1 EiB, or 0 for none, not {value!r}")
+    if size < MIN_MEMORY_LIMIT:
+        raise ValueError(
+            f"a memory limit of {memory_text(size)} is too small to import TensorFlow: at "
+            f"least {memory_text(MIN_MEMORY_LIMIT)}, or 0 for none"
+        )
+    return size
+
+
+def memory_text(size: int) -> str:
+    """`size` bytes as a user reads it: "4 GiB", "512 MiB"."""
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20)):
+        if size >= 2**shift:
+            return f"{size / 2**shift:.3g} {unit}"
+    return f"{size} bytes"
+
+
+def environment_memory_limit(environ: Mapping[str, str]) -> int | None:
+    """GRADCHECK_MEMORY_LIMIT's bytes, or None when it is unset or blank; a GradcheckError names
+    the variable when its value is not a memory limit."""
+    value = environ.get(MEMORY_VARIABLE, "")
+    if not value.strip():
+        return None
+    try:
+        return memory_bytes(value)
+    except ValueError as error:
+        raise GradcheckError(f"{MEMORY_VARIABLE}: {error}") from None
+
+
+def default_memory_limit() -> int:
+    """Half of the machine's memory, and at least 4 GiB: room for any model gradcheck checks,
+    while a decompression bomb or a runaway script cannot take the whole machine."""
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        physical = 0
+    return max(2**32, physical // 2)
 
 
 def check_options(

@@ -21,6 +21,7 @@ from gradcheck_cli.findings.verification import compare
 from gradcheck_cli.graph.model import GraphKind, TensorFlowVerdict
 from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import display_path
+from gradcheck_cli.source_code.keras_archive import check_keras_archive
 from gradcheck_cli.tracing.tf_verification import SAVED_MODEL_TAPE, TAPE
 from gradcheck_cli.worker.protocol import (
     EagerResult,
@@ -63,6 +64,8 @@ def check_path(path: Path, options: CheckOptions) -> Report:
         )
     from gradcheck_cli.cache.script_cache import traced
 
+    if kind == "keras":
+        check_keras_archive(path)
     job = Job.SCRIPT if kind == "script" else Job.KERAS_FILE
     result = traced(WorkerRequest(job, path.resolve(), options))
     assert isinstance(result, (TracedFunction, TracedGraph, EagerResult))

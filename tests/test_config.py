@@ -14,6 +14,7 @@ from gradcheck_cli.config import (
     find_pyproject,
     load_settings,
     resolve_cache_dir,
+    resolve_memory_limit,
     resolve_timeout,
 )
 from gradcheck_cli.errors import GradcheckError
@@ -45,11 +46,13 @@ def test_every_key_is_read_and_paths_are_relative_to_the_file(tmp_path: Path) ->
         'fail-on = "warning"\n'
         'baseline = "ci/baseline.json"\n'
         "timeout = 90\n"
+        'memory-limit = "6GiB"\n'
         "cache = false\n"
         'cache-dir = ".cache/gradcheck"\n',
     )
     settings = load_settings(config=path, cwd="/")
     assert settings.timeout == 90.0
+    assert settings.memory_limit == 6 * 2**30
     assert settings.cache is False
     assert settings.cache_dir == tmp_path.resolve() / ".cache" / "gradcheck"
     assert settings.loss == "train_loss"
@@ -238,6 +241,12 @@ def test_a_config_another_user_can_change_is_skipped_with_a_line(
         ("timeout = inf", "timeout"),
         ("timeout = nan", "timeout"),
         ("timeout = 1e9", "timeout"),
+        ("memory-limit = 8", "memory-limit"),
+        ('memory-limit = "8"', "memory-limit"),
+        ('memory-limit = "100MiB"', "memory-limit"),
+        ('memory-limit = "lots"', "memory-limit"),
+        ('memory-limit = "9999999TiB"', "memory-limit"),
+        ("memory-limit = true", "memory-limit"),
         ('cache = "no"', "cache"),
         ("cache-dir = false", "cache-dir"),
     ],
@@ -309,6 +318,29 @@ def test_timeout_flag_beats_the_variable_beats_the_file_beats_600(
 def test_a_bad_timeout_variable_is_an_error_naming_it(variable: str) -> None:
     with pytest.raises(GradcheckError, match=r"^GRADCHECK_TIMEOUT: .*86400 \(one day\)"):
         resolve_timeout(None, Settings(timeout=5.0), {"GRADCHECK_TIMEOUT": variable})
+
+
+@pytest.mark.parametrize(
+    ("flag", "variable", "configured", "limit"),
+    [
+        (2**33, "4GiB", 2**31, 2**33),  # the flag beats everything
+        (None, "4GiB", 2**31, 2**32),  # then GRADCHECK_MEMORY_LIMIT
+        (None, "none", 2**31, 0),  # which may lift the limit
+        (None, None, 2**31, 2**31),  # then the config file's memory-limit
+        (None, None, None, None),  # then the worker's default
+    ],
+)
+def test_memory_limit_flag_beats_the_variable_beats_the_file(
+    flag: int | None, variable: str | None, configured: int | None, limit: int | None
+) -> None:
+    environ = {} if variable is None else {"GRADCHECK_MEMORY_LIMIT": variable}
+    assert resolve_memory_limit(flag, Settings(memory_limit=configured), environ) == limit
+
+
+@pytest.mark.parametrize("variable", ["lots", "8", "-1G", "1KiB"])
+def test_a_bad_memory_limit_variable_is_an_error_naming_it(variable: str) -> None:
+    with pytest.raises(GradcheckError, match=r"^GRADCHECK_MEMORY_LIMIT: a memory limit"):
+        resolve_memory_limit(None, Settings(), {"GRADCHECK_MEMORY_LIMIT": variable})
 
 
 @pytest.mark.parametrize(

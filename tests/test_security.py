@@ -277,3 +277,59 @@ def test_a_gradient_requested_in_a_thread_stops_the_whole_script(tmp_path: Path)
     assert '"status": "blocked"' in result.stdout
     assert "Traceback" not in result.stderr
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "allocation",
+    ["blob = bytearray(2 * 2**30)", "blob = tf.ones([2 * 2**30], tf.uint8)"],
+    ids=["python", "tensorflow"],
+)
+def test_a_script_past_the_memory_limit_is_one_line_naming_the_limit(
+    allocation: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "hungry.py"
+    script.write_text(
+        f"import tensorflow as tf\n\n{allocation}\nw = tf.Variable(1.0)\n\n\n"
+        "def loss():\n    return w * 2.0\n"
+    )
+    result = cli_result(command, [str(script), "--loss", "loss", "--memory-limit", "1GiB"])
+    assert result.exit_code == 2, result.stdout
+    ours = [line for line in result.stderr.splitlines() if line.startswith("gradcheck:")]
+    assert len(ours) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "hungry.py:3" in ours[0]
+    assert "may use 1 GiB of memory" in ours[0] and "--memory-limit" in ours[0]
+
+
+def test_a_result_that_cannot_be_written_is_gradcheck_s_one_line_not_the_script_s(
+    tmp_path: Path,
+) -> None:
+    # The worker cannot write its result (as in a full temporary folder; here each file is
+    # capped at 16 KiB, the request fits, a result with 200 variables does not): one line
+    # about gradcheck's temporary files, never a traceback shown as the script's output.
+    import resource
+    import signal
+
+    script = tmp_path / "wide.py"
+    script.write_text(
+        "import tensorflow as tf\n\nws = [tf.Variable(1.0, name=f'w{i}') for i in range(200)]\n"
+        "\n\ndef loss():\n    return tf.add_n([w * 2.0 for w in ws])\n\n\n"
+        'if __name__ == "__main__":\n    with tf.GradientTape() as tape:\n'
+        "        value = loss()\n    tape.gradient(value, ws)\n"
+    )
+    from gradcheck_cli.cli import run_command
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    ignored = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past it fails instead
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, hard))
+    try:
+        plain = cli_result(command, [str(script), "--loss", "loss", "--no-cache"])
+        run = cli_result(run_command, [str(script)])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, ignored)
+    for result in (plain, run):
+        assert result.exit_code == 2, result.stdout
+        assert "Traceback" not in result.stderr, result.stderr
+        (line,) = [line for line in result.stderr.splitlines() if line.startswith("gradcheck")]
+        assert "gradcheck cannot write its temporary files" in line, line
+        assert "set TMPDIR" in line

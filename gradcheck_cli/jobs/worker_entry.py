@@ -8,6 +8,7 @@ Usage (by gradcheck itself): python -m gradcheck_cli.jobs.worker_entry REQUEST R
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import pickle
 import shutil
@@ -20,8 +21,10 @@ from pathlib import Path
 
 from gradcheck_cli.cache.file_reads import Recorder
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.options import memory_text
 from gradcheck_cli.worker.process_tree import MARK_VARIABLE, ProcessTree, kill_group
 from gradcheck_cli.worker.protocol import (
+    UNWRITTEN_EXIT,
     Job,
     WorkerFailure,
     WorkerRequest,
@@ -84,21 +87,19 @@ def main(argv: list[str]) -> int:
         recorder.start()
     result: WorkerResult | None
     try:
-        result = run_job(request, lambda delivered: _write(result_path, delivered))
-    except GradcheckError as error:
-        result = WorkerFailure(str(error))
-    except Exception as error:  # a gradcheck bug: one line, the traceback only when debugging
-        if request.options.debug:
-            traceback.print_exc()
-        result = WorkerFailure(
-            f"internal error while tracing: {type(error).__name__}: {error} "
-            "(run with --debug for the traceback)"
-        )
+        _limit_memory(request.options.memory_limit)
+        result = run_job(request, lambda delivered: _deliver(result_path, delivered))
+    except Exception as error:
+        result = _failure(error, request)
+    exit_code = 0
     try:
-        if result is not None:
-            if recorder is not None and not isinstance(result, WorkerFailure):
-                _write_reads(reads_path(result_path), recorder, request.path)
-            _write(result_path, result)
+        try:
+            if result is not None:
+                if recorder is not None and not isinstance(result, WorkerFailure):
+                    _write_reads(reads_path(result_path), recorder, request.path)
+                _write(result_path, result)
+        except OSError:
+            exit_code = UNWRITTEN_EXIT
         # The script may have replaced or closed sys.stdout (`sys.stdout = None`): flush
         # whatever the streams are now, and the ones Python started with.
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
@@ -107,7 +108,85 @@ def main(argv: list[str]) -> int:
         _end_descendants()
     finally:
         # The user's script may have started threads or registered atexit hooks that hang.
-        os._exit(0)
+        os._exit(exit_code)
+
+
+def _limit_memory(limit: int | None) -> None:
+    """Bound what this worker and everything it starts may allocate (RLIMIT_DATA: the heap and
+    private writable mappings, what a decompression bomb or a runaway script fills; not the
+    address space TensorFlow's libraries and thread stacks reserve, which grows with the
+    machine's cores). None or 0: no limit."""
+    import resource
+
+    if not limit:
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+
+
+def _failure(error: Exception, request: WorkerRequest) -> WorkerFailure:
+    """The one line for a job that failed; a failed allocation names the memory limit."""
+    if isinstance(error, GradcheckError):
+        message = str(error)
+    else:  # a gradcheck bug: one line, the traceback only when debugging
+        if request.options.debug:
+            traceback.print_exc()
+        message = (
+            f"internal error while tracing: {type(error).__name__}: {error} "
+            "(run with --debug for the traceback)"
+        )
+    full = _chained(error, _no_space)
+    if full is not None:
+        import tempfile
+
+        # The job's temporary folder is SYSTEM_TEMP/gradcheck-XXXX/tmp (_own_temp_folder).
+        system_temp = Path(tempfile.gettempdir()).parent.parent
+        full_file = getattr(full, "filename", None)
+        where = f" writing {full_file}" if full_file else ""
+        return WorkerFailure(
+            f"{message} (no space left on the disk{where}; gradcheck's temporary files go to "
+            f"{system_temp}: free space there or set TMPDIR to a folder with room)"
+        )
+    limit = request.options.memory_limit
+    if limit and _out_of_memory(error):
+        message += (
+            f"; the check may use {memory_text(limit)} of memory: raise that with "
+            "--memory-limit (GRADCHECK_MEMORY_LIMIT, memory-limit in [tool.gradcheck]), "
+            "0 for no limit"
+        )
+    return WorkerFailure(message)
+
+
+def _out_of_memory(error: BaseException) -> bool:
+    """Whether `error`, or an error it was raised from or while handling, is a failed
+    allocation: Python's and NumPy's MemoryError, TensorFlow's ResourceExhaustedError."""
+    return _chained(error, _failed_allocation) is not None
+
+
+def _failed_allocation(error: BaseException) -> bool:
+    return isinstance(error, MemoryError) or type(error).__name__ == "ResourceExhaustedError"
+
+
+def _no_space(error: BaseException) -> bool:
+    return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def _chained(error: BaseException, test: Callable[[BaseException], bool]) -> BaseException | None:
+    """The first of `error` and the errors it was raised from or while handling that passes
+    `test`; None if none does."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if test(current):
+            return current
+        pending += [current.__cause__, current.__context__]
+    return None
 
 
 def _end_with_gradcheck(scratch: Path) -> None:
@@ -143,6 +222,16 @@ def _write_reads(path: Path, recorder: Recorder, model: Path) -> None:
     except OSError:
         return
     _write(path, reads)
+
+
+def _deliver(path: Path, result: WorkerResult) -> None:
+    """Write a result the running job delivers; if it cannot be written (a full disk), the
+    worker ends at once with UNWRITTEN_EXIT, never a traceback in the user's script."""
+    try:
+        _write(path, result)
+    except OSError:
+        _end_descendants()
+        os._exit(UNWRITTEN_EXIT)
 
 
 def _write(path: Path, result: object) -> None:

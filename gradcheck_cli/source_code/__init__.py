@@ -1,1 +1,2 @@
-"""The user's source as gradcheck reads it: debug-info locations, expressions, notebook cells."""
+"""The user's files as gradcheck reads them: debug-info locations, source lines, expressions,
+notebook cells, a Keras archive's members."""

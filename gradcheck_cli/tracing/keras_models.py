@@ -13,6 +13,7 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.source_code.keras_archive import check_weight_datasets
 from gradcheck_cli.tracing.function_tracing import trace_loss
 from gradcheck_cli.tracing.keras_objective import Tape
 from gradcheck_cli.tracing.keras_weights import KerasWeights
@@ -122,6 +123,7 @@ def load_keras_file(
     after importing the user's `imports` (the code that registers its custom classes)."""
     import keras
 
+    check_weight_datasets(path)
     import_user_code(imports)
     try:
         with without_warnings_gradcheck_causes():

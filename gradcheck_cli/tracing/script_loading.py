@@ -94,6 +94,7 @@ def _run(path: Path) -> dict[str, Any]:
 
         where = exception_location(error)
         at = f" at {where}" if where else ""
+        said = f": {error}" if str(error) else ""
         raise GradcheckError(
-            f"{path} raised {type(error).__name__}{at} while gradcheck imported it: {error}"
+            f"{path} raised {type(error).__name__}{at} while gradcheck imported it{said}"
         ) from None

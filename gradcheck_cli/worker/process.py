@@ -10,6 +10,7 @@ its process tree has ended), its stdout and stderr pipes, poll() and wait().
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import pickle
 import re
@@ -17,16 +18,24 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.options import DEFAULT_TIMEOUT, environment_timeout, timeout_seconds
+from gradcheck_cli.options import (
+    DEFAULT_TIMEOUT,
+    default_memory_limit,
+    environment_memory_limit,
+    environment_timeout,
+    memory_text,
+    timeout_seconds,
+)
 from gradcheck_cli.worker.process_tree import ProcessTree
 from gradcheck_cli.worker.progress import Status
 from gradcheck_cli.worker.protocol import (
+    UNWRITTEN_EXIT,
     EagerResult,
     Job,
     Reads,
@@ -160,11 +169,16 @@ def _run_worker(
 ) -> tuple[Answer, Reads | None]:
     options = request.options
     timeout = _time_limit(options.timeout)
-    with tempfile.TemporaryDirectory(prefix="gradcheck-") as scratch:
+    memory_limit = _memory_limit(options.memory_limit)
+    request = replace(request, options=replace(options, memory_limit=memory_limit))
+    with _scratch_folder() as scratch:
         request_path = Path(scratch) / "request.pickle"
         result_path = Path(scratch) / "result.pickle"
-        with request_path.open("wb") as request_file:
-            pickle.dump(request, request_file)
+        try:
+            with request_path.open("wb") as request_file:
+                pickle.dump(request, request_file)
+        except OSError as error:
+            raise _unwritable(Path(scratch), error) from None
         tree = ProcessTree()
         status = Status(options.progress, _first_step(request), Path(scratch))
         env = tree.environment(os.environ)
@@ -214,6 +228,9 @@ def _run_worker(
             deadline = time.monotonic() + _DRAIN_SECONDS
             for thread in relays:
                 thread.join(max(0.0, deadline - time.monotonic()))
+        # A result written before the time ran out is the answer, however long the worker took
+        # to end after it (a thread the script left, a child that would not die).
+        finished = finished or result_path.is_file()
         if not finished and request.job is Job.RUN:
             raise GradcheckError(
                 f"{request.path} did not ask TensorFlow for gradients within {timeout:g} s "
@@ -228,10 +245,15 @@ def _run_worker(
             )
         if not result_path.is_file():
             code = process.wait()  # reaped already: its exit status
+            if code == UNWRITTEN_EXIT:
+                raise _unwritable(Path(scratch), None)
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
+            causes = "os._exit, a crash or a kill"
+            if memory_limit and code < 0:  # TensorFlow aborts when an allocation fails
+                causes += f", or its memory limit of {memory_text(memory_limit)} (--memory-limit)"
             raise GradcheckError(
-                f"{request.path} ended the process while gradcheck loaded it ({how}: "
-                "os._exit, a crash or a kill); anything it printed is above"
+                f"{request.path} ended the process while gradcheck loaded it ({how}: {causes}); "
+                "anything it printed is above"
             )
         result = _read_result(result_path)
         reads = _read_reads(reads_path(result_path)) if request.record_reads else None
@@ -322,6 +344,42 @@ def _show(text: str) -> bool:
     except (OSError, ValueError):
         return False
     return True
+
+
+@contextlib.contextmanager
+def _scratch_folder() -> Iterator[str]:
+    """The job's own folder in the system's temporary folder, removed when the job ends."""
+    try:
+        folder = tempfile.TemporaryDirectory(prefix="gradcheck-")
+    except OSError as error:
+        raise _unwritable(Path(tempfile.gettempdir()), error) from None
+    with folder as scratch:
+        yield scratch
+
+
+def _unwritable(folder: Path, error: OSError | None) -> GradcheckError:
+    """gradcheck's own files cannot be written: a full or unwritable temporary folder, never
+    the model's fault."""
+    import shutil
+
+    why = f": {error.strerror}" if error is not None and error.strerror else ""
+    with contextlib.suppress(OSError):
+        if shutil.disk_usage(folder).free < 2**20:
+            why = ": no space left on the disk"
+    system_temp = folder.parent if folder.name.startswith("gradcheck-") else folder
+    return GradcheckError(
+        f"gradcheck cannot write its temporary files in {system_temp}{why}; free space there "
+        "or set TMPDIR to a folder with room"
+    )
+
+
+def _memory_limit(given: int | None) -> int:
+    """The worker's memory limit in bytes (0: none): the options', else
+    GRADCHECK_MEMORY_LIMIT's, else the default."""
+    if given is not None:
+        return given
+    variable = environment_memory_limit(os.environ)
+    return variable if variable is not None else default_memory_limit()
 
 
 def _time_limit(given: float | None) -> float:

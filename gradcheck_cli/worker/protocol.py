@@ -19,6 +19,10 @@ from gradcheck_cli.options import CheckOptions
 # environment.
 MESSAGE_BYTES = 1024 * 1024
 
+UNWRITTEN_EXIT = 113
+"""The worker's exit code when it could not write its result (a full or unwritable temporary
+folder): the message is then gradcheck's, not the model's."""
+
 
 class Job(str, enum.Enum):
     SCRIPT = "script"  # import a Python script and trace its loss

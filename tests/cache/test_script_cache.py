@@ -195,6 +195,7 @@ def test_the_key_holds_every_option_that_changes_tracing_and_the_working_folder(
         "all_cuts": True,
         "sum_loss": True,
         "timeout": 5.0,
+        "memory_limit": 2**31,
         "debug": True,
         "quiet": True,
         "progress": True,

@@ -1,0 +1,149 @@
+"""A Keras file's sizes, checked before Keras opens it: a 19 KB `.keras` archive may declare a
+config.json that inflates to half a gigabyte, which Keras reads whole into memory (its own
+guard starts at 4 GiB), and a kilobyte of HDF5 may hold a gzip-compressed dataset of gigabytes.
+
+`check_keras_archive` reads only the zip's directory and, streamed under their cap, the small
+members Keras parses whole; it runs in gradcheck's own process. `check_weight_datasets` opens
+HDF5 (a C library reading crafted input), so it runs in the worker, before Keras."""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from gradcheck_cli.errors import GradcheckError
+
+MAX_MEMBERS = 10_000
+"""A saved model has a few members (config.json, metadata.json, the weights, some assets)."""
+
+MAX_PARSED_BYTES = 64 * 2**20
+"""The most a member that Keras parses whole (its JSON) may inflate to: a model's config is
+kilobytes, a few megabytes for thousands of layers."""
+
+PARSED_MEMBERS = frozenset({"config.json", "metadata.json"})
+
+MAX_EXPANSION = 100
+"""How many times its stored size a member may inflate to, past MIN_SUSPECT_BYTES: Keras stores
+members uncompressed, and weights compress little; a higher ratio is a decompression bomb."""
+
+MIN_SUSPECT_BYTES = 2**20
+
+_READ_BYTES = 2**20
+
+
+def check_keras_archive(path: Path) -> None:
+    """Refuse, in one GradcheckError, a `.keras` zip whose members would cost more memory than
+    a saved model can need. A file that is not a zip is left to Keras, which says so."""
+    try:
+        if not zipfile.is_zipfile(path):
+            return
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+            if len(members) > MAX_MEMBERS:
+                raise _refused(path, f"holds {len(members)} members (at most {MAX_MEMBERS})")
+            for member in members:
+                _check_declared(path, member)
+            for member in members:
+                if member.filename in PARSED_MEMBERS:
+                    _check_inflated(path, archive, member)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as error:
+        raise _refused(path, f"is a damaged zip archive ({error})") from None
+    except OSError as error:
+        raise GradcheckError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def _check_declared(path: Path, member: zipfile.ZipInfo) -> None:
+    """The sizes the zip's directory declares for `member`."""
+    name, size = member.filename, member.file_size
+    if name in PARSED_MEMBERS and size > MAX_PARSED_BYTES:
+        limit = _mib(MAX_PARSED_BYTES)
+        raise _refused(path, f"declares a {name} of {_mib(size)} (at most {limit})")
+    if size > MIN_SUSPECT_BYTES and size > MAX_EXPANSION * max(member.compress_size, 1):
+        raise _refused(
+            path,
+            f"declares that its member {name} inflates from {_mib(member.compress_size)} to "
+            f"{_mib(size)}, a decompression bomb (more than {MAX_EXPANSION} times)",
+        )
+
+
+def _check_inflated(path: Path, archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> None:
+    """Inflate `member` in bounded reads: what it holds, not only what the directory says (a
+    lying size or checksum is found here, before Keras reads it whole)."""
+    inflated = 0
+    with archive.open(member) as stream:
+        while chunk := stream.read(_READ_BYTES):
+            inflated += len(chunk)
+            if inflated > MAX_PARSED_BYTES:
+                raise _refused(path, f"has a {member.filename} over {_mib(MAX_PARSED_BYTES)}")
+
+
+WEIGHTS_MEMBER = "model.weights.h5"
+
+
+def check_weight_datasets(path: Path) -> None:
+    """Refuse a `.h5` file, or a `.keras` archive's weights, holding an HDF5 dataset that
+    would inflate past MAX_EXPANSION times what the file stores for it (a compressed or
+    never-written dataset of gigabytes)."""
+    import h5py
+
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                if WEIGHTS_MEMBER not in archive.namelist():
+                    return
+                with archive.open(WEIGHTS_MEMBER) as stream:
+                    _check_datasets(path, stream)
+        elif h5py.is_hdf5(path):
+            _check_datasets(path, path)
+    except GradcheckError:
+        raise
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+        raise _refused(path, f"has weights HDF5 cannot read ({error})") from None
+
+
+def _check_datasets(path: Path, source: Path | IO[bytes]) -> None:
+    import h5py
+
+    with h5py.File(source, "r") as weights:
+        for name, dataset in _datasets(path, weights):
+            inflated = dataset.size * dataset.dtype.itemsize
+            stored = dataset.id.get_storage_size()
+            if inflated > MIN_SUSPECT_BYTES and inflated > MAX_EXPANSION * max(stored, 1):
+                raise _refused(
+                    path,
+                    f"holds a weight ({name}) that inflates from {_mib(stored)} to "
+                    f"{_mib(inflated)}, a decompression bomb (more than {MAX_EXPANSION} times)",
+                )
+
+
+def _datasets(path: Path, group: Any) -> Iterator[tuple[str, Any]]:
+    """Every dataset under `group` by its hard links, walked without recursion (a file may nest
+    groups deep), each group once; a link into another file is refused (Keras writes none)."""
+    import h5py
+
+    pending, seen = [group], {group.id}
+    while pending:
+        current = pending.pop()
+        for name in current:
+            link = current.get(name, getlink=True)
+            if isinstance(link, h5py.ExternalLink):
+                where = f"{current.name.rstrip('/')}/{name}"
+                raise _refused(path, f"links its weight {where} to another file ({link.filename})")
+            if not isinstance(link, h5py.HardLink):
+                continue
+            item = current[name]
+            if isinstance(item, h5py.Dataset):
+                yield item.name, item
+            elif isinstance(item, h5py.Group) and item.id not in seen:
+                seen.add(item.id)
+                pending.append(item)
+
+
+def _refused(path: Path, why: str) -> GradcheckError:
+    return GradcheckError(f"{path} {why}: not a model Keras saved; gradcheck does not load it")
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 1024:.1f} KiB"
