@@ -122,13 +122,24 @@ def timeout_seconds(value: str | float) -> float:
 def environment_timeout(environ: Mapping[str, str]) -> float | None:
     """GRADCHECK_TIMEOUT's seconds, or None when it is unset or blank; a GradcheckError names
     the variable when its value is not a timeout."""
-    value = environ.get(TIMEOUT_VARIABLE, "")
+    return _from_environment(environ, TIMEOUT_VARIABLE, timeout_seconds)
+
+
+_Value = TypeVar("_Value")
+
+
+def _from_environment(
+    environ: Mapping[str, str], variable: str, parse: Callable[[str], _Value]
+) -> _Value | None:
+    """`variable`'s value parsed, or None when it is unset or blank; the ValueError `parse`
+    raises becomes a GradcheckError that names the variable."""
+    value = environ.get(variable, "")
     if not value.strip():
         return None
     try:
-        return timeout_seconds(value)
+        return parse(value)
     except ValueError as error:
-        raise GradcheckError(f"{TIMEOUT_VARIABLE}: {error}") from None
+        raise GradcheckError(f"{variable}: {error}") from None
 
 
 MEMORY_VARIABLE = "GRADCHECK_MEMORY_LIMIT"
@@ -171,13 +182,7 @@ def memory_text(size: int) -> str:
 def environment_memory_limit(environ: Mapping[str, str]) -> int | None:
     """GRADCHECK_MEMORY_LIMIT's bytes, or None when it is unset or blank; a GradcheckError names
     the variable when its value is not a memory limit."""
-    value = environ.get(MEMORY_VARIABLE, "")
-    if not value.strip():
-        return None
-    try:
-        return memory_bytes(value)
-    except ValueError as error:
-        raise GradcheckError(f"{MEMORY_VARIABLE}: {error}") from None
+    return _from_environment(environ, MEMORY_VARIABLE, memory_bytes)
 
 
 def default_memory_limit() -> int:
