@@ -83,7 +83,7 @@ def main(argv: list[str]) -> int:
     result_path = Path(argv[2])
     recorder = None
     if request.record_reads:
-        recorder = Recorder()
+        recorder = Recorder(_user_folders(request.path))
         recorder.start()
     result: WorkerResult | None
     try:
@@ -109,6 +109,14 @@ def main(argv: list[str]) -> int:
     finally:
         # The user's script may have started threads or registered atexit hooks that hang.
         os._exit(exit_code)
+
+
+def _user_folders(model: Path) -> list[Path]:
+    """The folders whose files the job may read in C code unseen by the audit hook: the model's
+    own folder, and the working folder when the model lies under it (the project's)."""
+    folder = model.parent
+    working = Path.cwd()
+    return [folder, working] if folder.is_relative_to(working) else [folder]
 
 
 def _limit_memory(limit: int | None) -> None:
