@@ -72,12 +72,22 @@ def check_models(
 
     A model that cannot be analysed becomes an Outcome with an error; the others still run.
     """
-    if jobs > 1 and len(checks) > 1:
-        outcomes = _check_in_pool(checks, min(jobs, len(checks)))
+    processes = min(jobs, len(checks), available_cpus())
+    if processes > 1:
+        outcomes = _check_in_pool(checks, processes)
     else:
         outcomes = [check_model(item) for item in checks]
     known = read_baseline(policy.baseline) if policy.baseline is not None else {}
     return [_with_policy(outcome, policy, known) for outcome in outcomes]
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on: more processes than that only compete for them, each
+    with TensorFlow's memory."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _check_in_pool(checks: Sequence[ModelCheck], processes: int) -> list[Outcome]:

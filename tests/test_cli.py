@@ -315,3 +315,25 @@ def test_a_usage_error_is_one_line_in_gradcheck_s_own_form(args: tuple[str, ...]
     (line,) = err.splitlines()
     assert line.startswith("gradcheck: error: ")
     assert line.endswith("(gradcheck --help lists the options)")
+
+
+def test_jobs_are_capped_at_the_cpus_gradcheck_may_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # -j 8 on two CPUs starts two processes: more would only compete for the CPUs, each with
+    # TensorFlow's memory. (Missing models: each check is an error outcome, no TensorFlow.)
+    from gradcheck_cli import run
+
+    pools: list[int] = []
+
+    def pool(checks: list[run.ModelCheck], processes: int) -> list[run.Outcome]:
+        pools.append(processes)
+        return [run.check_model(item) for item in checks]
+
+    monkeypatch.setattr(run, "_check_in_pool", pool)
+    checks = [run.ModelCheck(str(tmp_path / f"missing_{index}")) for index in range(3)]
+    for cpus, expected in ((2, [2]), (8, [2, 3]), (1, [2, 3])):
+        monkeypatch.setattr(run, "available_cpus", lambda cpus=cpus: cpus)
+        outcomes = run.check_models(checks, jobs=8)
+        assert [outcome.error is not None for outcome in outcomes] == [True] * 3
+        assert pools == expected

@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import sys
+import time
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +36,8 @@ _FORMAT = 4  # bumped whenever an entry's layout (or a stored class's fields) ch
 _ENTRIES = "entries"  # the folder of gradcheck's own, under the cache folder
 # The only files gradcheck reads, writes or prunes there: its own entries, by their key.
 _ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json")
+_PARTIAL_NAME = re.compile(r"\.[A-Za-z0-9_]{8}\.partial")  # tempfile.mkstemp's, as _store asks
+_ABANDONED_NANOSECONDS = 3600 * 10**9
 _KEY_FILE = "entry-key"  # the user's secret that signs entries, in the user's own cache folder
 # Options that shape only the parent's analysis or the way the worker runs, not what it traces;
 # every other option is part of the key, so a new option is keyed until declared here.
@@ -245,10 +248,12 @@ def _store(folder: Path, key: str, secret: bytes, reads: Reads, result: Answer) 
         with os.fdopen(handle, "wb") as partial:
             partial.write(_signature(secret, body).encode("ascii") + b"\n" + body)
         os.replace(temporary, folder / f"{key}.json")
-    except OSError:
+    except BaseException as error:  # a full disk, or SIGTERM / Ctrl-C (`Stopped`) meanwhile
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-        return
+        if isinstance(error, OSError):
+            return
+        raise
     _prune(folder)
 
 
@@ -267,11 +272,19 @@ def _tag(folder: Path) -> None:
 def _prune(folder: Path) -> None:
     """Keep the MAX_ENTRIES entries used last; only files named as gradcheck names them."""
     entries = []
+    # A partial entry a killed gradcheck left (SIGKILL gives no time to remove it); a younger
+    # one may be another gradcheck's, still being written.
+    abandoned = time.time_ns() - _ABANDONED_NANOSECONDS
     with contextlib.suppress(OSError):
         for item in os.scandir(folder):
-            if _ENTRY_NAME.fullmatch(item.name) and item.is_file(follow_symlinks=False):
-                with contextlib.suppress(OSError):
-                    entries.append((item.stat(follow_symlinks=False).st_mtime_ns, item.path))
+            if not item.is_file(follow_symlinks=False):
+                continue
+            with contextlib.suppress(OSError):
+                changed = item.stat(follow_symlinks=False).st_mtime_ns
+                if _ENTRY_NAME.fullmatch(item.name):
+                    entries.append((changed, item.path))
+                elif _PARTIAL_NAME.fullmatch(item.name) and changed < abandoned:
+                    os.unlink(item.path)
     entries.sort(reverse=True)
     for _, path in entries[MAX_ENTRIES:]:
         with contextlib.suppress(OSError):

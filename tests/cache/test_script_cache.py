@@ -459,3 +459,46 @@ def test_pruning_removes_only_gradcheck_s_own_entries(
     assert len(_entries(cache_dir)) == 1 + 1  # gradcheck's one entry, and the user's model.json
     assert all(other.read_text() == "the user's" for other in others)
     assert not target.exists()
+
+
+def test_a_stop_while_an_entry_is_stored_leaves_no_partial_file(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import signal
+
+    from gradcheck_cli.worker.process_tree import Stopped, stop_on_signals
+
+    script = _script(tmp_path)
+    monkeypatch.setattr(process, "run_worker_recording", StandIn(Reads(())))
+    replace = os.replace
+
+    def signalled(source: str, target: str) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # a real SIGTERM, between write and rename
+        replace(source, target)
+
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    stop_on_signals()  # as the gradcheck command does
+    monkeypatch.setattr(os, "replace", signalled)
+    try:
+        with pytest.raises(Stopped):
+            script_cache.traced(_request(script))
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    assert sorted(path.name for path in (cache_dir / "entries").iterdir()) == ["CACHEDIR.TAG"]
+
+
+def test_a_partial_entry_a_killed_check_left_is_pruned_once_abandoned(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entries = cache_dir / "entries"
+    entries.mkdir(parents=True, mode=0o700)
+    abandoned, fresh = entries / ".k1ll3d00.partial", entries / ".wr1t1ng0.partial"
+    for partial in (abandoned, fresh):
+        partial.write_text("{")
+    two_hours_ago = time.time() - 7200
+    os.utime(abandoned, (two_hours_ago, two_hours_ago))
+    monkeypatch.setattr(process, "run_worker_recording", StandIn(Reads(())))
+    script_cache.traced(_request(_script(tmp_path)))
+    assert not abandoned.exists()
+    assert fresh.exists()  # perhaps another gradcheck's, still being written
