@@ -301,7 +301,7 @@ def test_a_script_past_the_memory_limit_is_one_line_naming_the_limit(
 
 
 def test_a_result_that_cannot_be_written_is_gradcheck_s_one_line_not_the_script_s(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The worker cannot write its result (as in a full temporary folder; here each file is
     # capped at 16 KiB, the request fits, a result with 200 variables does not): one line
@@ -318,6 +318,9 @@ def test_a_result_that_cannot_be_written_is_gradcheck_s_one_line_not_the_script_
     )
     from gradcheck_cli.cli import run_command
 
+    # A worker of its own, started under the file size limit (a warm launcher's fork would
+    # have the launcher's).
+    monkeypatch.setenv("GRADCHECK_WARM_WORKERS", "never")
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     ignored = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past it fails instead
     resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, hard))
