@@ -35,7 +35,8 @@ def test_the_plugin_is_registered_with_its_option_and_marker(pytester: pytest.Py
         [
             "@pytest.mark.gradcheck(loss=None, allow_dead=(), verify=False, all_cuts=False, "
             "unsafe_deserialization=False, imports=(), sum_loss=False, timeout=None, "
-            "memory_limit=None, debug=False, quiet=False, progress=False, cache=True, cache_dir=None):*"
+            "memory_limit=None, debug=False, quiet=False, progress=False, cache=True, "
+            "cache_dir=None):*"
         ]
     )
 

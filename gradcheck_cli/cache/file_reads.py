@@ -95,6 +95,16 @@ class Recorder:
         self._watch_hdf5()
         after_import("tensorflow.python.lib.io._pywrap_file_io", self._watch_tensorflow_files)
 
+    def told_read(self, path: str) -> None:
+        """A file that C code read, told by whoever knows (TensorFlow's kernels' watch)."""
+        path = os.path.abspath(path)
+        self.audited.add(path)
+        self._opened(path, 0)
+
+    def sees(self, path: str) -> bool:
+        """Whether an open of `path` by C code would be seen by the watch on the folders."""
+        return self.watch is not None and self.watch.covers(path)
+
     def _watch_tensorflow_files(self, io: Any) -> None:
         """TensorFlow's file system (tf.io.gfile, what Keras and checkpoints read through it)
         opens files in C++: its Python door is patched to tell the paths."""

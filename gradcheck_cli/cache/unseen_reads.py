@@ -52,6 +52,7 @@ class TreeWatch:
 
     def __init__(self, roots: Iterable[str]) -> None:
         self._folders: dict[int, str] = {}
+        self._watched: set[str] = set()
         self._pending = b""
         self.complete = True
         self._descriptor = -1
@@ -90,6 +91,7 @@ class TreeWatch:
                     return
                 continue
             self._folders[descriptor] = folder
+            self._watched.add(folder)
             try:
                 with os.scandir(folder) as entries:
                     for entry in entries:
@@ -97,6 +99,11 @@ class TreeWatch:
                             queue.append(entry.path)
             except OSError:
                 continue
+
+    def covers(self, path: str) -> bool:
+        """Whether an open of `path` would be seen: its folder is watched, and the whole tree."""
+        folder = os.path.dirname(os.path.realpath(path))
+        return self.complete and folder in self._watched
 
     def opened(self) -> Opened:
         """Every open the kernel told since the watch began; the watch ends."""

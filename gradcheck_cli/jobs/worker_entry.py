@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from gradcheck_cli.cache.file_reads import Recorder
+from gradcheck_cli.cache.file_reads import Recorder, after_import
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.options import memory_text
 from gradcheck_cli.worker.process_tree import MARK_VARIABLE, ProcessTree, kill_group
@@ -85,6 +85,7 @@ def main(argv: list[str]) -> int:
     if request.record_reads:
         recorder = Recorder(_user_folders(request.path))
         recorder.start()
+        after_import("tensorflow", lambda _: _watch_kernel_reads(recorder))
     result: WorkerResult | None
     try:
         _limit_memory(request.options.memory_limit)
@@ -109,6 +110,12 @@ def main(argv: list[str]) -> int:
     finally:
         # The user's script may have started threads or registered atexit hooks that hang.
         os._exit(exit_code)
+
+
+def _watch_kernel_reads(recorder: Recorder) -> None:
+    from gradcheck_cli.tracing.kernel_reads import watch_kernel_reads
+
+    watch_kernel_reads(recorder)
 
 
 def _user_folders(model: Path) -> list[Path]:
