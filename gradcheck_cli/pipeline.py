@@ -56,6 +56,8 @@ def check_path(path: Path, options: CheckOptions) -> Report:
         return _report(source, analysis, context)
     if path.is_dir():
         raise GradcheckError(f"{path} is a folder without saved_model.pb: not a SavedModel")
+    if not path.is_file():  # a FIFO or a device would block or never end
+        raise GradcheckError(f"{path} is not a regular file")
     kind = MODEL_FILE_KINDS.get(path.suffix)
     if kind is None:
         raise GradcheckError(
@@ -94,8 +96,10 @@ def check_run(
     reports as soon as they are known, while the script still runs.
     """
     if not path.is_file():
-        what = "a folder" if path.is_dir() else "no such file"
-        raise GradcheckError(f"{path}: {what}; gradcheck run takes a Python script or a notebook")
+        what = "a folder" if path.is_dir() else "not a regular file" if path.exists() else None
+        raise GradcheckError(
+            f"{path}: {what or 'no such file'}; gradcheck run takes a Python script or a notebook"
+        )
     if path.suffix not in RUN_SUFFIXES:
         raise GradcheckError(
             f"{path} is neither a Python script (.py) nor a notebook (.ipynb); for a SavedModel "

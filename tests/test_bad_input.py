@@ -126,12 +126,40 @@ def test_unknown_op_is_a_finding_not_a_silent_ok(tmp_path: Path) -> None:
     assert '"GC001"' in out and "TanhFromAFutureTensorFlow" in out
 
 
-def test_a_notebook_that_is_not_json_is_one_line_in_run_mode(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [('{"cells": [', ""), ("[" * 100_000 + "]" * 100_000, ": its JSON is nested too deep")],
+    ids=["truncated", "nested"],
+)
+def test_a_notebook_that_is_not_json_is_one_line_in_run_mode(
+    text: str, reason: str, tmp_path: Path
+) -> None:
     from gradcheck_cli.cli import run_command
 
     notebook = tmp_path / "train.ipynb"
-    notebook.write_text('{"cells": [')
+    notebook.write_text(text)
     code, out, err = invoke(run_command, [str(notebook)])
     assert (code, out) == (2, "")
     (line,) = err.splitlines()
-    assert line.startswith(f"gradcheck: error: {notebook}: not a valid Jupyter notebook")
+    assert line.startswith(f"gradcheck: error: {notebook}: not a valid Jupyter notebook{reason}")
+
+
+@pytest.mark.parametrize("name", ["model.keras", "model.h5", "model.py", "train.ipynb"])
+def test_a_fifo_or_device_named_as_a_model_is_refused_without_waiting(
+    name: str, tmp_path: Path
+) -> None:
+    import os
+
+    from gradcheck_cli.cli import run_command
+
+    fifo, device = tmp_path / name, tmp_path / f"zero-{name}"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
+    device.symlink_to("/dev/zero")
+    for path in (fifo, device):
+        runs = [invoke(run_command, [str(path)])]
+        if not name.endswith(".ipynb"):
+            runs.append(invoke(command, [str(path)]))
+        for code, out, err in runs:
+            assert (code, out) == (2, ""), err
+            (line,) = err.splitlines()
+            assert "not a regular file" in line, line

@@ -19,9 +19,9 @@ def in_system_folder(real: str) -> bool:
     return any(real == folder or real.startswith(folder + os.sep) for folder in SYSTEM_FOLDERS)
 
 
-def bounded_text(file: str) -> str | None:
-    """The text of `file` if it is a regular file of at most MAX_SOURCE_BYTES outside the
-    system folders; else None (the caller shows a location without its line)."""
+def bounded_text(file: str, limit: int = MAX_SOURCE_BYTES) -> str | None:
+    """The text of `file` if it is a regular file of at most `limit` bytes outside the system
+    folders; else None (the caller shows a location without its line)."""
     try:
         if in_system_folder(os.path.realpath(file)):
             return None
@@ -32,12 +32,12 @@ def bounded_text(file: str) -> str | None:
     try:
         with os.fdopen(descriptor, "rb") as handle:
             info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
+            if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
                 return None
-            data = handle.read(MAX_SOURCE_BYTES + 1)
+            data = handle.read(limit + 1)
     except (OSError, ValueError):
         return None
-    if len(data) > MAX_SOURCE_BYTES:
+    if len(data) > limit:
         return None
     return data.decode("utf-8", errors="replace")
 

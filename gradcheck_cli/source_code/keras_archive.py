@@ -57,6 +57,9 @@ def check_keras_archive(path: Path) -> None:
 def _check_declared(path: Path, member: zipfile.ZipInfo) -> None:
     """The sizes the zip's directory declares for `member`."""
     name, size = member.filename, member.file_size
+    parts = name.replace("\\", "/").split("/")
+    if name.startswith("/") or ".." in parts or "\0" in name or ":" in parts[0]:
+        raise _refused(path, f"names a member outside the archive ({name!r})")
     if name in PARSED_MEMBERS and size > MAX_PARSED_BYTES:
         limit = _mib(MAX_PARSED_BYTES)
         raise _refused(path, f"declares a {name} of {_mib(size)} (at most {limit})")

@@ -12,6 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.source_code.files import bounded_text
+
+MAX_NOTEBOOK_BYTES = 256 * 2**20
+"""The largest notebook gradcheck reads: outputs (images) included, notebooks are megabytes."""
 
 # Cell magics whose body is ordinary Python that the magic only times or captures.
 _PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture"})
@@ -80,14 +84,20 @@ def run_cells(cells: Sequence[NotebookCell], namespace: dict[str, Any]) -> None:
 def _read(path: Path) -> Any:
     import nbformat
 
+    text = bounded_text(str(path), MAX_NOTEBOOK_BYTES)
+    if text is None:
+        raise GradcheckError(
+            f"cannot read notebook {path}: not a regular file of at most "
+            f"{MAX_NOTEBOOK_BYTES >> 20} MiB"
+        )
     try:
         with warnings.catch_warnings():
             # A cell without an id or a field the schema does not know: Jupyter opens such
             # notebooks too, so they are read, without nbformat's warnings or logged errors.
             warnings.simplefilter("ignore")
-            return nbformat.read(path, as_version=4, capture_validation_error={})
-    except OSError as error:
-        raise GradcheckError(f"cannot read notebook {path}: {error.strerror or error}") from None
+            return nbformat.reads(text, as_version=4, capture_validation_error={})
+    except RecursionError:
+        raise _invalid(path, "its JSON is nested too deep") from None
     except (ValueError, nbformat.ValidationError) as error:
         lines = str(error).strip().splitlines()
         raise _invalid(path, lines[0] if lines else type(error).__name__) from None

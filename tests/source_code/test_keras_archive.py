@@ -163,3 +163,14 @@ def test_the_files_keras_wrote_are_still_checked(saved: dict[str, Path], tmp_pat
     assert result.exit_code == ExitCode.CLEAN, result.stderr
     variables = json.loads(result.stdout)["variables"]
     assert {v["name"]: v["status"] for v in variables} == {"dense/kernel": "ok", "dense/bias": "ok"}
+
+
+@pytest.mark.parametrize("member", ["../../escaped.py", "/etc/cron.d/job", "assets\\..\\..\\x"])
+def test_a_member_named_outside_the_archive_is_refused(
+    member: str, saved: dict[str, Path], tmp_path: Path
+) -> None:
+    crafted = _rewritten(saved["keras"], tmp_path / "traversal.keras", {})
+    with zipfile.ZipFile(crafted, "a") as archive:
+        archive.writestr(member, b"print('ran')\n")
+    _assert_refused(crafted, "names a member outside the archive")
+    assert not (tmp_path.parent / "escaped.py").exists()
