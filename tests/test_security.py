@@ -336,3 +336,22 @@ def test_a_result_that_cannot_be_written_is_gradcheck_s_one_line_not_the_script_
         (line,) = [line for line in result.stderr.splitlines() if line.startswith("gradcheck")]
         assert "gradcheck cannot write its temporary files" in line, line
         assert "set TMPDIR" in line
+
+
+def test_a_result_written_before_the_timeout_is_delivered(tmp_path: Path) -> None:
+    # The script's stdout blocks in flush: the worker writes its result, then hangs in its
+    # last flush until the timeout. The written result is the answer, not "never asked".
+    from gradcheck_cli.cli import run_command
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys, time\nimport tensorflow as tf\n\n\nclass Stuck:\n"
+        "    def write(self, text):\n        return len(text)\n\n"
+        "    def flush(self):\n        time.sleep(3600)\n\n\n"
+        "sys.stdout = Stuck()\nw = tf.Variable(1.0)\nwith tf.GradientTape() as tape:\n"
+        "    loss = tf.stop_gradient(w) * 2.0\ntape.gradient(loss, [w])\n"
+    )
+    result = cli_result(run_command, [str(script), "--timeout", "12", "-f", "json"])
+    assert result.exit_code == 1, result.stderr
+    assert "did not ask" not in result.stderr
+    assert '"status": "blocked"' in result.stdout
