@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -136,8 +136,10 @@ def trace_loss(
     verify: bool,
     created_at: dict[int, SourceLocation | None] | None = None,
     keras: KerasWeights | None = None,
+    left_out: Collection[int] = (),
 ) -> TracedFunction:
-    """The traced loss of `concrete` over `candidates` (see `traced.traced_function`)."""
+    """The traced loss of `concrete` over `candidates` (see `traced.traced_function`); the
+    variables whose ids are `left_out` are never candidates, even when it reads them."""
     from gradcheck_cli.tracing import traced
     from gradcheck_cli.tracing.tf_verification import (
         TAPE,
@@ -154,6 +156,7 @@ def trace_loss(
         created_at=created_at,
         keras_info=keras.info if keras else None,
         attributes=keras.attributes if keras else None,
+        left_out=left_out,
     )
     if verify:
         import tensorflow as tf
@@ -164,7 +167,7 @@ def trace_loss(
 
         verdicts = tape_verdicts(
             compute,
-            traced.candidate_variables(candidates, concrete),
+            traced.candidate_variables(candidates, concrete, left_out),
             [r.variable.name for r in result.variables],
         )
         result.tensorflow = TensorFlowGradients(TAPE, verdicts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import weakref
 from dataclasses import dataclass, field
@@ -91,6 +92,29 @@ def keras_weights(namespace: dict[str, Any], found: KerasWeights | None = None) 
         elif isinstance(value, dict):
             pending.extend((f"{path}[{key!r}]", item) for key, item in value.items())
     return found
+
+
+def owned_variables(namespace: dict[str, Any], found: KerasWeights) -> set[int]:
+    """ids of the tf.Variables that a model, layer or module bound in `namespace` owns (its
+    weights), or that back a Keras 3 layer's weight wherever the layer is."""
+    import tensorflow as tf
+
+    owned = set(found.variables)
+    pending = [value for name, value in namespace.items() if not name.startswith("_")]
+    seen: set[int] = set()
+    while pending:
+        value = pending.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, tf.Module):  # Keras 2 layers and models, Sonnet, tf.Module
+            with contextlib.suppress(Exception):  # a half-built module may fail to list
+                owned.update(id(v) for v in value.variables)
+        elif isinstance(value, (list, tuple)):
+            pending.extend(value)
+        elif isinstance(value, dict):
+            pending.extend(value.values())
+    return owned
 
 
 def _name_weights(found: KerasWeights, path: str, layer: Any) -> None:

@@ -14,7 +14,11 @@ from gradcheck_cli.tracing.eager_fallback import eager_fallback
 from gradcheck_cli.tracing.eager_reads import mark_frozen_reads, recording_eager_reads
 from gradcheck_cli.tracing.function_tracing import concrete_function, trace_loss
 from gradcheck_cli.tracing.keras_models import is_keras_model, trace_keras_model
-from gradcheck_cli.tracing.keras_weights import keras_weights, track_keras_weights
+from gradcheck_cli.tracing.keras_weights import (
+    keras_weights,
+    owned_variables,
+    track_keras_weights,
+)
 from gradcheck_cli.tracing.loss_finding import SCRIPT_RUN_NAME, find_loss, is_graph_tensor
 from gradcheck_cli.tracing.override_maps import recording_override_maps
 from gradcheck_cli.worker import progress
@@ -28,10 +32,14 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
     from gradcheck_cli.tracing.tf_verification import verify_graph
 
     created: list[tuple[Any, SourceLocation | None]] = []
+    by_libraries: set[int] = set()  # ids of the variables a library made (see below)
 
     def record(next_creator: Any, **kwargs: Any) -> Any:
         variable = next_creator(**kwargs)
-        created.append((variable, traced.user_location(traceback.extract_stack()[:-1])))
+        stack = traceback.extract_stack()[:-1]
+        created.append((variable, traced.user_location(stack)))
+        if traced.made_by_a_library(stack):
+            by_libraries.add(id(variable))
         return variable
 
     sys.argv = [str(path)]
@@ -58,7 +66,16 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
         created_at = keras.constructed_at
         for variable, location in created:
             created_at.setdefault(id(variable), location)
-        candidates = [v for v, _ in created if isinstance(v, tf.Variable)]
+        # What a library made for its own bookkeeping (a Keras 2 model's step counters, an
+        # optimizer's or a metric's variables, TFP's seed state, TF-MOT's discarded clones) is
+        # no candidate, unless a model, layer or module the script holds owns it; captured by
+        # the loss, it is one only if it could train (a float).
+        owned = owned_variables(namespace, keras)
+        bookkeeping = by_libraries - owned
+        candidates = [
+            v for v, _ in created if isinstance(v, tf.Variable) and id(v) not in bookkeeping
+        ]
+        left_out = {id(v) for v, _ in created if id(v) in bookkeeping and not v.dtype.is_floating}
         if is_keras_model(value):
             return trace_keras_model(value, None, name, candidates, keras, created_at, verify)
         try:
@@ -73,9 +90,16 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
             )
         keras.settle()
         result = trace_loss(
-            concrete, name, candidates, verify=verify, created_at=created_at, keras=keras
+            concrete,
+            name,
+            candidates,
+            verify=verify,
+            created_at=created_at,
+            keras=keras,
+            left_out=left_out,
         )
-        mark_frozen_reads(result, traced.candidate_variables(candidates, concrete), concrete, reads)
+        variables = traced.candidate_variables(candidates, concrete, left_out)
+        mark_frozen_reads(result, variables, concrete, reads)
         return result
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import traceback as traceback_module
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from gradcheck_cli.differentiability.registry import load_registry
@@ -35,6 +36,31 @@ def user_location(frames: Iterable[Any] | None) -> SourceLocation | None:
         elif filename and len(after) < ENTRY_FRAMES:
             after.append((filename, getattr(frame, "name", "")))
     return innermost_with_callers(located, library_entry(after) if located else None)
+
+
+def made_by_a_library(frames: Sequence[Any]) -> bool:
+    """Whether the stack `frames` (outermost first) that created a variable went from the
+    user's innermost frame through a library other than TensorFlow itself: Keras's layers and
+    step counters, TensorFlow Probability's seeds, TF-MOT's clones. Unless a model or module
+    of the user owns it, such a variable is the library's bookkeeping, no candidate."""
+    after: list[str] = []
+    for frame in frames:
+        filename = getattr(frame, "filename", "") or ""
+        if is_user_file(filename):
+            after = []
+        else:
+            after.append(filename)
+    return any(_in_a_library(filename) for filename in after)
+
+
+def _in_a_library(filename: str) -> bool:
+    installed = _INSTALLED[0] in filename or _INSTALLED[1] in filename
+    return installed and not any(own in filename for own in _NOT_A_LIBRARY)
+
+
+_INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
+# TensorFlow creates every variable (its frames are the creation's, not a library's).
+_NOT_A_LIBRARY = (f"{os.sep}tensorflow{os.sep}", f"{os.sep}gradcheck_cli{os.sep}")
 
 
 def exception_location(error: BaseException) -> SourceLocation | None:
@@ -95,6 +121,7 @@ def traced_function(
     created_at: dict[int, SourceLocation | None] | None = None,
     keras_info: dict[int, tuple[str, bool]] | None = None,
     attributes: dict[int, str] | None = None,
+    left_out: Collection[int] = (),
 ) -> TracedFunction:
     """Protos of `concrete` and the candidate variables, mapped onto its captured arguments.
 
@@ -119,7 +146,7 @@ def traced_function(
     arg_of_handle = {
         id(external): arg_of_internal.get(id(internal)) for external, internal in graph.captures
     }
-    variables = candidate_variables(candidates, concrete)
+    variables = candidate_variables(candidates, concrete, left_out)
     records = []
     keras_info = keras_info or {}
     created_at = created_at or {}
@@ -155,10 +182,13 @@ def traced_function(
     )
 
 
-def candidate_variables(candidates: Sequence[Any], concrete: Any) -> list[Any]:
-    """The given candidates, then any other variable the function captures, each once."""
+def candidate_variables(
+    candidates: Sequence[Any], concrete: Any, left_out: Collection[int] = ()
+) -> list[Any]:
+    """The given candidates, then any other variable the function captures, each once; never
+    one whose id is `left_out` (a library's bookkeeping that cannot train)."""
     variables: list[Any] = []
-    seen: set[int] = set()
+    seen: set[int] = set(left_out)
     for variable in list(candidates) + list(concrete.variables):
         if id(variable) not in seen:
             seen.add(id(variable))
