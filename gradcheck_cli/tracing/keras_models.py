@@ -15,16 +15,25 @@ from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.source_code.keras_archive import check_weight_datasets
 from gradcheck_cli.tracing.function_tracing import trace_loss
-from gradcheck_cli.tracing.keras_objective import Tape
+from gradcheck_cli.tracing.keras_objective import Tape, backing_variable
 from gradcheck_cli.tracing.keras_weights import KerasWeights
 from gradcheck_cli.worker import progress
 from gradcheck_cli.worker.protocol import TracedFunction
 
 
 def is_keras_model(value: Any) -> bool:
-    """Whether `value` is a keras.Model; never imports Keras to find out."""
-    keras = sys.modules.get("keras")
-    return keras is not None and isinstance(value, keras.Model)
+    """Whether `value` is a Keras 3 or a Keras 2 (tf_keras) model; never imports Keras to find
+    out."""
+    from gradcheck_cli.tracing.keras_objective import keras_of
+
+    return keras_of(value) is not None
+
+
+def weight_path(weight: Any) -> str:
+    """A Keras weight's path: Keras 3's own (`dense/kernel`), Keras 2's variable name without
+    its output suffix."""
+    path = getattr(weight, "path", None)
+    return str(path) if path is not None else str(weight.name).split(":")[0]
 
 
 def trace_keras_model(
@@ -39,25 +48,23 @@ def trace_keras_model(
     """The model's own objective; with model.losses, also the data loss alone (for GC206)."""
     from gradcheck_cli.tracing.keras_objective import keras_objective
 
-    # The optimizer's slots and the metrics' counters are Keras's bookkeeping, not the model's.
-    bookkeeping = {id(getattr(v, "value", v)) for v in _bookkeeping_variables(model)}
-    candidates = [v for v in candidates if id(v) not in bookkeeping]
-    weights = [w.value for w in model.weights]
-    for weight in model.weights:
-        keras.info.setdefault(id(weight.value), (weight.path, bool(weight.trainable)))
-    known = {id(v) for v in candidates}
-    candidates = candidates + [v for v in weights if id(v) not in known]
     objective = keras_objective(model, loss, name)
     keras.settle()
+    # The optimizer's slots and the metrics' counters are Keras's bookkeeping, not the model's
+    # (Keras 2 builds its compiled loss's metrics while the objective is traced).
+    bookkeeping = {id(backing_variable(v)) for v in _bookkeeping_variables(model)}
+    candidates = [v for v in candidates if id(v) not in bookkeeping]
+    weights = [backing_variable(w) for w in model.weights]
+    for weight, backing in zip(model.weights, weights):
+        keras.info.setdefault(id(backing), (weight_path(weight), bool(weight.trainable)))
+    known = {id(v) for v in candidates}
+    candidates = candidates + [v for v in weights if id(v) not in known]
     if objective.tapes:
         return _trace_tapes(objective.tapes, model, name, keras, created_at, verify)
-    result = trace_loss(
-        objective.full, name, candidates, verify=verify, created_at=created_at, keras=keras
-    )
+    traced = {"created_at": created_at, "keras": keras, "left_out": bookkeeping}
+    result = trace_loss(objective.full, name, candidates, verify=verify, **traced)
     if objective.data_only is not None:
-        result.data_only = trace_loss(
-            objective.data_only, name, candidates, verify=False, created_at=created_at, keras=keras
-        )
+        result.data_only = trace_loss(objective.data_only, name, candidates, verify=False, **traced)
     return result
 
 
@@ -73,8 +80,6 @@ def _trace_tapes(
     carries the others, and the trainable weights that no tape differentiates."""
     import tensorflow as tf
 
-    from gradcheck_cli.tracing.keras_objective import backing_variable
-
     results = []
     listed: set[int] = set()
     for tape in tapes:
@@ -84,7 +89,7 @@ def _trace_tapes(
             if backing is None:
                 continue
             if backing is not source:
-                keras.info.setdefault(id(backing), (source.path, bool(source.trainable)))
+                keras.info.setdefault(id(backing), (weight_path(source), bool(source.trainable)))
             variables.append(backing)
         variables = list({id(v): v for v in variables}.values())
         listed |= {id(v) for v in variables}
@@ -98,10 +103,10 @@ def _trace_tapes(
     first.other_tapes = others
     # Frozen weights are told once, as frozen, by the first tape.
     first.tape_variables = (first.tape_variables or ()) + tuple(
-        w.path for w in model.non_trainable_weights
+        weight_path(w) for w in model.non_trainable_weights
     )
     first.untrained = tuple(
-        w.path for w in model.trainable_weights if id(backing_variable(w)) not in listed
+        weight_path(w) for w in model.trainable_weights if id(backing_variable(w)) not in listed
     )
     if others:
         first.loss_name = f"{name}.train_step ({len(results)} GradientTape targets)"
@@ -109,11 +114,20 @@ def _trace_tapes(
 
 
 def _bookkeeping_variables(model: Any) -> list[Any]:
+    """The metrics' and the optimizer's variables (Keras 3 lists them as properties; Keras 2's
+    legacy optimizers as a method), and a Keras 2 model's step counters."""
     variables = list(getattr(model, "metrics_variables", []) or [])
+    compiled = getattr(model, "compiled_loss", None)  # Keras 2's loss container
+    for metric in [*(getattr(model, "metrics", []) or []), *getattr(compiled, "metrics", [])]:
+        variables += list(getattr(metric, "variables", []) or [])
     optimizer = getattr(model, "optimizer", None)
     if optimizer is not None:
-        variables += list(getattr(optimizer, "variables", []) or [])
-    return variables
+        listed = getattr(optimizer, "variables", [])
+        variables += list((listed() if callable(listed) else listed) or [])
+    for counter in ("_train_counter", "_test_counter", "_predict_counter"):
+        if getattr(model, counter, None) is not None:
+            variables.append(getattr(model, counter))
+    return [v for v in variables if backing_variable(v) is not None]
 
 
 def load_keras_file(
@@ -121,13 +135,13 @@ def load_keras_file(
 ) -> TracedFunction:
     """A `.keras` / `.h5` model, deserialized with Keras's safe mode unless told otherwise,
     after importing the user's `imports` (the code that registers its custom classes)."""
-    import keras
-
     check_weight_datasets(path)
     import_user_code(imports)
     try:
-        with without_warnings_gradcheck_causes():
-            model = keras.saving.load_model(str(path), safe_mode=not unsafe, compile=True)
+        with without_warnings_gradcheck_causes(), _scopes_of_saved_layers(path):
+            model = _keras_that_wrote(path).saving.load_model(
+                str(path), safe_mode=not unsafe, compile=True
+            )
     except Exception as error:
         from gradcheck_cli.tracing import traced
 
@@ -147,6 +161,73 @@ def load_keras_file(
     progress.say(f"tracing the objective of {path.name}...")
     with without_warnings_gradcheck_causes():
         return trace_live_keras_model(model, loss, path.name, verify)
+
+
+def _keras_that_wrote(path: Path) -> Any:
+    """The Keras that saved `path`, by the version it wrote down (a `.keras` archive's
+    metadata.json, a `.h5` file's attribute): Keras 2 (`tf_keras`) for 2.x, else Keras 3."""
+    if (_written_version(path) or "3").startswith("2."):
+        try:
+            import tf_keras
+        except ImportError:
+            raise GradcheckError(
+                f"{path} was saved by Keras 2 (tf_keras), which is not installed here: "
+                "pip install tf-keras"
+            ) from None
+        return tf_keras
+    import keras
+
+    return keras
+
+
+def _written_version(path: Path) -> str | None:
+    import json
+    import zipfile
+
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                if "metadata.json" in archive.namelist():
+                    version = json.loads(archive.read("metadata.json")).get("keras_version")
+                    return str(version) if version is not None else None
+            return None
+        import h5py
+
+        with h5py.File(path, "r") as file:
+            version = file.attrs.get("keras_version")
+        return version.decode() if isinstance(version, bytes) else str(version) if version else None
+    except (OSError, ValueError, KeyError, AttributeError):
+        return None
+
+
+@contextlib.contextmanager
+def _scopes_of_saved_layers(path: Path) -> Iterator[None]:
+    """The custom-object scopes of the libraries whose layers a Keras 2 file may hold: TF-MOT's
+    quantization wrappers (QuantizeLayer, QuantizeWrapperV2) load only inside its scope."""
+    with contextlib.ExitStack() as scopes:
+        if "tensorflow_model_optimization" in sys.modules or _mentions(path, b"Quantize"):
+            with contextlib.suppress(ImportError):
+                import tensorflow_model_optimization as tfmot
+
+                scopes.enter_context(tfmot.quantization.keras.quantize_scope())
+        yield
+
+
+def _mentions(path: Path, word: bytes) -> bool:
+    """Whether the model config of `path` names `word` (read bounded: configs are small)."""
+    import zipfile
+
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                return word in archive.read("config.json")
+        import h5py
+
+        with h5py.File(path, "r") as file:
+            config = file.attrs.get("model_config", b"")
+        return word in (config if isinstance(config, bytes) else str(config).encode())
+    except (OSError, ValueError, KeyError):
+        return False
 
 
 # What Keras warns about gradcheck's own calls, not about the user's model: the optimizer's

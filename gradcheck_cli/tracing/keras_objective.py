@@ -4,6 +4,7 @@ weights plus `model.losses` (regularizers, add_loss), on inputs and targets shap
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -27,12 +28,35 @@ class KerasObjective:
     tapes: list[Tape] = field(default_factory=list)  # a train_step's tapes, in call order
 
 
+def keras_of(model: Any) -> Any:
+    """The Keras `model` belongs to: Keras 3 (`keras`) or Keras 2 (`tf_keras`, which is also
+    `tf.keras` under TF_USE_LEGACY_KERAS); None if neither. Never imports either to find out."""
+    for name in ("keras", "tf_keras"):
+        module = sys.modules.get(name)
+        if module is not None and isinstance(model, module.Model):
+            return module
+    return None
+
+
+def is_keras_2(model: Any) -> bool:
+    return keras_of(model) is sys.modules.get("tf_keras") is not None
+
+
+def _compiled(model: Any) -> bool:
+    """Whether `model` was compiled with a loss (Keras 3's `_compile_loss`, Keras 2's
+    `compiled_loss`)."""
+    if is_keras_2(model):
+        return getattr(model, "compiled_loss", None) is not None
+    return getattr(model, "_compile_loss", None) is not None
+
+
 def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
     """Trace `model`'s objective; `loss` names a Keras loss for an uncompiled model."""
-    import keras
     import tensorflow as tf
 
-    compiled = getattr(model, "_compile_loss", None) is not None
+    keras = keras_of(model)
+    keras_2 = is_keras_2(model)
+    compiled = _compiled(model)
     if loss is None and _overrides_train_step(model):
         # A train_step trains on what it asks its tapes for, compiled loss or not (a GAN
         # compiles optimizers and a loss function of its own).
@@ -66,6 +90,8 @@ def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
             total = tf.reduce_mean(loss_function(y, y_pred))
             regularization = [tf.cast(term, total.dtype) for term in model.losses]
             return tf.add_n([total, *regularization]) if regularization else total
+        if keras_2:  # Keras 2's compute_loss takes no `training`
+            return model.compute_loss(x=x, y=y, y_pred=y_pred)
         return model.compute_loss(x=x, y=y, y_pred=y_pred, training=True)
 
     @tf.function(input_signature=[x_specs, y_specs], autograph=False)
@@ -73,6 +99,8 @@ def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
         y_pred, y = predict_and_targets(x, y)
         if loss_function is not None:
             return tf.reduce_mean(loss_function(y, y_pred))
+        if keras_2:  # the compiled losses without model.losses
+            return model.compiled_loss(y, y_pred, None)
         return model._compile_loss(y, y_pred, None)
 
     has_extra_losses = bool(model.losses)
@@ -103,6 +131,11 @@ def _input_specs(model: Any, name: str) -> Any:
         return tf.nest.map_structure(
             lambda t: tf.TensorSpec((None, *t.shape[1:]), t.dtype or "float32"), inputs
         )
+    built = getattr(model, "_build_input_shape", None)  # a built Keras 2 subclassed model
+    if built is not None and not isinstance(built, (dict, list)):
+        shape = tf.TensorShape(built)
+        if shape.rank:
+            return tf.TensorSpec((None, *shape[1:]), "float32")
     shapes = getattr(model, "_build_shapes_dict", None)
     if shapes and len(shapes) == 1:
         (shape,) = shapes.values()
@@ -158,8 +191,8 @@ def _target_spec(tensor: Any, sparse: bool) -> Any:
 
 
 def _overrides_train_step(model: Any) -> bool:
-    step = type(model).train_step
-    return not getattr(step, "__qualname__", "").startswith("TensorFlowTrainer.")
+    keras = keras_of(model)
+    return keras is not None and type(model).train_step is not keras.Model.train_step
 
 
 def train_step_tapes(model: Any, name: str) -> list[Tape]:
@@ -187,8 +220,7 @@ def train_step_tapes(model: Any, name: str) -> list[Tape]:
 def _step_data_specs(model: Any, name: str) -> list[Any]:
     """What train_step may be given, likeliest first: (inputs, targets) for a compiled model,
     else the inputs alone; a model without inputs of its own (a GAN): each sub-model's inputs."""
-    import keras
-
+    keras = keras_of(model)
     specs: list[Any] = []
     try:
         inputs = _input_specs(model, name)
@@ -199,8 +231,7 @@ def _step_data_specs(model: Any, name: str) -> list[Any]:
             pair = [(inputs, _target_specs(model, None, inputs))]
         except Exception:  # a model whose call() is not its training path
             pair = []
-        compiled = getattr(model, "_compile_loss", None) is not None
-        specs += [*pair, inputs] if compiled else [inputs, *pair]
+        specs += [*pair, inputs] if _compiled(model) else [inputs, *pair]
     for value in vars(model).values():
         if isinstance(value, keras.Model) and value is not model:
             with suppress(GradcheckError):
@@ -245,14 +276,13 @@ def _trace_step(model: Any, data_spec: Any, index: int) -> tuple[Any, list[tuple
 @contextmanager
 def _steps_skipped(model: Any, capture: Any) -> Iterator[None]:
     """GradientTape.gradient replaced by `capture`, and every optimizer of the model idle."""
-    import keras
     import tensorflow as tf
 
     def no_step(*args: Any, **kwargs: Any) -> None:
         return None
 
     optimizers = [getattr(model, "optimizer", None), *vars(model).values()]
-    idle = [o for o in optimizers if isinstance(o, keras.optimizers.Optimizer)]
+    idle = [o for o in optimizers if _is_optimizer(o)]
     original = tf.GradientTape.gradient
     tf.GradientTape.gradient = capture  # type: ignore[method-assign]
     for optimizer in idle:
@@ -266,6 +296,19 @@ def _steps_skipped(model: Any, capture: Any) -> Iterator[None]:
             for method in ("apply_gradients", "apply"):
                 with suppress(AttributeError):
                     delattr(optimizer, method)
+
+
+def _is_optimizer(value: Any) -> bool:
+    """Whether `value` is a Keras 3 or a Keras 2 optimizer (its legacy ones too)."""
+    kinds = []
+    for name in ("keras", "tf_keras"):
+        module = sys.modules.get(name)
+        if module is not None:
+            kinds.append(module.optimizers.Optimizer)
+            legacy = getattr(module.optimizers, "legacy", None)
+            if legacy is not None and hasattr(legacy, "Optimizer"):
+                kinds.append(legacy.Optimizer)
+    return bool(kinds) and isinstance(value, tuple(kinds))
 
 
 def backing_variable(value: Any) -> Any | None:
