@@ -1,0 +1,114 @@
+"""A Keras 2 model in every form gradcheck takes: `--loss model` on a script's model, and the
+`.h5` and `.keras` files it saves, in both import styles (`tf_keras`, and `tf.keras` under
+TF_USE_LEGACY_KERAS). TensorFlow's tape over the compiled objective is the judge."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gradcheck_cli.cli import command
+from tests.cli_runs import invoke
+
+STYLES = {
+    "tf_keras": "import tensorflow as tf\nimport tf_keras as keras\n",
+    "legacy tf.keras": (
+        'import os\nos.environ["TF_USE_LEGACY_KERAS"] = "1"\nimport tensorflow as tf\n'
+        "keras = tf.keras\n"
+    ),
+}
+
+# `model` cuts its first layer off the loss (a frozen copy of its output); the files hold a
+# model that trains all its weights.
+SCRIPT = """
+inputs = keras.Input((4,))
+hidden = keras.layers.Dense(3, name="encoder")(inputs)
+cut = keras.layers.Lambda(tf.stop_gradient, name="cut")(hidden)
+model = keras.Model(inputs, keras.layers.Dense(1, name="head")(cut))
+model.compile(optimizer="adam", loss="mse")
+
+if __name__ == "__main__":
+    import sys
+    clean = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
+    clean.compile(optimizer="sgd", loss="mse")
+    for suffix in (".h5", ".keras"):
+        clean.save(sys.argv[1] + suffix)
+"""
+
+# TensorFlow's tape over each model's own trainable variables, on its compiled objective: the
+# script's model, and each file loaded by the same Keras.
+TAPE = """
+import json, runpy, sys
+import tensorflow as tf
+namespace = runpy.run_path(sys.argv[1], run_name="oracle")
+models = {"model": namespace["model"]}
+models.update({path: namespace["keras"].models.load_model(path) for path in sys.argv[2:]})
+dead = {}
+for name, model in models.items():
+    x, y = tf.random.normal([8, 4]), tf.random.normal([8, 1])
+    with tf.GradientTape() as tape:
+        value = model.compiled_loss(y, model(x, training=True))
+    weights = model.trainable_variables
+    grads = tape.gradient(value, weights)
+    dead[name] = sorted(v.name.split(":")[0] for v, g in zip(weights, grads) if g is None)
+print(json.dumps(dead))
+"""
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, list]]]:
+    """Per style: the script (its files saved beside it) and TensorFlow's dead sets."""
+    folder = tmp_path_factory.mktemp("forms")
+    out: dict[str, tuple[Path, dict[str, list]]] = {}
+    for index, (style, header) in enumerate(STYLES.items()):
+        script = folder / f"style_{index}.py"
+        script.write_text(header + SCRIPT)
+        env = {"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"}
+        stem = str(folder / f"clean_{index}")
+        run = [sys.executable, str(script), stem]
+        subprocess.run(run, check=True, env=env, capture_output=True, timeout=300)
+        tape = subprocess.run(
+            [sys.executable, "-c", TAPE, str(script), stem + ".h5", stem + ".keras"],
+            check=True,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        out[style] = (script, json.loads(tape.stdout.strip().splitlines()[-1]))
+    return out
+
+
+def _checked(args: list[str]) -> tuple[int, dict[str, str], str]:
+    code, stdout, stderr = invoke(command, [*args, "-f", "json", "--no-cache"])
+    assert code in (0, 1), stderr
+    assert "Traceback" not in stderr and "gradcheck: warning" not in stderr, stderr
+    statuses = {v["name"]: v["status"] for v in json.loads(stdout)["variables"]}
+    return code, statuses, stderr
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_the_model_s_own_objective_is_judged_as_tensorflow_judges_it(
+    style: str, written: dict[str, tuple[Path, dict[str, list]]]
+) -> None:
+    script, tape = written[style]
+    code, statuses, _ = _checked([str(script), "--loss", "model"])
+    dead = sorted(name for name, status in statuses.items() if status in ("blocked", "unused"))
+    assert dead == tape["model"] == ["encoder/bias", "encoder/kernel"]
+    assert set(statuses) == {"encoder/kernel", "encoder/bias", "head/kernel", "head/bias"}
+
+
+@pytest.mark.parametrize("suffix", [".h5", ".keras"])
+@pytest.mark.parametrize("style", STYLES)
+def test_the_files_keras_2_saved_load_and_check_clean(
+    style: str, suffix: str, written: dict[str, tuple[Path, dict[str, list]]]
+) -> None:
+    script, tape = written[style]
+    saved = str(script.parent / f"clean_{list(STYLES).index(style)}{suffix}")
+    code, statuses, _ = _checked([saved])
+    assert tape[saved] == [] and code == 0
+    assert len(statuses) == 4 and set(statuses.values()) == {"ok"}, statuses
