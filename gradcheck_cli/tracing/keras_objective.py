@@ -137,14 +137,31 @@ def _input_specs(model: Any, name: str) -> Any:
         if shape.rank:
             return tf.TensorSpec((None, *shape[1:]), "float32")
     shapes = getattr(model, "_build_shapes_dict", None)
-    if shapes and len(shapes) == 1:
+    if shapes and len(shapes) == 1:  # what build() was given: a shape, or a dict or list of them
         (shape,) = shapes.values()
-        if isinstance(shape, (tuple, list)) and shape and not isinstance(shape[0], (tuple, list)):
-            return tf.TensorSpec((None, *shape[1:]), "float32")
+        specs = _specs_of_shapes(shape)
+        if specs is not None:
+            return specs
     raise GradcheckError(
         f"{name} has no known input shape: build it (call it once on a batch, or give it a "
         "keras.Input) so gradcheck can trace its loss"
     )
+
+
+def _specs_of_shapes(shape: Any) -> Any:
+    """TensorSpecs (float32, any batch) of the shape, or the dict or list of shapes, a Keras 3
+    model was built with (the batch `fit` saw); None for anything else."""
+    import tensorflow as tf
+
+    if isinstance(shape, dict):
+        specs = {key: _specs_of_shapes(value) for key, value in shape.items()}
+        return None if any(spec is None for spec in specs.values()) else specs
+    if isinstance(shape, (tuple, list)) and shape:
+        if all(d is None or isinstance(d, int) for d in shape):
+            return tf.TensorSpec((None, *shape[1:]), "float32")
+        items = [_specs_of_shapes(item) for item in shape]
+        return None if any(item is None for item in items) else type(shape)(items)
+    return None
 
 
 def _functional_inputs(model: Any) -> Any:

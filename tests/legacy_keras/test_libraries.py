@@ -1,0 +1,81 @@
+"""Models from the libraries built on Keras: TF-MOT's quantization-aware training in run mode
+(its discarded annotated clones are no GC207 noise), and a Keras 3 model with dict inputs that
+only `fit` built (keras-rs rankers), each judged by TensorFlow."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gradcheck_cli.cli import command, run_command
+from tests import forked_python
+from tests.cli_runs import invoke
+
+QAT = """
+import os
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import tensorflow as tf
+import tensorflow_model_optimization as tfmot
+
+base = tf.keras.Sequential(
+    [tf.keras.Input((4,)), tf.keras.layers.Dense(3, activation="relu"), tf.keras.layers.Dense(1)]
+)
+model = tfmot.quantization.keras.quantize_model(base)
+model.compile(optimizer="adam", loss="mse")
+x, y = tf.random.normal([8, 4]), tf.random.normal([8, 1])
+model.fit(x, y, epochs=1, verbose=0)
+"""
+
+RANKER = """
+import keras
+import numpy as np
+
+
+class Ranker(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.user = keras.layers.Dense(4, name="user")
+        self.item = keras.layers.Dense(4, name="item")
+        self.score = keras.layers.Dense(1, name="score")
+
+    def call(self, inputs):
+        item = keras.ops.stop_gradient(self.item(inputs["item"]))
+        return self.score(keras.ops.concatenate([self.user(inputs["user"]), item], axis=-1))
+
+
+model = Ranker()
+model.compile(optimizer="adam", loss="mse")
+data = {"user": np.ones((8, 3), "float32"), "item": np.ones((8, 5), "float32")}
+model.fit(data, np.ones((8, 1), "float32"), epochs=1, verbose=0)
+"""
+
+
+def _oracle(script: Path, out: Path) -> dict:
+    forked_python.run(["-m", "tests.run_oracle", str(out), str(script)], None, timeout=300)
+    return json.loads(out.read_text())
+
+
+def test_quantization_aware_training_is_checked_clean(tmp_path: Path) -> None:
+    script = tmp_path / "qat.py"
+    script.write_text(QAT)
+    code, stdout, stderr = invoke(run_command, [str(script), "-f", "json"])
+    assert code == 0, stderr
+    # The annotated clone quantize_model discards, and `base`, whose weights the trained model
+    # was cloned with, are no model left untrained (GC207).
+    assert "quantize_annotate" not in stdout + stderr and "GC207" not in stdout, stdout
+    (request,) = _oracle(script, tmp_path / "oracle.json")["requests"]
+    statuses = {v["name"]: v["status"] for v in json.loads(stdout)["variables"]}
+    trained = {name for name, status in statuses.items() if status == "ok"}
+    assert trained == set(request["variables"]) - set(request["none"])
+    assert request["none"] == []
+
+
+def test_a_model_built_by_fit_on_a_dict_is_traced_from_that_batch(tmp_path: Path) -> None:
+    script = tmp_path / "ranker.py"
+    script.write_text(RANKER)
+    code, stdout, stderr = invoke(command, [str(script), "--loss", "model", "-f", "json"])
+    assert code in (0, 1), stderr
+    statuses = {v["name"]: v["status"] for v in json.loads(stdout)["variables"]}
+    dead = {name for name, status in statuses.items() if status in ("blocked", "unused")}
+    (request,) = _oracle(script, tmp_path / "oracle.json")["requests"]  # fit's own step
+    assert dead == set(request["none"]) == {"ranker/item/kernel", "ranker/item/bias"}
