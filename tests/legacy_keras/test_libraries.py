@@ -79,3 +79,42 @@ def test_a_model_built_by_fit_on_a_dict_is_traced_from_that_batch(tmp_path: Path
     dead = {name for name, status in statuses.items() if status in ("blocked", "unused")}
     (request,) = _oracle(script, tmp_path / "oracle.json")["requests"]  # fit's own step
     assert dead == set(request["none"]) == {"ranker/item/kernel", "ranker/item/bias"}
+
+
+CATEGORICAL = """
+import os
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import tensorflow as tf
+import tensorflow_probability as tfp
+
+tfd = tfp.distributions
+logits = tf.Variable(tf.zeros([4]), name="logits")
+values = tf.constant([1.0, 2.0, 3.0, 4.0])
+
+
+def loss():
+{body}
+"""
+
+DRAWN = "    return tf.gather(values, tfd.Categorical(logits=logits).sample())\n"
+# The fix as gradcheck words it, on this loss: a relaxed one-hot weighting the candidates.
+RELAXED = (
+    "    soft = tfd.RelaxedOneHotCategorical(0.5, logits=logits).sample()\n"
+    "    return tf.linalg.matvec(values[:, None], soft, transpose_a=True)[0]\n"
+)
+
+
+def test_a_categorical_sample_is_the_cut_and_its_relaxed_twin_trains(tmp_path: Path) -> None:
+    from tests.oracle import dead_in_script, dead_names
+
+    drawn, relaxed = tmp_path / "drawn.py", tmp_path / "relaxed.py"
+    drawn.write_text(CATEGORICAL.format(body=DRAWN))
+    relaxed.write_text(CATEGORICAL.format(body=RELAXED))
+    code, stdout, stderr = invoke(command, [str(drawn), "--loss", "loss", "--no-cache"])
+    assert code == 1, stderr
+    assert "Multinomial" in stdout and "the Categorical sample at line 13" in stdout
+    assert "tfd.RelaxedOneHotCategorical(temperature, logits=logits)" in stdout
+    assert dead_names(dead_in_script(str(drawn), "loss")) == {"logits"}
+    assert dead_names(dead_in_script(str(relaxed), "loss")) == set()
+    code, stdout, stderr = invoke(command, [str(relaxed), "--loss", "loss", "--no-cache"])
+    assert code == 0, stdout + stderr

@@ -138,7 +138,7 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
         return missed
     types = {b.op_type for b in verdict.blockers}
     if types & _SAMPLES:
-        return sample_fix(verdict, name)
+        return sample_fix(verdict, name, source)
     if types & _SELECTIONS:
         return selection_fix(verdict, name, source)
     if types & _EQUALITIES and types <= _COUNTING:
@@ -278,11 +278,24 @@ def count_fix(verdict: VariableVerdict, name: str) -> str:
     )
 
 
-def sample_fix(verdict: VariableVerdict, name: str) -> str:
-    """A categorical sample: the index drawn has no gradient, whatever follows it."""
+def sample_fix(verdict: VariableVerdict, name: str, source: SourceLines) -> str:
+    """A categorical sample: the index drawn has no gradient, whatever follows it. TensorFlow
+    Probability's Categorical has its relaxed twin."""
     sample = next(b for b in verdict.blockers if b.op_type in _SAMPLES)
+    code = source.line(sample.location) or ""
+    if "Categorical(" in code and "tf.random" not in code:
+        return (
+            f"the Categorical sample{_at(sample)} draws an index, and a drawn index has no "
+            f"gradient: to train {name} through the draw, sample "
+            "tfd.RelaxedOneHotCategorical(temperature, logits=logits) (a one-hot that has a "
+            "gradient) and weight the candidates with it (tf.linalg.matvec(table, soft, "
+            "transpose_a=True) in place of tf.gather(table, index)); or keep the sample and "
+            "train on a score-function (REINFORCE) loss, tf.stop_gradient(reward) * "
+            "-distribution.log_prob(index)"
+        )
+    what = "tf.random.categorical" if "random.categorical" in code or not code else "sample"
     return (
-        f"the tf.random.categorical{_at(sample)} draws an index, and a drawn index has no "
+        f"the {what}{_at(sample)} draws an index, and a drawn index has no "
         f"gradient: to train {name} through the draw, use a relaxed (Gumbel-softmax) sample, "
         "soft = tf.nn.softmax((logits - tf.math.log(-tf.math.log(tf.random.uniform(tf.shape("
         "logits))))) / temperature), and weight the candidates with it (tf.matmul(soft, "
