@@ -413,7 +413,7 @@ def untrained(created: CreatedVariables, requested: set[int]) -> list[Variable]:
     """Trainable variables the script created that no gradient request differentiates; an
     integer variable (a counter, `tf.Variable(0)` left trainable) can never train and is no
     candidate."""
-    from gradcheck_cli.tracing.keras_weights import owned_variables
+    from gradcheck_cli.tracing.keras_weights import owned_variables, sources_of_copies
 
     # What a library made for itself and no model of the script holds: an optimizer's or a
     # metric's variables, TF-MOT's discarded clones.
@@ -427,49 +427,7 @@ def untrained(created: CreatedVariables, requested: set[int]) -> list[Variable]:
         if model.trainable and is_trainable_dtype(model.dtype):
             found.append((variable, model))
     listed = [v for v in created.variables if id(v) in requested]
-    copied = _sources_of_copies([variable for variable, _ in found], listed, created)
+    copied = sources_of_copies([variable for variable, _ in found], listed, created.at)
     left = [model for variable, model in found if id(variable) not in copied]
     make_names_unique(left)
     return left
-
-
-def _sources_of_copies(
-    untrained: list[Any], listed: list[Any], created: CreatedVariables
-) -> set[int]:
-    """ids of the `untrained` variables whose values a `listed` (requested) variable holds: a
-    model cloned with its weights (TF-MOT's quantize_model, clone_model and set_weights) trains
-    the copy, and the original is its source, not a model left untrained. A constant value (a
-    zero bias) proves nothing alone: it counts when a variable made at the same line is a
-    copy of a value that is not constant."""
-    import hashlib
-
-    import numpy
-    import tensorflow as tf
-
-    def key(variable: Any) -> tuple[Any, ...] | None:
-        try:
-            with tf.init_scope():  # the values now, even while a step is traced
-                value = numpy.ascontiguousarray(variable.numpy())
-        except Exception:  # a variable whose value cannot be read here
-            return None
-        digest = hashlib.sha256(value.tobytes()).digest()
-        varies = value.size > 1 and bool(numpy.any(value != value.flat[0]))
-        return (str(variable.dtype), value.shape, digest, varies)
-
-    shapes = {tuple(variable.shape) for variable in untrained}
-    held = {k[:3] for v in listed if tuple(v.shape) in shapes and (k := key(v)) is not None}
-    if not held:
-        return set()
-    copies, constants, lines = set(), [], set()
-    for variable in untrained:
-        found = key(variable)
-        if found is None or found[:3] not in held:
-            continue
-        where = created.at.get(id(variable))
-        line = (where.file, where.line) if where is not None else None
-        if found[3]:
-            copies.add(id(variable))
-            lines.add(line)
-        else:
-            constants.append((variable, line))
-    return copies | {id(v) for v, line in constants if line is not None and line in lines}

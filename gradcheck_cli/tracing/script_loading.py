@@ -17,6 +17,7 @@ from gradcheck_cli.tracing.keras_models import is_keras_model, trace_keras_model
 from gradcheck_cli.tracing.keras_weights import (
     keras_weights,
     owned_variables,
+    sources_of_copies,
     track_keras_weights,
 )
 from gradcheck_cli.tracing.loss_finding import SCRIPT_RUN_NAME, find_loss, is_graph_tensor
@@ -89,6 +90,13 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
                 value, name, path, candidates, keras.info, created_at, error, verify
             )
         keras.settle()
+        # A model whose weights a model the loss reads was cloned with (TF-MOT's quantize_model
+        # of `base`) is the copy's source, not a model the loss forgot.
+        captured = list(concrete.variables)
+        read = {id(v) for v in captured}
+        unread = [v for v in candidates if id(v) not in read]
+        copies = sources_of_copies(unread, captured, created_at)
+        candidates = [v for v in candidates if id(v) not in copies]
         result = trace_loss(
             concrete,
             name,

@@ -23,7 +23,14 @@ base = tf.keras.Sequential(
 model = tfmot.quantization.keras.quantize_model(base)
 model.compile(optimizer="adam", loss="mse")
 x, y = tf.random.normal([8, 4]), tf.random.normal([8, 1])
-model.fit(x, y, epochs=1, verbose=0)
+
+
+def loss():
+    return tf.reduce_mean(tf.square(model(x, training=True) - y))
+
+
+if __name__ == "__main__":
+    model.fit(x, y, epochs=1, verbose=0)
 """
 
 RANKER = """
@@ -68,6 +75,14 @@ def test_quantization_aware_training_is_checked_clean(tmp_path: Path) -> None:
     trained = {name for name, status in statuses.items() if status == "ok"}
     assert trained == set(request["variables"]) - set(request["none"])
     assert request["none"] == []
+    # The plain form, on the script's loss and on the model's own objective: the same weights,
+    # and `base` is the copy's source, no model the loss forgot.
+    for loss in ("loss", "model"):
+        code, stdout, stderr = invoke(command, [str(script), "--loss", loss, "-f", "json"])
+        assert code == 0, stdout + stderr
+        variables = json.loads(stdout)["variables"]
+        assert {v["name"] for v in variables if v["status"] == "ok"} == trained, loss
+        assert not [v for v in variables if v["status"] in ("blocked", "unused")], loss
 
 
 def test_a_model_built_by_fit_on_a_dict_is_traced_from_that_batch(tmp_path: Path) -> None:
