@@ -48,17 +48,22 @@ CASES = {
     "tfp flipout": ("tfp", "tfp.layers.DenseFlipout(3)", False),
 }
 
-# TensorFlow's tape over the model's own trainable variables, in a process of its own.
+# TensorFlow's tape over each script's model's own trainable variables: one process for all.
 TAPE = """
-import runpy, sys, json
+import json, runpy, sys
 import tensorflow as tf
-namespace = runpy.run_path(sys.argv[1], run_name="oracle")
-model = namespace["model"]
-with tf.GradientTape() as tape:
-    value = namespace["loss"]()
-weights = model.trainable_variables
-gradients = tape.gradient(value, weights)
-print(json.dumps({v.name.split(":")[0]: g is None for v, g in zip(weights, gradients)}))
+import tf_keras
+dead = []
+for script in sys.argv[1:]:
+    tf_keras.backend.clear_session()  # each script's layers named as in a process of its own
+    namespace = runpy.run_path(script, run_name="oracle")
+    model = namespace["model"]
+    with tf.GradientTape() as tape:
+        value = namespace["loss"]()
+    weights = model.trainable_variables
+    gradients = tape.gradient(value, weights)
+    dead.append(sorted(v.name.split(":")[0] for v, g in zip(weights, gradients) if g is None))
+print(json.dumps(dead))
 """
 
 
@@ -67,34 +72,21 @@ def scripts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("legacy")
     written = {}
     for index, (case, (header, first, cut)) in enumerate(CASES.items()):
-        body = MODEL.format(
-            first=first, cut="hidden = tf.stop_gradient(hidden)\n    " if cut else ""
-        )
+        stop = "hidden = tf.stop_gradient(hidden)\n    " if cut else ""
         path = folder / f"model_{index}.py"
-        path.write_text(HEADERS[header] + textwrap.dedent(body))
+        path.write_text(HEADERS[header] + textwrap.dedent(MODEL.format(first=first, cut=stop)))
         written[case] = path
     return written
 
 
 @pytest.fixture(scope="module")
 def tape_dead(scripts: dict[str, Path]) -> dict[str, set[str]]:
-    """Each script's dead set as TensorFlow's tape says, the oracles run side by side."""
-    running = {
-        case: subprocess.Popen(
-            [sys.executable, "-c", TAPE, str(path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"},
-        )
-        for case, path in scripts.items()
-    }
-    dead = {}
-    for case, process in running.items():
-        out, _ = process.communicate(timeout=300)
-        verdicts = json.loads(out.strip().splitlines()[-1])
-        dead[case] = {name for name, none in verdicts.items() if none}
-    return dead
+    """Each script's dead set as TensorFlow's tape says."""
+    env = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_USE_LEGACY_KERAS": "1", "PATH": "/usr/bin:/bin"}
+    run = [sys.executable, "-c", TAPE, *map(str, scripts.values())]
+    out = subprocess.run(run, capture_output=True, text=True, env=env, timeout=300, check=True)
+    verdicts = json.loads(out.stdout.strip().splitlines()[-1])
+    return {case: set(dead) for case, dead in zip(scripts, verdicts, strict=True)}
 
 
 @pytest.mark.parametrize("case", CASES)
