@@ -65,41 +65,71 @@ def _write_setting(reader: str, settings: Path, frozen: int) -> None:
         settings.write_text(str(frozen))
 
 
-@pytest.mark.parametrize(
-    ("reader", "where"),
-    # Elsewhere, each reader as it is told (or not); beside, a kernel's read left to the watch.
-    [(reader, "elsewhere") for reader in READERS] + [("tf.io.read_file", "beside")],
-)
-def test_a_setting_read_in_c_code_invalidates_the_entry(
-    reader: str, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+TOLD = ("sqlite3", "h5py", "tf.io.gfile", "tf.io.read_file")
+UNTOLD = ("subprocess", "tf.data")
+
+
+def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, readers: dict[str, Path]) -> Path:
+    """A script whose `frozen` is the largest setting its readers read, each from its file."""
     monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path / "cache"))
     project = tmp_path / "project"
-    project.mkdir()
-    # Beside the script, in the folders gradcheck watches, every open is seen; elsewhere, the
-    # reads gradcheck is told of (SQLite's, h5py's, tf.io.gfile's, tf.io.read_file's). What a
-    # program the script starts reads is not known, nor the files of a dataset built in a
-    # graph (tf.data's own functions): no entry then.
-    folder = project / "data" if where == "beside" else tmp_path / "outside"
-    folder.mkdir()
-    settings = folder / "settings"
-    _write_setting(reader, settings, 0)
+    project.mkdir(exist_ok=True)
+    lines, names = [], []
+    for index, (reader, settings) in enumerate(readers.items()):
+        settings.parent.mkdir(exist_ok=True)
+        _write_setting(reader, settings, 0)
+        code = READERS[reader].format(settings=settings)
+        lines.append(
+            code.replace("frozen =", f"frozen_{index} =").replace("frozen ", f"frozen_{index} ")
+        )
+        names.append(f"frozen_{index}")
+    lines.append(f"frozen = max({', '.join(names)}, 0)\n")
     script = project / "model.py"
-    script.write_text(SCRIPT.format(reader=READERS[reader].format(settings=settings)))
+    script.write_text(SCRIPT.format(reader="".join(lines)))
     monkeypatch.chdir(project)
-    told = reader not in ("subprocess", "tf.data")
+    return script
 
-    def check() -> tuple[set[str], bool]:
-        code, stdout, stderr = invoke(command, [script, "--loss", "loss"])
-        assert code in (0, 1), stderr
-        return ({"w"} if code == 1 else set()), HIT in stderr
 
-    assert check() == (set(), False)
-    assert check() == (set(), told)  # unchanged: answered from the cache where it can tell
-    _write_setting(reader, settings, 1)
-    dead, hit = check()
-    assert not hit
-    assert dead == dead_names(dead_in_script(str(script), "loss")) == {"w"}
+def _check(script: Path) -> tuple[set[str], bool]:
+    code, stdout, stderr = invoke(command, [script, "--loss", "loss"])
+    assert code in (0, 1), stderr
+    return ({"w"} if code == 1 else set()), HIT in stderr
+
+
+def test_settings_read_in_c_code_invalidate_the_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Outside the folders gradcheck watches, each read gradcheck is told of (SQLite's, h5py's,
+    # tf.io.gfile's, tf.io.read_file's); beside the script, a kernel's read the watch sees.
+    readers = {
+        reader: tmp_path / "outside" / f"{index}.setting" for index, reader in enumerate(TOLD)
+    }
+    script = _project(tmp_path, monkeypatch, readers)
+    beside = tmp_path / "project" / "data" / "beside.setting"
+    beside.parent.mkdir()
+    beside.write_text("0")
+    with script.open("a") as file:  # a read the watch, not the kernels' door, records
+        file.write(f'\nfrozen = max(frozen, int(tf.io.read_file(r"{beside}").numpy()))\n')
+    assert _check(script) == (set(), False)
+    assert _check(script) == (set(), True)  # unchanged: answered from the cache
+    for reader, settings in readers.items():  # each change is seen: traced again
+        _write_setting(reader, settings, 1)
+        assert _check(script) == ({"w"}, False), reader
+        _write_setting(reader, settings, 0)
+    beside.write_text("1")
+    assert _check(script) == ({"w"}, False)
+    assert dead_names(dead_in_script(str(script), "loss")) == {"w"}
+
+
+@pytest.mark.parametrize("reader", UNTOLD)
+def test_a_read_gradcheck_cannot_see_leaves_no_entry(
+    reader: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a program the script starts reads is not known, nor the files of a dataset built in
+    # a graph (tf.data's own functions): the trace is never answered from the cache.
+    script = _project(tmp_path, monkeypatch, {reader: tmp_path / "outside" / "setting"})
+    assert _check(script) == (set(), False)
+    assert _check(script) == (set(), False)
 
 
 def test_a_tree_too_big_to_watch_whole_is_not_vouched_for(tmp_path: Path) -> None:
