@@ -19,8 +19,8 @@ PACKAGE = ROOT / "gradcheck_cli"
 # pytest imports the plugin itself, so pytest is there whenever the plugin is.
 IMPORTED_BY_ITS_HOST = {("pytest_plugin.py", "pytest")}
 # Imported only for a model that needs them, behind an ImportError that says what to install:
-# a file Keras 2 saved (tf_keras), TF-MOT's layers in it.
-FOR_THE_USERS_MODEL = {"tf_keras", "tensorflow_model_optimization"}
+# a file Keras 2 saved (tf_keras), TF-MOT's or TF-Hub's layers in it.
+FOR_THE_USERS_MODEL = {"tf_keras", "tensorflow_model_optimization", "tensorflow_hub"}
 
 
 def _normal(name: str) -> str:

@@ -209,13 +209,22 @@ def _written_version(path: Path) -> str | None:
 @contextlib.contextmanager
 def _scopes_of_saved_layers(path: Path) -> Iterator[None]:
     """The custom-object scopes of the libraries whose layers a Keras 2 file may hold: TF-MOT's
-    quantization wrappers (QuantizeLayer, QuantizeWrapperV2) load only inside its scope."""
+    quantization wrappers (QuantizeLayer, QuantizeWrapperV2) load only inside its scope, and
+    TF-Hub's KerasLayer only when named."""
     with contextlib.ExitStack() as scopes:
         if "tensorflow_model_optimization" in sys.modules or _mentions(path, b"Quantize"):
             with contextlib.suppress(ImportError):
                 import tensorflow_model_optimization as tfmot
 
                 scopes.enter_context(tfmot.quantization.keras.quantize_scope())
+        if _mentions(path, b'"KerasLayer"'):  # TF-Hub's layer, registered by no name
+            with contextlib.suppress(ImportError):
+                import tensorflow_hub as hub
+
+                keras = _keras_that_wrote(path)
+                scopes.enter_context(
+                    keras.utils.custom_object_scope({"KerasLayer": hub.KerasLayer})
+                )
         yield
 
 

@@ -104,6 +104,23 @@ class _Relay:
         return "".join(lines)
 
 
+# `os.environ["TF_USE_LEGACY_KERAS"] = "1"`, `os.environ.setdefault("TF_USE_LEGACY_KERAS",
+# "true")`, in a script or in a notebook's JSON (its quotes escaped).
+_LEGACY_KERAS = re.compile(
+    rb"""TF_USE_LEGACY_KERAS\\?["']\s*(?:\]\s*=|,)\s*\\?["'](?:1|true|True)\\?["']"""
+)
+
+
+def _sets_legacy_keras(request: WorkerRequest) -> bool:
+    """Whether the script (or notebook) a job runs asks for Keras 2 itself."""
+    if request.job not in (Job.SCRIPT, Job.RUN):
+        return False
+    from gradcheck_cli.source_code.files import bounded_text
+
+    text = bounded_text(str(request.path), 1 << 24)
+    return text is not None and _LEGACY_KERAS.search(text.encode()) is not None
+
+
 def _gradcheck_importable(env: dict[str, str]) -> None:
     """-P keeps the working folder off a worker's sys.path; where gradcheck itself is found only
     there (run from its own source folder, not installed), that folder goes on PYTHONPATH."""
@@ -183,6 +200,12 @@ def _run_worker(
         status = Status(options.progress, _first_step(request), Path(scratch))
         env = tree.environment(os.environ)
         _gradcheck_importable(env)
+        if "TF_USE_LEGACY_KERAS" not in env and _sets_legacy_keras(request):
+            # Set as the script sets it, before the worker (or its warm launcher) imports
+            # TensorFlow and Keras 3: TensorFlow resolves parts of tf.keras by what is
+            # imported first, and a Keras 3 import ahead of the script's own line mixes Keras
+            # 3 layers into its Keras 2 models (a tf_keras Sequential refusing a Dense).
+            env["TF_USE_LEGACY_KERAS"] = "1"
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
         env["PYTHONUNBUFFERED"] = "1"

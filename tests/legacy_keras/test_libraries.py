@@ -5,6 +5,8 @@ only `fit` built (keras-rs rankers), each judged by TensorFlow."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from gradcheck_cli.cli import command, run_command
@@ -133,3 +135,57 @@ def test_a_categorical_sample_is_the_cut_and_its_relaxed_twin_trains(tmp_path: P
     assert dead_names(dead_in_script(str(relaxed), "loss")) == set()
     code, stdout, stderr = invoke(command, [str(relaxed), "--loss", "loss", "--no-cache"])
     assert code == 0, stdout + stderr
+
+
+HUB = """
+import os
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import sys
+import tensorflow as tf
+import tensorflow_hub as hub
+
+
+class Encoder(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable(tf.ones([4, 3]), name="w")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32)])
+    def __call__(self, x):
+        return tf.matmul(x, self.w)
+
+
+ENCODER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "encoder")
+if not os.path.exists(ENCODER):
+    tf.saved_model.save(Encoder(), ENCODER)
+model = tf.keras.Sequential(
+    [tf.keras.Input((4,)), hub.KerasLayer(ENCODER), tf.keras.layers.Dense(1, name="head")]
+)
+model.compile(optimizer="adam", loss="mse")
+x, y = tf.random.normal([8, 4]), tf.random.normal([8, 1])
+
+
+def loss():
+    return tf.reduce_mean(tf.square(model(x) - y))
+
+
+if __name__ == "__main__":
+    model.save(sys.argv[1])
+"""
+
+
+def test_a_tf_hub_layer_under_legacy_keras_in_a_script_and_in_its_h5(tmp_path: Path) -> None:
+    # The script asks for Keras 2 at its top: gradcheck's worker imports nothing of Keras 3
+    # before that line counts (a tf_keras Sequential would refuse Keras 3's Dense), and the .h5
+    # loads with TF-Hub's KerasLayer named.
+    script = tmp_path / "hub_model.py"
+    script.write_text(HUB)
+    saved = tmp_path / "hub_model.h5"
+    env = {"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"}
+    run = [sys.executable, str(script), str(saved)]
+    subprocess.run(run, env=env, check=True, capture_output=True, timeout=300)
+    for args in ([str(script), "--loss", "loss"], [str(script), "--loss", "model"], [str(saved)]):
+        code, stdout, stderr = invoke(command, [*args, "-f", "json", "--no-cache"])
+        assert code == 0, stdout + stderr
+        statuses = {v["name"]: v["status"] for v in json.loads(stdout)["variables"]}
+        assert statuses["head/kernel"] == statuses["head/bias"] == "ok", (args, statuses)
