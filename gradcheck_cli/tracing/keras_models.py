@@ -16,7 +16,7 @@ from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.source_code.keras_archive import check_weight_datasets
 from gradcheck_cli.tracing.function_tracing import trace_loss
 from gradcheck_cli.tracing.keras_objective import Tape, backing_variable
-from gradcheck_cli.tracing.keras_weights import KerasWeights, sources_of_copies
+from gradcheck_cli.tracing.keras_weights import KerasWeights, sources_of_copies, weight_path
 from gradcheck_cli.worker import progress
 from gradcheck_cli.worker.protocol import TracedFunction
 
@@ -27,13 +27,6 @@ def is_keras_model(value: Any) -> bool:
     from gradcheck_cli.tracing.keras_objective import keras_of
 
     return keras_of(value) is not None
-
-
-def weight_path(weight: Any) -> str:
-    """A Keras weight's path: Keras 3's own (`dense/kernel`), Keras 2's variable name without
-    its output suffix."""
-    path = getattr(weight, "path", None)
-    return str(path) if path is not None else str(weight.name).split(":")[0]
 
 
 def trace_keras_model(

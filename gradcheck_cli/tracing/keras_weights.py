@@ -40,13 +40,14 @@ class KerasWeights:
 
     def add(self, weight: Any, layer: Any) -> None:
         """A weight `layer` added (recorded once its tf.Variable exists)."""
-        backing = getattr(weight, "_value", None)
+        # Keras 2's weights are tf.Variables; Keras 3's wrap one, made at first use.
+        backing = weight if _is_tf_variable(weight) else getattr(weight, "_value", None)
         if backing is None:
             self.deferred.append((weight, layer))
             return
         self.variables[id(backing)] = weight
         self.owners[id(backing)] = id(layer)
-        self.info[id(backing)] = (str(weight.path), bool(weight.trainable))
+        self.info[id(backing)] = (weight_path(weight), bool(weight.trainable))
         site = self.layer_sites.get(layer)
         if site is not None:
             self.constructed_at[id(backing)] = site
@@ -64,7 +65,7 @@ def keras_weights(namespace: dict[str, Any], found: KerasWeights | None = None) 
     found = found if found is not None else KerasWeights()
     found.settle()
     for backing, weight in found.variables.items():
-        found.info[backing] = (str(weight.path), bool(weight.trainable))
+        found.info[backing] = (weight_path(weight), bool(weight.trainable))
     if "keras" not in sys.modules:
         return found
     import keras
@@ -124,7 +125,7 @@ def _name_weights(found: KerasWeights, path: str, layer: Any) -> None:
         backing = getattr(weight, "value", None)
         if backing is None:
             continue
-        found.info[id(backing)] = (weight.path, bool(weight.trainable))
+        found.info[id(backing)] = (weight_path(weight), bool(weight.trainable))
         owner = found.owners.get(id(backing))
         if owner is not None and owner != id(layer):
             continue
@@ -137,20 +138,32 @@ def _name_weights(found: KerasWeights, path: str, layer: Any) -> None:
 
 def track_keras_weights(path: Path) -> KerasWeights:
     """Record, from now on, the user's line that constructs each Keras layer and, for every
-    weight a layer adds, its Keras variable and that layer's line (all in the result).
+    weight a layer adds, its Keras variable and that layer's line (all in the result), in
+    Keras 3 and in Keras 2 (tf_keras), as soon as the script imports either.
 
-    Only for scripts that mention Keras: importing it costs a second.
+    Only for scripts that mention Keras; neither is imported here, so a script that asks for
+    Keras 2 (TF_USE_LEGACY_KERAS) never finds Keras 3 imported ahead of its own line.
     """
+    from gradcheck_cli.cache.file_reads import after_import
+
     found = KerasWeights()
     try:
-        if "keras" not in path.read_text(errors="replace"):
+        if "keras" not in path.read_text(errors="replace").lower():
             return found
     except OSError:
         return found
-    import keras
+    for name in ("keras", "tf_keras"):
+        after_import(name, lambda module: _watch_layers(module, found))
+    return found
 
-    original_init = keras.layers.Layer.__init__
-    original_add_weight = keras.layers.Layer.add_weight
+
+def _watch_layers(keras: Any, found: KerasWeights) -> None:
+    """Patch `keras`'s Layer to record each layer's line and weights; a Keras 2 metric is a
+    layer too, and its weights (totals, counts) are bookkeeping, not a model's."""
+    layer_class = keras.layers.Layer
+    metric_class = getattr(keras.metrics, "Metric", ())
+    original_init = layer_class.__init__
+    original_add_weight = layer_class.add_weight
 
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         if self not in found.layer_sites:  # a subclass's __init__ may reach Layer's twice
@@ -159,12 +172,12 @@ def track_keras_weights(path: Path) -> KerasWeights:
 
     def add_weight(self: Any, *args: Any, **kwargs: Any) -> Any:
         weight = original_add_weight(self, *args, **kwargs)
-        found.add(weight, self)
+        if not isinstance(self, metric_class):
+            found.add(weight, self)
         return weight
 
-    keras.layers.Layer.__init__ = init  # type: ignore[method-assign]
-    keras.layers.Layer.add_weight = add_weight  # type: ignore[method-assign]
-    return found
+    layer_class.__init__ = init
+    layer_class.add_weight = add_weight
 
 
 def _construction_site(
@@ -173,8 +186,6 @@ def _construction_site(
     """The line of the user's code that constructs `layer`: the innermost user frame outside the
     layer's own constructors (`super().__init__()` is not it). A layer that a library layer
     builds for itself (the dense layers of a MultiHeadAttention) has its parent's line."""
-    import keras
-
     while frame is not None:
         code = frame.f_code
         # A method's `self` is its first argument (locals of other frames are never read).
@@ -183,10 +194,31 @@ def _construction_site(
         if owner is not layer:
             if is_user_file(code.co_filename):
                 return SourceLocation(code.co_filename, frame.f_lineno, code.co_name)
-            if isinstance(owner, keras.layers.Layer) and owner in found.layer_sites:
+            if owner is not None and _is_layer(owner) and owner in found.layer_sites:
                 return found.layer_sites[owner]
         frame = frame.f_back
     return None
+
+
+def _is_tf_variable(value: Any) -> bool:
+    tensorflow = sys.modules.get("tensorflow")
+    return tensorflow is not None and isinstance(value, tensorflow.Variable)
+
+
+def _is_layer(value: Any) -> bool:
+    """Whether `value` is a Keras 3 or a Keras 2 layer (never importing either)."""
+    for name in ("keras", "tf_keras"):
+        module = sys.modules.get(name)
+        if module is not None and isinstance(value, module.layers.Layer):
+            return True
+    return False
+
+
+def weight_path(weight: Any) -> str:
+    """A Keras weight's path: Keras 3's own (`dense/kernel`), Keras 2's variable name without
+    its output suffix."""
+    path = getattr(weight, "path", None)
+    return str(path) if path is not None else str(weight.name).split(":")[0]
 
 
 def sources_of_copies(

@@ -105,3 +105,16 @@ def test_only_the_model_s_own_weights_are_judged_as_tensorflow_judges_them(
     assert dead == tape_dead[case]
     assert CASES[case][2] == bool(dead)  # the cut is the only way to a dead variable
     assert len(trainable) >= 4
+
+
+def test_a_keras_2_weight_is_placed_at_its_layer_s_line(tmp_path: Path) -> None:
+    script = tmp_path / "placed.py"
+    script.write_text(
+        "import tensorflow as tf\nimport tf_keras as keras\n\nx = tf.ones([8, 4])\n"
+        'encoder = keras.layers.Dense(3, name="encoder")\n'
+        "model = keras.Sequential([keras.Input((4,)), encoder, keras.layers.Dense(1)])\n\n\n"
+        "def loss():\n    return tf.reduce_sum(model.layers[1](tf.stop_gradient(encoder(x))))\n"
+    )
+    code, stdout, stderr = invoke(command, [script, "--loss", "loss", "--no-cache", "-v"])
+    assert code in (0, 1), stderr
+    assert f"created at {script}:5" in stdout, stdout  # the layer's line, not the model's
