@@ -351,7 +351,7 @@ def test_a_result_written_before_the_timeout_is_delivered(tmp_path: Path) -> Non
         "sys.stdout = Stuck()\nw = tf.Variable(1.0)\nwith tf.GradientTape() as tape:\n"
         "    loss = tf.stop_gradient(w) * 2.0\ntape.gradient(loss, [w])\n"
     )
-    result = cli_result(run_command, [str(script), "--timeout", "12", "-f", "json"])
+    result = cli_result(run_command, [str(script), "--timeout", "8", "-f", "json"])
     assert result.exit_code == 1, result.stderr
     assert "did not ask" not in result.stderr
     assert '"status": "blocked"' in result.stdout
