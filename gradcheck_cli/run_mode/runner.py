@@ -135,7 +135,7 @@ def _track_variables(capture: Capture, path: Path) -> None:
         created.add(self)
 
     resource_variable_ops.ResourceVariable.__init__ = init  # type: ignore[method-assign]
-    created.keras = track_keras_weights(path)
+    created.keras = track_keras_weights()
 
 
 def _notebook_cells(path: Path) -> list[Any]:

@@ -7,7 +7,6 @@ import sys
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -101,7 +100,8 @@ def owned_variables(namespace: dict[str, Any], found: KerasWeights) -> set[int]:
     weights), or that back a Keras 3 layer's weight wherever the layer is."""
     import tensorflow as tf
 
-    owned = set(found.variables)
+    # The weights Keras's add_weight made, and those the namespace's Keras 3 layers name.
+    owned = set(found.variables) | set(found.info)
     pending = [value for name, value in namespace.items() if not name.startswith("_")]
     seen: set[int] = set()
     while pending:
@@ -112,6 +112,9 @@ def owned_variables(namespace: dict[str, Any], found: KerasWeights) -> set[int]:
         if isinstance(value, tf.Module):  # Keras 2 layers and models, Sonnet, tf.Module
             with contextlib.suppress(Exception):  # a half-built module may fail to list
                 owned.update(id(v) for v in value.variables)
+        elif _is_layer(value):  # a Keras 3 layer or model (no tf.Module)
+            with contextlib.suppress(Exception):
+                owned.update(id(getattr(w, "value", w)) for w in value.weights)
         elif isinstance(value, (list, tuple)):
             pending.extend(value)
         elif isinstance(value, dict):
@@ -136,22 +139,18 @@ def _name_weights(found: KerasWeights, path: str, layer: Any) -> None:
             found.constructed_at[id(backing)] = site
 
 
-def track_keras_weights(path: Path) -> KerasWeights:
+def track_keras_weights() -> KerasWeights:
     """Record, from now on, the user's line that constructs each Keras layer and, for every
     weight a layer adds, its Keras variable and that layer's line (all in the result), in
     Keras 3 and in Keras 2 (tf_keras), as soon as the script imports either.
 
-    Only for scripts that mention Keras; neither is imported here, so a script that asks for
-    Keras 2 (TF_USE_LEGACY_KERAS) never finds Keras 3 imported ahead of its own line.
+    Neither is imported here (a script that asks for Keras 2 with TF_USE_LEGACY_KERAS never
+    finds Keras 3 imported ahead of its own line), so this costs nothing to a script that uses
+    no Keras, and a script whose helper module imports Keras is watched too.
     """
     from gradcheck_cli.cache.file_reads import after_import
 
     found = KerasWeights()
-    try:
-        if "keras" not in path.read_text(errors="replace").lower():
-            return found
-    except OSError:
-        return found
     for name in ("keras", "tf_keras"):
         after_import(name, lambda module: _watch_layers(module, found))
     return found

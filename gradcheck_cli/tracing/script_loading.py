@@ -45,7 +45,7 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
 
     sys.argv = [str(path)]
     sys.path.insert(0, str(path.parent.resolve()))
-    tracked = track_keras_weights(path)
+    tracked = track_keras_weights()
     with tf.variable_creator_scope(record), recording_override_maps():
         with recording_eager_reads() as reads:
             namespace = _run(path)
