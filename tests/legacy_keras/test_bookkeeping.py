@@ -118,3 +118,25 @@ def test_a_keras_2_weight_is_placed_at_its_layer_s_line(tmp_path: Path) -> None:
     code, stdout, stderr = invoke(command, [script, "--loss", "loss", "--no-cache", "-v"])
     assert code in (0, 1), stderr
     assert f"created at {script}:5" in stdout, stdout  # the layer's line, not the model's
+
+
+def test_a_model_a_helper_module_builds_is_owned_and_told_unused(tmp_path: Path) -> None:
+    # The script never names Keras: its helper does. The model it leaves unused is still the
+    # user's (bound in the script), and TensorFlow agrees that it gets no gradient.
+    from tests.oracle import dead_in_script, dead_names
+
+    (tmp_path / "helper.py").write_text(
+        "import keras\n\n\ndef build():\n"
+        "    return keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])\n"
+    )
+    script = tmp_path / "main.py"
+    script.write_text(
+        "import tensorflow as tf\nfrom helper import build\n\nmodel = build()\nspare = build()\n"
+        "x = tf.ones([4, 3])\n\n\ndef loss():\n    return tf.reduce_sum(model(x))\n"
+    )
+    code, stdout, stderr = invoke(command, [script, "--loss", "loss", "-f", "json", "--no-cache"])
+    assert code == 1, stderr
+    variables = json.loads(stdout)["variables"]
+    unused = {v["name"] for v in variables if v["status"] == "unused"}
+    assert len(unused) == 2 and all(name.startswith("sequential_1/") for name in unused)
+    assert len(dead_names(dead_in_script(str(script), "loss"))) == 2
