@@ -354,4 +354,10 @@ def test_a_result_written_before_the_timeout_is_delivered(tmp_path: Path) -> Non
     result = cli_result(run_command, [str(script), "--timeout", "8", "-f", "json"])
     assert result.exit_code == 1, result.stderr
     assert "did not ask" not in result.stderr
+    import tensorflow as tf
+
+    w = tf.Variable(1.0)  # the script's step, as TensorFlow judges it
+    with tf.GradientTape() as tape:
+        loss = tf.stop_gradient(w) * 2.0
+    assert tape.gradient(loss, [w]) == [None]
     assert '"status": "blocked"' in result.stdout
