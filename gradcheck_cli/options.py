@@ -172,8 +172,8 @@ def memory_bytes(value: str | int) -> int:
 
 
 def memory_text(size: int) -> str:
-    """`size` bytes as a user reads it: "4 GiB", "512 MiB"."""
-    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20)):
+    """`size` bytes as a user reads it: "4 GiB", "512 MiB", "1.5 KiB"."""
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if size >= 2**shift:
             return f"{size / 2**shift:.3g} {unit}"
     return f"{size} bytes"

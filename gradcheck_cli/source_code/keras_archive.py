@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.options import memory_text
 
 MAX_MEMBERS = 10_000
 """A saved model has a few members (config.json, metadata.json, the weights, some assets)."""
@@ -61,13 +62,13 @@ def _check_declared(path: Path, member: zipfile.ZipInfo) -> None:
     if name.startswith("/") or ".." in parts or "\0" in name or ":" in parts[0]:
         raise _refused(path, f"names a member outside the archive ({name!r})")
     if name in PARSED_MEMBERS and size > MAX_PARSED_BYTES:
-        limit = _mib(MAX_PARSED_BYTES)
-        raise _refused(path, f"declares a {name} of {_mib(size)} (at most {limit})")
+        limit = memory_text(MAX_PARSED_BYTES)
+        raise _refused(path, f"declares a {name} of {memory_text(size)} (at most {limit})")
     if size > MIN_SUSPECT_BYTES and size > MAX_EXPANSION * max(member.compress_size, 1):
         raise _refused(
             path,
-            f"declares that its member {name} inflates from {_mib(member.compress_size)} to "
-            f"{_mib(size)}, a decompression bomb (more than {MAX_EXPANSION} times)",
+            f"declares that its member {name} inflates from {memory_text(member.compress_size)} to "
+            f"{memory_text(size)}, a decompression bomb (more than {MAX_EXPANSION} times)",
         )
 
 
@@ -79,7 +80,9 @@ def _check_inflated(path: Path, archive: zipfile.ZipFile, member: zipfile.ZipInf
         while chunk := stream.read(_READ_BYTES):
             inflated += len(chunk)
             if inflated > MAX_PARSED_BYTES:
-                raise _refused(path, f"has a {member.filename} over {_mib(MAX_PARSED_BYTES)}")
+                raise _refused(
+                    path, f"has a {member.filename} over {memory_text(MAX_PARSED_BYTES)}"
+                )
 
 
 WEIGHTS_MEMBER = "model.weights.h5"
@@ -116,8 +119,9 @@ def _check_datasets(path: Path, source: Path | IO[bytes]) -> None:
             if inflated > MIN_SUSPECT_BYTES and inflated > MAX_EXPANSION * max(stored, 1):
                 raise _refused(
                     path,
-                    f"holds a weight ({name}) that inflates from {_mib(stored)} to "
-                    f"{_mib(inflated)}, a decompression bomb (more than {MAX_EXPANSION} times)",
+                    f"holds a weight ({name}) that inflates from {memory_text(stored)} to "
+                    f"{memory_text(inflated)}, a decompression bomb (more than "
+                    f"{MAX_EXPANSION} times)",
                 )
 
 
@@ -146,7 +150,3 @@ def _datasets(path: Path, group: Any) -> Iterator[tuple[str, Any]]:
 
 def _refused(path: Path, why: str) -> GradcheckError:
     return GradcheckError(f"{path} {why}: not a model Keras saved; gradcheck does not load it")
-
-
-def _mib(size: int) -> str:
-    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 1024:.1f} KiB"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.tracing.keras_weights import imported_kerases
 
 
 @dataclass
@@ -31,11 +32,7 @@ class KerasObjective:
 def keras_of(model: Any) -> Any:
     """The Keras `model` belongs to: Keras 3 (`keras`) or Keras 2 (`tf_keras`, which is also
     `tf.keras` under TF_USE_LEGACY_KERAS); None if neither. Never imports either to find out."""
-    for name in ("keras", "tf_keras"):
-        module = sys.modules.get(name)
-        if module is not None and isinstance(model, module.Model):
-            return module
-    return None
+    return next((keras for keras in imported_kerases() if isinstance(model, keras.Model)), None)
 
 
 def is_keras_2(model: Any) -> bool:
@@ -318,13 +315,11 @@ def _steps_skipped(model: Any, capture: Any) -> Iterator[None]:
 def _is_optimizer(value: Any) -> bool:
     """Whether `value` is a Keras 3 or a Keras 2 optimizer (its legacy ones too)."""
     kinds = []
-    for name in ("keras", "tf_keras"):
-        module = sys.modules.get(name)
-        if module is not None:
-            kinds.append(module.optimizers.Optimizer)
-            legacy = getattr(module.optimizers, "legacy", None)
-            if legacy is not None and hasattr(legacy, "Optimizer"):
-                kinds.append(legacy.Optimizer)
+    for keras in imported_kerases():
+        kinds.append(keras.optimizers.Optimizer)
+        legacy = getattr(keras.optimizers, "legacy", None)
+        if legacy is not None and hasattr(legacy, "Optimizer"):
+            kinds.append(legacy.Optimizer)
     return bool(kinds) and isinstance(value, tuple(kinds))
 
 

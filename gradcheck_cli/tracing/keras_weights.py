@@ -204,13 +204,15 @@ def _is_tf_variable(value: Any) -> bool:
     return tensorflow is not None and isinstance(value, tensorflow.Variable)
 
 
+def imported_kerases() -> list[Any]:
+    """Keras 3 (`keras`) and Keras 2 (`tf_keras`), those of them already imported: asking
+    about a value never imports a Keras."""
+    return [module for name in ("keras", "tf_keras") if (module := sys.modules.get(name))]
+
+
 def _is_layer(value: Any) -> bool:
-    """Whether `value` is a Keras 3 or a Keras 2 layer (never importing either)."""
-    for name in ("keras", "tf_keras"):
-        module = sys.modules.get(name)
-        if module is not None and isinstance(value, module.layers.Layer):
-            return True
-    return False
+    """Whether `value` is a Keras 3 or a Keras 2 layer."""
+    return any(isinstance(value, keras.layers.Layer) for keras in imported_kerases())
 
 
 def weight_path(weight: Any) -> str:

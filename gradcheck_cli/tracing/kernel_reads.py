@@ -51,6 +51,10 @@ FILE_READING_OPS: dict[str, int | None] = {
 }
 
 
+# Eager ops name their type in bytes, graph ops in str.
+_WATCHED = frozenset(FILE_READING_OPS) | {name.encode() for name in FILE_READING_OPS}
+
+
 def watch_kernel_reads(recorder: Recorder) -> None:
     """Tell `recorder` what TensorFlow's kernels read in this thread from now on."""
     from tensorflow.python.framework import op_callbacks
@@ -58,8 +62,8 @@ def watch_kernel_reads(recorder: Recorder) -> None:
     def callback(
         op_type: str, inputs: Any, attrs: Any, outputs: Any, op_name: Any = None, graph: Any = None
     ) -> None:
-        name = op_type.decode() if isinstance(op_type, bytes) else op_type  # bytes when eager
-        if name in FILE_READING_OPS:
+        if op_type in _WATCHED:  # called for every op: decode only the few it watches
+            name = op_type.decode() if isinstance(op_type, bytes) else op_type
             _told(recorder, name, inputs, graph)
 
     op_callbacks.add_op_callback(callback)
