@@ -11,7 +11,7 @@ from typing import Any
 from gradcheck_cli.differentiability.rules import is_trainable_dtype
 from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, Variable, make_names_unique
 from gradcheck_cli.tracing import traced
-from gradcheck_cli.tracing.keras_weights import KerasWeights, weight_path
+from gradcheck_cli.tracing.keras_weights import KerasWeights
 from gradcheck_cli.tracing.leaving_tensorflow import Leave
 from gradcheck_cli.worker.protocol import (
     EagerResult,
@@ -61,7 +61,7 @@ class CreatedVariables:
             variable if tf_variable is not variable else self.keras.variables.get(id(tf_variable))
         )
         if keras_variable is not None:
-            name, trainable = weight_path(keras_variable), bool(keras_variable.trainable)
+            name, trainable = self.keras.path(keras_variable), bool(keras_variable.trainable)
         else:
             name, trainable = traced.variable_name(tf_variable), bool(tf_variable.trainable)
             owner = self.owners.get(id(tf_variable))

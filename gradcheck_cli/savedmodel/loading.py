@@ -60,6 +60,24 @@ def is_saved_model(path: Path) -> bool:
     )
 
 
+# Keras 2 writes its model's config, compiled loss included, beside saved_model.pb.
+_KERAS_METADATA = "keras_metadata.pb"
+_KERAS_METADATA_BYTES = 64 * 1024 * 1024
+
+
+def compiled_by_keras_2(path: Path) -> bool:
+    """Whether the SavedModel at `path` is a compiled Keras 2 model (tf_keras's `model.save`):
+    its training objective is then the compiled loss Keras 2 wrote down, which the graph does
+    not hold. A metadata file too large to be one is not read."""
+    metadata = path / _KERAS_METADATA
+    try:
+        if not metadata.is_file() or metadata.stat().st_size > _KERAS_METADATA_BYTES:
+            return False
+        return b'"training_config"' in metadata.read_bytes()
+    except OSError:
+        return False
+
+
 def load_saved_model(
     path: Path, loss: str | None, *, sum_loss: bool = False
 ) -> tuple[Program, str]:

@@ -16,7 +16,7 @@ from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.source_code.keras_archive import check_weight_datasets
 from gradcheck_cli.tracing.function_tracing import trace_loss
 from gradcheck_cli.tracing.keras_objective import Tape, backing_variable
-from gradcheck_cli.tracing.keras_weights import KerasWeights, sources_of_copies, weight_path
+from gradcheck_cli.tracing.keras_weights import KerasWeights, sources_of_copies
 from gradcheck_cli.worker import progress
 from gradcheck_cli.worker.protocol import TracedFunction
 
@@ -49,7 +49,7 @@ def trace_keras_model(
     candidates = [v for v in candidates if id(v) not in bookkeeping]
     weights = [backing_variable(w) for w in model.weights]
     for weight, backing in zip(model.weights, weights):
-        keras.info.setdefault(id(backing), (weight_path(weight), bool(weight.trainable)))
+        keras.info.setdefault(id(backing), (keras.path(weight), bool(weight.trainable)))
     known = {id(v) for v in candidates}
     candidates = candidates + [v for v in weights if id(v) not in known]
     if objective.tapes:
@@ -88,7 +88,7 @@ def _trace_tapes(
             if backing is None:
                 continue
             if backing is not source:
-                keras.info.setdefault(id(backing), (weight_path(source), bool(source.trainable)))
+                keras.info.setdefault(id(backing), (keras.path(source), bool(source.trainable)))
             variables.append(backing)
         variables = list({id(v): v for v in variables}.values())
         listed |= {id(v) for v in variables}
@@ -102,10 +102,10 @@ def _trace_tapes(
     first.other_tapes = others
     # Frozen weights are told once, as frozen, by the first tape.
     first.tape_variables = (first.tape_variables or ()) + tuple(
-        weight_path(w) for w in model.non_trainable_weights
+        keras.path(w) for w in model.non_trainable_weights
     )
     first.untrained = tuple(
-        weight_path(w) for w in model.trainable_weights if id(backing_variable(w)) not in listed
+        keras.path(w) for w in model.trainable_weights if id(backing_variable(w)) not in listed
     )
     if others:
         first.loss_name = f"{name}.train_step ({len(results)} GradientTape targets)"
@@ -164,8 +164,9 @@ def load_keras_file(
 
 def _keras_that_wrote(path: Path) -> Any:
     """The Keras that saved `path`, by the version it wrote down (a `.keras` archive's
-    metadata.json, a `.h5` file's attribute): Keras 2 (`tf_keras`) for 2.x, else Keras 3."""
-    if (_written_version(path) or "3").startswith("2."):
+    metadata.json, a `.h5` file's attribute): Keras 2 (`tf_keras`) for 2.x and for a SavedModel
+    folder (Keras 3 reads none), else Keras 3."""
+    if path.is_dir() or (_written_version(path) or "3").startswith("2."):
         try:
             import tf_keras
         except ImportError:

@@ -67,21 +67,26 @@ def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
                 f"{loss!r} is not a Keras loss; name one such as 'mse' or "
                 "'sparse_categorical_crossentropy'"
             ) from None
-    elif not compiled:
+    elif not compiled and not _overrides_compute_loss(model):
         raise GradcheckError(
             f"{name} is not compiled, so it has no loss; compile it, or name a Keras loss with "
             "--loss (e.g. --loss mse or --loss sparse_categorical_crossentropy)"
         )
     else:
         loss_function = None
-    x_specs = _input_specs(model, name)
-    y_specs = _target_specs(model, loss, x_specs)
+    fitted = fit_batch_spec(model)
+    if fitted is not None:  # the batches fit() trained on: their targets, or none
+        x_specs, y_specs = _unpacked_batch(fitted)
+    else:
+        x_specs = _input_specs(model, name)
+        y_specs = _target_specs(model, loss, x_specs)
+    signature = [x_specs] if y_specs is None else [x_specs, y_specs]
 
     def predict_and_targets(x: Any, y: Any) -> tuple[Any, Any]:
         return model(x, training=True), y
 
-    @tf.function(input_signature=[x_specs, y_specs], autograph=False)
-    def objective(x: Any, y: Any) -> Any:
+    @tf.function(input_signature=signature, autograph=False)
+    def objective(x: Any, y: Any = None) -> Any:
         y_pred, y = predict_and_targets(x, y)
         if loss_function is not None:
             total = tf.reduce_mean(loss_function(y, y_pred))
@@ -91,8 +96,8 @@ def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
             return model.compute_loss(x=x, y=y, y_pred=y_pred)
         return model.compute_loss(x=x, y=y, y_pred=y_pred, training=True)
 
-    @tf.function(input_signature=[x_specs, y_specs], autograph=False)
-    def data_loss(x: Any, y: Any) -> Any:
+    @tf.function(input_signature=signature, autograph=False)
+    def data_loss(x: Any, y: Any = None) -> Any:
         y_pred, y = predict_and_targets(x, y)
         if loss_function is not None:
             return tf.reduce_mean(loss_function(y, y_pred))
@@ -100,10 +105,8 @@ def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
             return model.compiled_loss(y, y_pred, None)
         return model._compile_loss(y, y_pred, None)
 
-    has_extra_losses = bool(model.losses)
-    overrides = type(model).compute_loss is not keras.Model.compute_loss
     data_only = None
-    if has_extra_losses and not overrides:
+    if model.losses and not _overrides_compute_loss(model):
         data_only = data_loss.get_concrete_function()
     return KerasObjective(objective.get_concrete_function(), data_only)
 
@@ -139,10 +142,58 @@ def _input_specs(model: Any, name: str) -> Any:
         specs = _specs_of_shapes(shape)
         if specs is not None:
             return specs
+    fitted = fit_batch_spec(model)
+    if fitted is not None:
+        return _inputs_of_batch(fitted)
     raise GradcheckError(
         f"{name} has no known input shape: build it (call it once on a batch, or give it a "
         "keras.Input) so gradcheck can trace its loss"
     )
+
+
+def fit_batch_spec(model: Any) -> Any | None:
+    """The spec of the batches `fit` handed the model's train_step (any batch size), read from
+    the train function `fit` traced (Keras 2's, or the one Keras 3 wraps); None before fit."""
+    import tensorflow as tf
+
+    train_function = getattr(model, "train_function", None)
+    functions = [train_function]
+    closure = getattr(train_function, "__closure__", None) or ()
+    for cell in closure:
+        with suppress(ValueError):  # a cell not assigned yet
+            functions.append(cell.cell_contents)
+    for function in functions:
+        if not isinstance(function, tf.types.experimental.PolymorphicFunction):
+            continue
+        for concrete in function._list_all_concrete_functions():
+            for spec in tf.nest.flatten(
+                concrete.structured_input_signature, expand_composites=False
+            ):
+                # A tf.data IteratorSpec keeps the batch's spec as `_element_spec` only.
+                element = getattr(spec, "_element_spec", None)
+                if element is not None:
+                    return tf.nest.map_structure(_any_batch, element)
+    return None
+
+
+def _any_batch(spec: Any) -> Any:
+    import tensorflow as tf
+
+    if isinstance(spec, tf.TensorSpec) and spec.shape.rank:
+        return tf.TensorSpec((None, *spec.shape[1:]), spec.dtype)
+    return spec
+
+
+def _inputs_of_batch(batch: Any) -> Any:
+    return _unpacked_batch(batch)[0]
+
+
+def _unpacked_batch(batch: Any) -> tuple[Any, Any]:
+    """The inputs and targets (None if it has none) in a batch of (inputs[, targets[, sample
+    weights]]), as Keras unpacks it."""
+    if isinstance(batch, tuple) and 1 <= len(batch) <= 3:
+        return batch[0], batch[1] if len(batch) > 1 else None
+    return batch, None
 
 
 def _specs_of_shapes(shape: Any) -> Any:
@@ -204,6 +255,11 @@ def _target_spec(tensor: Any, sparse: bool) -> Any:
     return tf.TensorSpec(shape, tensor.dtype)
 
 
+def _overrides_compute_loss(model: Any) -> bool:
+    keras = keras_of(model)
+    return keras is not None and type(model).compute_loss is not keras.Model.compute_loss
+
+
 def _overrides_train_step(model: Any) -> bool:
     keras = keras_of(model)
     return keras is not None and type(model).train_step is not keras.Model.train_step
@@ -215,15 +271,22 @@ def train_step_tapes(model: Any, name: str) -> list[Tape]:
     from gradcheck_cli.tracing.traced import error_summary
 
     failures: list[Exception] = []
-    for data in _step_data_specs(model, name):
+    # fit() traces train_step with autograph; without it first, so that Python control flow
+    # on tensors stays as the user wrote it unless the step needs autograph to trace at all.
+    attempts = [
+        (data, autograph) for data in _step_data_specs(model, name) for autograph in (False, True)
+    ]
+    for data, autograph in attempts:
         try:
-            last, captured = _trace_step(model, data, -1)
+            last, captured = _trace_step(model, data, -1, autograph)
         except GradcheckError:
             raise
         except Exception as error:  # not the data this train_step takes: try the next shape
             failures.append(error)
             continue
-        targets = [_trace_step(model, data, index)[0] for index in range(len(captured) - 1)]
+        targets = [
+            _trace_step(model, data, index, autograph)[0] for index in range(len(captured) - 1)
+        ]
         return [Tape(target, sources) for target, (_, sources) in zip([*targets, last], captured)]
     raise GradcheckError(
         f"{name}'s train_step cannot be traced on a batch shaped like its inputs: "
@@ -235,7 +298,8 @@ def _step_data_specs(model: Any, name: str) -> list[Any]:
     """What train_step may be given, likeliest first: (inputs, targets) for a compiled model,
     else the inputs alone; a model without inputs of its own (a GAN): each sub-model's inputs."""
     keras = keras_of(model)
-    specs: list[Any] = []
+    fitted = fit_batch_spec(model)
+    specs: list[Any] = [] if fitted is None else [fitted]
     try:
         inputs = _input_specs(model, name)
     except GradcheckError as error:
@@ -256,7 +320,9 @@ def _step_data_specs(model: Any, name: str) -> list[Any]:
     return [s[0] if isinstance(s, (list, tuple)) and len(s) == 1 else s for s in specs]
 
 
-def _trace_step(model: Any, data_spec: Any, index: int) -> tuple[Any, list[tuple[Any, Any]]]:
+def _trace_step(
+    model: Any, data_spec: Any, index: int, autograph: bool
+) -> tuple[Any, list[tuple[Any, Any]]]:
     """The train_step on `data_spec`, returning the target of its `index`-th tape that
     differentiates variables; with every such (target, sources) in call order."""
     import tensorflow as tf
@@ -271,7 +337,7 @@ def _trace_step(model: Any, data_spec: Any, index: int) -> tuple[Any, list[tuple
         captured.append((target, sources))
         return tf.nest.map_structure(tf.zeros_like, sources)
 
-    @tf.function(input_signature=[data_spec], autograph=False)
+    @tf.function(input_signature=[data_spec], autograph=autograph)
     def step(data: Any) -> Any:
         model.train_step(data)
         if not captured:

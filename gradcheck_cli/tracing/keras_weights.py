@@ -46,10 +46,16 @@ class KerasWeights:
             return
         self.variables[id(backing)] = weight
         self.owners[id(backing)] = id(layer)
-        self.info[id(backing)] = (weight_path(weight), bool(weight.trainable))
+        self.info[id(backing)] = (weight_path(weight, layer), bool(weight.trainable))
         site = self.layer_sites.get(layer)
         if site is not None:
             self.constructed_at[id(backing)] = site
+
+    def path(self, weight: Any) -> str:
+        """The path gradcheck names `weight` by: the one recorded when its layer added it."""
+        backing = weight if _is_tf_variable(weight) else getattr(weight, "_value", None)
+        recorded = self.info.get(id(backing))
+        return recorded[0] if recorded is not None else weight_path(weight)
 
     def settle(self) -> None:
         """Record the deferred weights that Keras has initialised since."""
@@ -64,7 +70,8 @@ def keras_weights(namespace: dict[str, Any], found: KerasWeights | None = None) 
     found = found if found is not None else KerasWeights()
     found.settle()
     for backing, weight in found.variables.items():
-        found.info[backing] = (weight_path(weight), bool(weight.trainable))
+        if not _is_tf_variable(weight):  # a Keras 3 path is final once its layer is built
+            found.info[backing] = (weight_path(weight), bool(weight.trainable))
     if "keras" not in sys.modules:
         return found
     import keras
@@ -215,11 +222,17 @@ def _is_layer(value: Any) -> bool:
     return any(isinstance(value, keras.layers.Layer) for keras in imported_kerases())
 
 
-def weight_path(weight: Any) -> str:
+def weight_path(weight: Any, layer: Any = None) -> str:
     """A Keras weight's path: Keras 3's own (`dense/kernel`), Keras 2's variable name without
-    its output suffix."""
+    its output suffix, under the name of the `layer` that added it when Keras 2 gave it none (a
+    layer built outside any call: `kernel`, which names no layer)."""
     path = getattr(weight, "path", None)
-    return str(path) if path is not None else str(weight.name).split(":")[0]
+    if path is not None:
+        return str(path)
+    name = str(weight.name).split(":")[0]
+    if layer is not None and "/" not in name and getattr(layer, "name", None):
+        return f"{layer.name}/{name}"
+    return name
 
 
 def sources_of_copies(

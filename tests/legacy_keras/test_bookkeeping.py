@@ -27,6 +27,30 @@ HEADERS = {
         "import tensorflow_probability as tfp\nkeras = tf.keras\n"
     ),
 }
+# DenseVariational's posterior and prior: a trainable mean-field normal, and a prior whose
+# mean the KL term (in model.losses) trains.
+HEADERS["tfp variational"] = HEADERS["tfp"] + textwrap.dedent(
+    """
+    tfd = tfp.distributions
+
+
+    def posterior(kernel_size, bias_size=0, dtype=None):
+        n = kernel_size + bias_size
+        return keras.Sequential([
+            tfp.layers.VariableLayer(2 * n, dtype=dtype),
+            tfp.layers.DistributionLambda(lambda t: tfd.Independent(
+                tfd.Normal(loc=t[..., :n], scale=1e-5 + tf.nn.softplus(t[..., n:])), 1)),
+        ])
+
+
+    def prior(kernel_size, bias_size=0, dtype=None):
+        n = kernel_size + bias_size
+        return keras.Sequential([
+            tfp.layers.VariableLayer(n, dtype=dtype),
+            tfp.layers.DistributionLambda(lambda t: tfd.Independent(tfd.Normal(t, 1.0), 1)),
+        ])
+    """
+)
 
 MODEL = """
 x = tf.random.normal([8, 4])
@@ -46,6 +70,12 @@ CASES = {
     "tf_keras, cut": ("tf_keras", 'keras.layers.Dense(3, activation="relu")', True),
     "legacy tf.keras, cut": ("legacy tf.keras", "keras.layers.Dense(3)", True),
     "tfp flipout": ("tfp", "tfp.layers.DenseFlipout(3)", False),
+    "tfp reparameterization, cut": ("tfp", "tfp.layers.DenseReparameterization(3)", True),
+    "tfp variational": (
+        "tfp variational",
+        "tfp.layers.DenseVariational(3, posterior, prior, kl_weight=1 / 8)",
+        False,
+    ),
 }
 
 # TensorFlow's tape over each script's model's own trainable variables: one process for all.

@@ -1,6 +1,7 @@
 """A Keras 2 model in every form gradcheck takes: `--loss model` on a script's model, and the
-`.h5` and `.keras` files it saves, in both import styles (`tf_keras`, and `tf.keras` under
-TF_USE_LEGACY_KERAS). TensorFlow's tape over the compiled objective is the judge."""
+`.h5`, `.keras` and SavedModel files it saves (a SavedModel is checked on its compiled
+objective), in both import styles (`tf_keras`, and `tf.keras` under TF_USE_LEGACY_KERAS).
+TensorFlow's tape over the compiled objective is the judge."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ if __name__ == "__main__":
     import sys
     clean = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
     clean.compile(optimizer="sgd", loss="mse")
-    for suffix in (".h5", ".keras"):
+    for suffix in (".h5", ".keras", "_savedmodel"):
         clean.save(sys.argv[1] + suffix)  # beside the script, under its own name
 """
 
@@ -52,7 +53,7 @@ for script in sys.argv[1:]:
     runpy.run_path(script, run_name="__main__")
     namespace = runpy.run_path(script, run_name="oracle")
     models = {script: namespace["model"]}
-    for suffix in (".h5", ".keras"):
+    for suffix in (".h5", ".keras", "_savedmodel"):
         models[stem + suffix] = namespace["keras"].models.load_model(stem + suffix)
     for name, model in models.items():
         x, y = tf.random.normal([8, 4]), tf.random.normal([8, 1])
@@ -98,7 +99,7 @@ def test_the_model_s_own_objective_is_judged_as_tensorflow_judges_it(
     assert set(statuses) == {"encoder/kernel", "encoder/bias", "head/kernel", "head/bias"}
 
 
-@pytest.mark.parametrize("suffix", [".h5", ".keras"])
+@pytest.mark.parametrize("suffix", [".h5", ".keras", "_savedmodel"])
 @pytest.mark.parametrize("style", STYLES)
 def test_the_files_keras_2_saved_load_and_check_clean(
     style: str, suffix: str, written: tuple[dict[str, Path], dict[str, list]]
