@@ -6,7 +6,7 @@ import os
 import shutil
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,8 @@ class Options:
     quiet: bool = False
     verbose: bool = False
     output: Path | None = None
+    # `--also FORMAT:FILE`: more reports of the same check, each written to its file.
+    also_write: tuple[tuple[Format, Path], ...] = ()
     jobs: int = 1
     exit_zero: bool = False
     write_baseline: Path | None = None
@@ -177,7 +179,10 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
         sys.exit(ExitCode.ERROR)
     display = {
         name: flags.pop(name)
-        for name in ("color", "why", "quiet", "verbose", "output", "exit_zero", "write_baseline")
+        for name in (
+            *("color", "why", "quiet", "verbose", "output", "also_write", "exit_zero"),
+            "write_baseline",
+        )
     }
     # Every flag left is named after a CheckOptions field (--verify, --debug...). The status
     # line shows on a terminal's stderr, but not with -q, nor for models checked side by side.
@@ -202,7 +207,7 @@ def run(options: Options) -> ExitCode:
 
     A file that cannot be written is found before any model is checked.
     """
-    for target in (options.output, options.write_baseline):
+    for target in (options.output, options.write_baseline, *(f for _, f in options.also_write)):
         problem = None if target is None else cannot_write(target)
         if problem is not None:
             say(f"gradcheck: error: cannot write {target}: {problem}")
@@ -278,9 +283,14 @@ def _write_reports(outcomes: list[Outcome], options: Options) -> ExitCode | None
         verbose=options.verbose,
         fail_on=FailOn.NEVER if options.exit_zero else options.settings.fail_on,
     )
-    text = render(
-        checked[0] if len(checked) == 1 else checked, options.settings.output_format, terminal
-    )
+    chosen = checked[0] if len(checked) == 1 else checked
+    # The other reports first: the main report's exit code is the run's.
+    for output_format, path in options.also_write:
+        plain = replace(terminal, color=False, width=None)
+        failure = write_report(render(chosen, output_format, plain), path)
+        if failure is not None:
+            return failure
+    text = render(chosen, options.settings.output_format, terminal)
     if not text and not any(outcome.report is not None for outcome in outcomes):
         return None
     return write_report(text, options.output, color=terminal.color)
@@ -295,6 +305,13 @@ def _terminal_width(to_file: bool) -> int | None:
 
 def main() -> None:
     """The `gradcheck` command: SIGINT exits 130 and SIGTERM 143, once every worker is gone."""
+    if os.name != "posix" or not hasattr(os, "fork"):  # the worker forks, over Unix sockets
+        click.echo(
+            f"gradcheck: error: gradcheck runs on Linux and macOS, not on {sys.platform} "
+            "(it forks its workers and talks to them over Unix sockets); on Windows, use WSL",
+            err=True,
+        )
+        sys.exit(ExitCode.ERROR)
     stop_on_signals()
     try:
         if sys.argv[1:2] == ["run"]:

@@ -35,6 +35,28 @@ class CodeList(click.ParamType):
         return codes
 
 
+class ReportTarget(click.ParamType):
+    """Another report of the same check: `FORMAT:FILE` (`sarif:gradcheck.sarif`)."""
+
+    name = "FORMAT:FILE"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[Format, Path]:
+        if isinstance(value, tuple):
+            return value
+        chosen, colon, file = str(value).partition(":")
+        formats = [f.value for f in Format]
+        if not colon or not file or chosen not in formats:
+            self.fail(
+                f"{value!r} is not FORMAT:FILE with FORMAT one of {', '.join(formats)} "
+                "(e.g. sarif:gradcheck.sarif)",
+                param,
+                ctx,
+            )
+        return Format(chosen), Path(file)
+
+
 class Seconds(click.ParamType):
     """A timeout: a finite number of seconds above 0 and at most one day."""
 
@@ -211,6 +233,16 @@ _SHARED: dict[str | None, list[Decorator]] = {
             "-o",
             type=click.Path(path_type=Path),
             help="Write the report to FILE instead of stdout.",
+        ),
+        click.option(
+            "--also",
+            "also_write",
+            type=ReportTarget(),
+            multiple=True,
+            help=(
+                "Also write the same check's report in FORMAT to FILE (repeatable): "
+                "--also sarif:gradcheck.sarif -f github."
+            ),
         ),
         click.option(
             "--color",

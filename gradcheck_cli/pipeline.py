@@ -12,11 +12,13 @@ from gradcheck_cli.analysis.concerns import regularizer_only
 from gradcheck_cli.analysis.eager import eager_verdicts
 from gradcheck_cli.analysis.verdicts import Analysis, Status, VariableVerdict
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.findings.build import Context, build_findings
+from gradcheck_cli.findings.build import Context, build_findings, finding_order
 from gradcheck_cli.findings.explanation import explain
+from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.intent import judge_intent, trained_elsewhere
 from gradcheck_cli.findings.report import Report, RequestInfo, SourceInfo, Verification
 from gradcheck_cli.findings.source import SourceLines
+from gradcheck_cli.findings.suppressions import apply_ignore_comments
 from gradcheck_cli.findings.verification import compare
 from gradcheck_cli.graph.model import GraphKind, TensorFlowVerdict
 from gradcheck_cli.options import CheckOptions
@@ -71,15 +73,19 @@ def check_path(path: Path, options: CheckOptions) -> Report:
             f"{path} is neither a SavedModel directory, a Python script (.py) nor a Keras "
             "model file (.keras, .h5)"
         )
-    from gradcheck_cli.cache.script_cache import traced
+    from gradcheck_cli.cache.script_cache import tell_cached, traced
 
     if kind == "keras" and not keras_2:
         check_keras_archive(path)
     job = Job.SCRIPT if kind == "script" else Job.KERAS_FILE
-    result = traced(WorkerRequest(job, path.resolve(), options))
+    request = WorkerRequest(job, path.resolve(), options)
+    result, cached = traced(request)
     assert isinstance(result, (TracedFunction, TracedGraph, EagerResult))
     source = SourceInfo(str(path), kind, result.loss_name)
-    return report_from_result(result, source, options)
+    report = report_from_result(result, source, options)
+    if cached:  # only once the answer made a report: a refusal of it is one line
+        tell_cached(request)
+    return report
 
 
 MODEL_FILE_KINDS = {".py": "script", ".keras": "keras", ".h5": "keras"}
@@ -343,6 +349,7 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         text = lines.line(location)
         if location is not None and text is not None:
             code[(location.file, location.line)] = text
+    findings, suppressed = _ignore_comments_applied(findings, analysis, lines, code, source)
     return Report(
         source=source,
         variables=analysis.verdicts,
@@ -353,7 +360,32 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         still_cut=explained.still_cut,
         intended=intent.intended,
         read_not_requested=context.read_not_requested,
+        suppressed=suppressed,
     )
+
+
+def _ignore_comments_applied(
+    findings: tuple[Finding, ...],
+    analysis: Analysis,
+    lines: SourceLines,
+    code: dict[tuple[str, int], str],
+    source: SourceInfo,
+) -> tuple[tuple[Finding, ...], dict[str, str]]:
+    """The `# gradcheck: ignore` comments of the user's files the report quotes (and of the
+    script checked) applied to the findings; the dead variables they suppress, with why."""
+    files = {file for file, _ in code}
+    if source.kind in ("script", "run") and source.path.endswith(".py"):
+        files.add(str(Path(source.path).resolve()))
+    comments = [comment for file in sorted(files) for comment in lines.ignore_comments(file)]
+    if not comments:
+        return findings, {}
+    lines_of = {
+        verdict.name: [verdict.location, *(b.location for b in verdict.blockers)]
+        for verdict in analysis.verdicts
+        if verdict.dead
+    }
+    found, suppressed = apply_ignore_comments(findings, comments, lines_of)
+    return tuple(sorted(found, key=finding_order)), suppressed
 
 
 # Inputs whose source locations come from the file itself (a SavedModel's debug info) or from

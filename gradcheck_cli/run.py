@@ -198,7 +198,9 @@ def _with_policy(
         return outcome
     report = apply_policy(
         outcome.report,
-        baseline=baseline.get(_key(outcome.model), frozenset()),
+        baseline=(
+            baseline.get(_key(outcome.model), frozenset()) if policy.baseline is not None else None
+        ),
         select=policy.select,
         ignore=policy.ignore,
     )
@@ -282,7 +284,12 @@ def write_baseline(path: Path, outcomes: Sequence[Outcome]) -> str:
     except OSError as error:
         raise GradcheckError(f"cannot write {path}: {os_error_reason(error)}") from None
     count = sum(len(names) for names in models.values())
-    return f"gradcheck: wrote {path}: {count} dead variable(s) in {len(models)} model(s)"
+    having = sum(1 for names in models.values() if names)
+    dead = f"{count} dead variable{'' if count == 1 else 's'}"
+    checked = f"{len(models)} model{'' if len(models) == 1 else 's'}"
+    if having == len(models):
+        return f"gradcheck: wrote {path}: {dead} in {checked}"
+    return f"gradcheck: wrote {path}: {dead} in {having} of {checked}"
 
 
 def _key(model: str | os.PathLike[str]) -> str:

@@ -21,7 +21,8 @@ os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 
 # The cache of traced scripts goes to a folder of this test process, never the user's own:
-# set here, so every gradcheck the tests run in this process or start as a subprocess uses it.
+# set here, so every gradcheck the module and session fixtures run uses it; each test gets a
+# folder of its own (`own_cache`).
 CACHE_DIR = tempfile.mkdtemp(prefix="gradcheck-test-cache-")
 os.environ[CACHE_DIR_VARIABLE] = CACHE_DIR
 atexit.register(shutil.rmtree, CACHE_DIR, ignore_errors=True)
@@ -69,7 +70,17 @@ HEAVY = (
     "tests/test_run_findings.py",
     "tests/test_run_mode.py",
     "tests/test_sample_models.py",
+    "tests/test_suppressions.py",
+    "tests/test_action.py",
+    "tests/legacy_keras/test_fit_batches.py",
 )
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test a cache of its own (gradcheck in this process and the subprocesses it starts):
+    no test is answered from what another filled, whatever the order."""
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path_factory.mktemp("cache")))
 
 
 def pytest_addoption(parser):  # type: ignore[no-untyped-def]

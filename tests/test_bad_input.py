@@ -55,10 +55,16 @@ def test_bad_scripts(name: str, script_runs: dict[str, Ran]) -> None:
     )
 
 
-def test_vector_loss_is_checked_when_asked(tmp_path: Path) -> None:
+def test_vector_loss_is_checked_when_asked_and_refused_in_one_line_from_the_cache() -> None:
     run = gradcheck_json(str(BAD / "vector_loss.py"), "--loss", "loss", "--sum-loss")
     assert run.returncode in (ExitCode.CLEAN, ExitCode.DEAD_VARIABLES), run.stderr
     assert run.stdout.startswith("{")
+    # The trace is cached now; the same check without --sum-loss is still refused in one line,
+    # with no word about a cached result it did not report.
+    run = gradcheck_json(str(BAD / "vector_loss.py"), "--loss", "loss")
+    _assert_one_clear_error(
+        run.returncode, run.stdout, run.stderr, "not a scalar", json_of=str(BAD / "vector_loss.py")
+    )
 
 
 def _cli(*args: str) -> Ran:

@@ -1,6 +1,7 @@
-"""The README's examples work: the GitHub Actions workflow parses and calls gradcheck with
-options it has, the pre-commit hook is sound. (The pytest example runs with the plugin's own
-fixture tests, in one pytest subprocess: tests/test_pytest_plugin.py.)
+"""The README's examples work: the GitHub Actions workflow uses the repository's action with
+inputs it has, and the command the action runs has options gradcheck has; the pre-commit hook
+is sound. (The pytest example runs with the plugin's own fixture tests, in one pytest
+subprocess: tests/test_pytest_plugin.py.)
 """
 
 from __future__ import annotations
@@ -34,34 +35,41 @@ def _workflow() -> Any:
     return yaml.safe_load(code_block("Use in CI (GitHub Actions)", "yaml"))
 
 
-def _gradcheck_command(workflow: Any) -> list[str]:
+def _action_step(workflow: Any) -> dict[str, Any]:
     (job,) = workflow["jobs"].values()
-    runs = [step["run"] for step in job["steps"] if "run" in step]
-    (command,) = [run for run in runs if run.startswith("gradcheck ")]
-    return shlex.split(command)
+    (step,) = [
+        step for step in job["steps"] if step.get("uses", "").endswith("/gradcheck@COMMIT_SHA")
+    ]
+    return step
 
 
-def test_the_actions_workflow_runs_gradcheck_and_uploads_its_sarif() -> None:
+def _gradcheck_command(workflow: Any) -> list[str]:
+    """The command the action runs for the workflow's `args` (action.yml's check step)."""
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    (check,) = [step for step in action["runs"]["steps"] if step.get("id") == "check"]
+    assert '"${arguments[@]}" --format github --also "sarif:$GRADCHECK_SARIF"' in check["run"]
+    sarif = action["inputs"]["sarif-file"]["default"]
+    args = _action_step(workflow)["with"]["args"]
+    return ["gradcheck", *shlex.split(args), "--format", "github", "--also", f"sarif:{sarif}"]
+
+
+def test_the_actions_workflow_uses_the_repository_s_action_pinned_to_a_commit() -> None:
     workflow = _workflow()
     (job,) = workflow["jobs"].values()
-    assert job["permissions"]["security-events"] == "write"
-    argv = _gradcheck_command(workflow)
-    output = argv[argv.index("-o") + 1]
-    (upload,) = [
-        step
-        for step in job["steps"]
-        if step.get("uses", "").startswith("github/codeql-action/upload-sarif@")
-    ]
-    assert upload["with"]["sarif_file"] == output
-    assert upload["if"] == "always()"
+    assert job["permissions"]["security-events"] == "write"  # the action uploads SARIF
+    step = _action_step(workflow)
+    owner, _, pinned = step["uses"].partition("@")
+    assert owner.endswith("/gradcheck") and pinned == "COMMIT_SHA"
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert set(step["with"]) <= set(action["inputs"])  # only inputs the action has
 
 
-def test_the_actions_workflow_installs_gradcheck_pinned_from_its_git_repository() -> None:
+def test_the_plain_commands_install_gradcheck_pinned_from_its_git_repository() -> None:
     # gradcheck is not on PyPI, and `pip install -e .` only works in gradcheck's own checkout.
-    (job,) = _workflow()["jobs"].values()
-    installs = [shlex.split(step["run"]) for step in job["steps"] if "pip" in step.get("run", "")]
-    assert all("-e" not in argv for argv in installs)
-    (line,) = [token for argv in installs for token in argv if token.startswith("gradcheck @")]
+    (block,) = [b for b in code_blocks("Use in CI (GitHub Actions)", "bash")]
+    install = shlex.split(block.splitlines()[0])
+    assert "-e" not in install
+    (line,) = [token for token in install if token.startswith("gradcheck @")]
     requirement = Requirement(line)
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert requirement.name == project["name"]
@@ -90,10 +98,13 @@ def test_the_workflow_command_checks_the_models_of_the_users_pyproject(
     from gradcheck_cli.cli import ExitCode, command
 
     argv = _gradcheck_command(_workflow())
+    argv = [token for token in argv if token not in ("models/export", "--loss", "loss")]
     monkeypatch.chdir(project_with_models)
     result = cli_result(command, argv[1:])
     assert result.exit_code == ExitCode.DEAD_VARIABLES, result.stderr
-    sarif = json.loads((project_with_models / argv[argv.index("-o") + 1]).read_text())
+    assert "::error" in result.stdout and "scale" in result.stdout  # the annotations
+    sarif_file = argv[argv.index("--also") + 1].removeprefix("sarif:")
+    sarif = json.loads((project_with_models / sarif_file).read_text())
     (run,) = sarif["runs"]
     assert any("scale" in result["message"]["text"] for result in run["results"])
     assert run["properties"]["model"] == "exported"  # the configured model, as typed

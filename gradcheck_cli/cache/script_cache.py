@@ -56,34 +56,40 @@ _TAG = (
 )
 
 
-def traced(request: WorkerRequest) -> Answer:
-    """The worker's answer to a script or Keras file request: from the cache when the same
-    request was answered before and nothing it read has changed, else from a worker (and then
-    stored). Failures are never stored; a cache that cannot be read or written is passed by."""
+def traced(request: WorkerRequest) -> tuple[Answer, bool]:
+    """The worker's answer to a script or Keras file request, and whether it came from the
+    cache: it does when the same request was answered before and nothing it read has changed,
+    else it comes from a worker (and is then stored). Failures are never stored; a cache that
+    cannot be read or written is passed by. The caller tells a cached answer (`tell_cached`)
+    once it made a report of it: a refusal of the answer is one line, cached or not."""
     options = request.options
     if not options.cache or request.job not in CACHED_JOBS:
         from gradcheck_cli.worker.process import run_worker
 
-        return run_worker(request)
+        return run_worker(request), False
     folder = cache_folder(options) / _ENTRIES
     # A cache folder that is not the user's alone, or no key to sign with: passed by.
     secret = _secret() if _private_folder(folder) else None
     key = cache_key(request)
     found = _lookup(folder, key, secret) if secret is not None else None
     if found is not None:
-        if not options.quiet:
-            _say(
-                f"gradcheck: {request.path.name}: nothing it read has changed since it was "
-                "traced; using the cached result (--no-cache traces it again)"
-            )
-        return found
+        return found, True
     # Imported only on a miss: a hit starts no worker and imports none of its machinery.
     from gradcheck_cli.worker.process import run_worker_recording
 
     result, reads = run_worker_recording(request)
     if secret is not None and reads is not None and reads.settled:
         _store(folder, key, secret, reads, result)
-    return result
+    return result, False
+
+
+def tell_cached(request: WorkerRequest) -> None:
+    """Say on stderr that the report comes from the cache (not with --quiet)."""
+    if not request.options.quiet:
+        _say(
+            f"gradcheck: {request.path.name}: nothing it read has changed since it was "
+            "traced; using the cached result (--no-cache traces it again)"
+        )
 
 
 def cache_folder(options: CheckOptions) -> Path:

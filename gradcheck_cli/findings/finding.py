@@ -15,6 +15,16 @@ class Severity(str, enum.Enum):
 
 
 @dataclass(frozen=True, order=True)
+class Suppression:
+    """Why a finding no longer fails the run, as SARIF words it: `inSource` for a
+    `# gradcheck: ignore` comment, `external` for an allow-dead pattern or the baseline."""
+
+    kind: str
+    justification: str
+    baseline: bool = False  # accepted because the baseline lists it
+
+
+@dataclass(frozen=True, order=True)
 class Finding:
     code: str
     rule: str
@@ -24,3 +34,4 @@ class Finding:
     variable: str | None = None
     op: str | None = None
     location: SourceLocation | None = None
+    suppression: Suppression | None = None

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from gradcheck_cli.findings.build import finding_order
-from gradcheck_cli.findings.finding import Finding, Severity
+from gradcheck_cli.findings.finding import Finding, Severity, Suppression
 from gradcheck_cli.findings.names import variables_matching
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import (
@@ -40,7 +40,7 @@ def apply_policy(
     report: Report,
     *,
     allow_dead: Mapping[str, str] | Iterable[str] = (),
-    baseline: Iterable[str] = (),
+    baseline: Iterable[str] | None = None,
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
 ) -> Report:
@@ -49,20 +49,21 @@ def apply_policy(
     `allow_dead`: glob patterns of variable names (or a mapping pattern -> reason); a dead
     variable that matches is reported as allowed (`dead-variable-allowed`) and no longer fails
     the run.
-    `baseline`: names of variables that were already dead when the baseline was written.
+    `baseline`: names of variables that were already dead when the baseline was written (None:
+    no baseline is in use).
     `select` / `ignore`: finding codes or prefixes (`GC1`, `GC201`) to keep / drop.
     """
     patterns = (
         dict(allow_dead) if isinstance(allow_dead, Mapping) else dict.fromkeys(allow_dead, "")
     )
-    known = set(baseline)
+    known = set(baseline or ())
     matching = {
         pattern: {v.name for v in variables_matching(report.variables, pattern, report.code_at)}
         for pattern in patterns
     }
     allowed: dict[str, str] = dict(report.allowed)
     for verdict in report.variables:
-        if not verdict.dead or verdict.name in allowed:
+        if not verdict.dead or verdict.name in allowed or verdict.name in report.suppressed:
             continue
         for pattern, reason in patterns.items():
             if verdict.name in matching[pattern]:
@@ -72,14 +73,18 @@ def apply_policy(
             if verdict.name in known:
                 allowed[verdict.name] = ALLOWED_BY_BASELINE
     everything_allowed = bool(allowed) and all(
-        v.name in allowed for v in report.variables if v.dead
+        report.accepted(v.name) or v.name in allowed for v in report.variables if v.dead
     )
-    findings = [
-        _accepted(f)
-        if f.variable in allowed or (everything_allowed and RULES[f.code].whole_loss)
-        else f
-        for f in report.findings
-    ]
+    findings = []
+    for f in report.findings:
+        if f.suppression is not None:
+            findings.append(f)
+        elif f.variable in allowed:
+            findings.append(_accepted(f, allowed[f.variable]))
+        elif everything_allowed and RULES[f.code].whole_loss:
+            findings.append(_accepted(f, "every dead variable is accepted"))
+        else:
+            findings.append(f)
     findings += [
         DEAD_VARIABLE_ALLOWED.finding(name=name, why=why, variable=name)
         for name, why in sorted(allowed.items())
@@ -92,11 +97,22 @@ def apply_policy(
         for f in findings
         if (not selected or f.code.startswith(selected)) and not f.code.startswith(ignored)
     ]
-    return replace(report, findings=tuple(sorted(findings, key=finding_order)), allowed=allowed)
+    return replace(
+        report,
+        findings=tuple(sorted(findings, key=finding_order)),
+        allowed=allowed,
+        baselined=report.baselined or baseline is not None,
+    )
 
 
-def _accepted(item: Finding) -> Finding:
-    """A dead variable's finding, kept for the record but no longer an error."""
+def _accepted(item: Finding, why: str) -> Finding:
+    """A dead variable's finding, kept for the record but no longer failing the run."""
+    suppression = Suppression("external", why, baseline=why == ALLOWED_BY_BASELINE)
     if item.severity is not Severity.ERROR:
-        return item
-    return replace(item, severity=Severity.INFO, message=allowed_message(item.message))
+        return replace(item, suppression=suppression)
+    return replace(
+        item,
+        severity=Severity.INFO,
+        message=allowed_message(item.message),
+        suppression=suppression,
+    )

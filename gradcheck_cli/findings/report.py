@@ -59,6 +59,10 @@ class Report:
     still_cut: Mapping[str, str] = field(default_factory=dict)
     # Dead variables accepted on purpose, with the reason (allow-dead pattern or baseline).
     allowed: Mapping[str, str] = field(default_factory=dict)
+    # Dead variables a `# gradcheck: ignore` comment suppresses, with the comment and its line.
+    suppressed: Mapping[str, str] = field(default_factory=dict)
+    # Whether a baseline was applied (SARIF then tells each result new or unchanged).
+    baselined: bool = False
     # Dead variables whose cut looks intended (a teacher under tf.stop_gradient, a network
     # trained by another loss), with the one-line reason; told as warnings, not errors.
     intended: Mapping[str, str] = field(default_factory=dict)
@@ -74,19 +78,31 @@ class Report:
 
     @property
     def dead(self) -> tuple[VariableVerdict, ...]:
-        """Dead trainable variables that no allow-dead pattern or baseline accepts and whose
-        cut does not look intended."""
+        """Dead trainable variables that no allow-dead pattern, baseline or ignore comment
+        accepts and whose cut does not look intended."""
         return tuple(
             v
             for v in self.variables
-            if v.dead and v.name not in self.allowed and v.name not in self.intended
+            if v.dead and not self.accepted(v.name) and v.name not in self.intended
+        )
+
+    def accepted(self, name: str) -> bool:
+        """Whether the dead variable `name` is accepted: allowed or suppressed."""
+        return name in self.allowed or name in self.suppressed
+
+    def acceptance(self, name: str) -> str:
+        """How the variable `name` is accepted: `suppressed` (an ignore comment), `allowed`
+        (an allow-dead pattern, the baseline), or "" when it is not."""
+        return (
+            "suppressed" if name in self.suppressed else "allowed" if name in self.allowed else ""
         )
 
     @property
     def untrained(self) -> tuple[VariableVerdict, ...]:
-        """Dead trainable variables that no allow-dead pattern or baseline accepts, the ones
-        whose cut looks intended included: every variable the report tells a story about."""
-        return tuple(v for v in self.variables if v.dead and v.name not in self.allowed)
+        """Dead trainable variables that no allow-dead pattern, baseline or ignore comment
+        accepts, the ones whose cut looks intended included: every variable the report tells a
+        story about."""
+        return tuple(v for v in self.variables if v.dead and not self.accepted(v.name))
 
     @property
     def summary(self) -> dict[str, int]:

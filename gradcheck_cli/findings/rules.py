@@ -229,7 +229,7 @@ SAVED_MODEL_WITHOUT_SOURCE_LINES = Rule(
 )
 
 # 1xx: dead trainable variables, by the reason their paths are cut.
-ALLOWED_BY_BASELINE = "listed in the baseline"
+ALLOWED_BY_BASELINE = "the baseline"
 
 
 def allowed_by_pattern(pattern: str, reason: str) -> str:
@@ -265,6 +265,31 @@ DEAD_VARIABLE_ALLOWED = Rule(
         'allow-dead = { "*/pooler/*" = "the classification head ignores the pooler" }'
     ),
     use_instead="# Remove the pattern when the variable should train again.",
+)
+
+
+UNUSED_SUPPRESSION = Rule(
+    code="GC008",
+    name="unused-suppression",
+    severity=Severity.WARNING,
+    message="`# {comment}` suppresses nothing: no finding of this check is at its line".format,
+    summary="A `# gradcheck: ignore` comment matches no finding",
+    what_it_does=(
+        "Reports each `# gradcheck: ignore` (or `# gradcheck: ignore[CODE]`) comment, in the "
+        "files the report names, that suppresses no finding of this check: the variable it "
+        "stood for trains now, or the comment names another code or another line. A finding is "
+        "suppressed by a comment on its own line, on the line that creates its variable, or on "
+        "the line of one of its cuts."
+    ),
+    why_bad=(
+        "A stale suppression hides the next mistake made on that line, as ruff's unused-noqa "
+        "rule warns."
+    ),
+    example=(
+        "scale = tf.Variable(1.0)  # gradcheck: ignore[GC101]\n"
+        "loss = tf.reduce_sum(x * scale)  # scale trains now"
+    ),
+    use_instead="scale = tf.Variable(1.0)",
 )
 
 
@@ -1302,6 +1327,7 @@ _ALL = (
     VERIFICATION_FAILED,
     SAVED_MODEL_WITHOUT_SOURCE_LINES,
     DEAD_VARIABLE_ALLOWED,
+    UNUSED_SUPPRESSION,
     STOP_GRADIENT_CUTS_VARIABLE,
     INTEGER_CAST_CUTS_VARIABLE,
     NON_DIFFERENTIABLE_OP_CUTS_VARIABLE,

@@ -11,6 +11,7 @@ from pathlib import Path
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.source_code.files import PYTHON_SUFFIXES, bounded_text, in_system_folder
+from gradcheck_cli.source_code.ignore_comments import IgnoreComment, ignore_comments
 from gradcheck_cli.source_code.notebook import notebook_cell, read_notebook
 from gradcheck_cli.source_code.op_expressions import called_name, parsed
 
@@ -56,6 +57,13 @@ class SourceLines:
         if lines is None or not 0 < location.line <= len(lines):
             return None
         return lines[location.line - 1]
+
+    def ignore_comments(self, file: str) -> list[IgnoreComment]:
+        """The `# gradcheck: ignore` comments of `file` (or notebook cell), if it is quotable."""
+        if file not in self._files:
+            self._files[file] = self._read(file)
+        lines = self._files[file]
+        return [] if lines is None else ignore_comments(file, "\n".join(lines) + "\n")
 
     def quotable(self, file: str) -> bool:
         """Whether the report may read `file` at all (see the class)."""

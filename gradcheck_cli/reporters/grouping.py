@@ -194,7 +194,7 @@ class Row:
     count: int
     cuts: int = 0
     intended: bool = False
-    allowed: bool = False
+    allowed: str = ""  # how the row's variables are accepted: "allowed", "suppressed" or ""
 
 
 def collapsed_rows(report: Report, groups: tuple[Group, ...]) -> list[Row]:
@@ -205,7 +205,7 @@ def collapsed_rows(report: Report, groups: tuple[Group, ...]) -> list[Row]:
     for verdict in report.variables:
         group = group_of.get(verdict.name)
         top = verdict.name.split("/")[0] if verdict.name.count("/") >= 2 else ""
-        key = id(group) if group else (top, verdict.status, verdict.name in report.allowed)
+        key = id(group) if group else (top, verdict.status, report.acceptance(verdict.name))
         buckets.setdefault(key, []).append(verdict)
     rows = []
     for members in buckets.values():
@@ -225,7 +225,7 @@ def collapsed_rows(report: Report, groups: tuple[Group, ...]) -> list[Row]:
                 len(members),
                 len(first.blockers) if group else 0,
                 intended=group is not None and group.intended is not None,
-                allowed=first.name in report.allowed,
+                allowed=report.acceptance(first.name),
             )
         )
     return rows

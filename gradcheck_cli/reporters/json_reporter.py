@@ -8,6 +8,7 @@ from typing import Any
 
 from gradcheck_cli.analysis.verdicts import Blocker
 from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import CheckFailure, display_path
@@ -83,13 +84,31 @@ def as_dict(report: Report) -> dict[str, Any]:
                 "variable": f.variable,
                 "op": f.op,
                 "location": _location(f.location),
+                **_suppressed(f),
             }
             for f in report.findings
         ],
         "summary": {
-            key: report.summary[key] for key in ("trainable", "ok", "blocked", "unused", "frozen")
+            **{
+                key: report.summary[key]
+                for key in ("trainable", "ok", "blocked", "unused", "frozen")
+            },
+            # Dead variables that fail the run, and those accepted (allow-dead or baseline;
+            # an ignore comment).
+            "dead": len(report.dead),
+            "allowed": len(report.allowed),
+            "suppressed": len(report.suppressed),
         },
     }
+
+
+def _suppressed(item: Finding) -> dict[str, Any]:
+    """A suppressed finding's `suppressed` object: `in_source` (a `# gradcheck: ignore`
+    comment) or `external` (allow-dead, the baseline), and why."""
+    if item.suppression is None:
+        return {}
+    kind = "in_source" if item.suppression.kind == "inSource" else "external"
+    return {"suppressed": {"kind": kind, "justification": item.suppression.justification}}
 
 
 def failure_as_dict(failure: CheckFailure) -> dict[str, Any]:

@@ -20,8 +20,8 @@ from gradcheck_cli.reporters import CheckFailure, display_path
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
-# No project home page yet: the package index entry stands in for it.
-INFORMATION_URI = "https://pypi.org/project/gradcheck/"
+# The project's home page, as the package metadata names it (pyproject.toml's [project.urls]).
+INFORMATION_URI = "https://github.com/gradcheck/gradcheck"
 SRCROOT = "%SRCROOT%"
 FINGERPRINT = "gradcheck/v1"
 
@@ -183,6 +183,13 @@ def _result(report: Report, item: Finding, key: str) -> dict[str, Any]:
     }
     if item.code in _RULE_INDEX:
         result["ruleIndex"] = _RULE_INDEX[item.code]
+    if item.suppression is not None:
+        result["suppressions"] = [
+            {"kind": item.suppression.kind, "justification": item.suppression.justification}
+        ]
+    if report.baselined:  # code scanning tells accepted results from new ones
+        accepted = item.suppression is not None and item.suppression.baseline
+        result["baselineState"] = "unchanged" if accepted else "new"
     return result
 
 

@@ -411,7 +411,7 @@ def _write_summary(console: Console, report: Report, options: TerminalOptions) -
         row: list[str | Text] = [
             escape(verdict.name),
             _status_text(
-                verdict.status, verdict.name in report.allowed, verdict.name in report.intended
+                verdict.status, report.acceptance(verdict.name), verdict.name in report.intended
             ),
             escape(_shape(verdict)),
             str(len(verdict.blockers)) if verdict.blockers else "",
@@ -439,9 +439,9 @@ def _write_collapsed_summary(console: Console, report: Report) -> None:
     console.print(table)
 
 
-def _status_text(status: Status, allowed: bool, intended: bool) -> Text:
-    if allowed:
-        return Text(f"{status.value} (allowed)", style="dim")
+def _status_text(status: Status, accepted: str, intended: bool) -> Text:
+    if accepted:  # allowed or suppressed
+        return Text(f"{status.value} ({accepted})", style="dim")
     if intended:
         return Text(f"{status.value} (looks intended)", style="yellow")
     return Text(status.value, style=_STATUS_STYLE[status])

@@ -87,6 +87,9 @@ def verdict_parts(report: Report, fail_on: FailOn = FailOn.ERROR) -> tuple[str, 
     counts = ", ".join(f"{summary[k]} {k}" for k in ("ok", "blocked", "unused", "frozen"))
     if report.allowed:
         counts += f"; {len(report.allowed)} dead but allowed"
+    suppressed = sum(1 for item in report.findings if _in_source(item))
+    if suppressed:
+        counts += f"; {suppressed} suppressed"
     headline = _headline(report)
     others = failing(report, fail_on)
     if not others:
@@ -94,6 +97,10 @@ def verdict_parts(report: Report, fail_on: FailOn = FailOn.ERROR) -> tuple[str, 
     if report.dead:
         return f"{headline}; also failed by {_failed_by(others)}", counts
     return f"failed: {_failed_by(others)}", counts
+
+
+def _in_source(item: Finding) -> bool:
+    return item.suppression is not None and item.suppression.kind == "inSource"
 
 
 def _headline(report: Report) -> str:
@@ -105,6 +112,11 @@ def _headline(report: Report) -> str:
     if dead:
         verb = "is" if dead == 1 else "are"
         return f"{dead} of {summary['trainable']} trainable variables {verb} dead"
-    if report.allowed:
-        return "no dead trainable variable beyond those allowed"
+    if report.allowed or report.suppressed:
+        how = " or ".join(
+            word
+            for word, kept in (("allowed", report.allowed), ("suppressed", report.suppressed))
+            if kept
+        )
+        return f"no dead trainable variable beyond those {how}"
     return "every trainable variable gets gradient"

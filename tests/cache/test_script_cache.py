@@ -86,12 +86,14 @@ def test_an_unchanged_request_is_answered_from_the_cache_and_an_edit_traces_agai
     monkeypatch.setattr(process, "run_worker_recording", worker)
     first = script_cache.traced(_request(script))
     again = script_cache.traced(_request(script))
-    assert worker.calls == 1 and again == first
+    assert worker.calls == 1 and again == (first[0], True) and first[1] is False
+    assert capsys.readouterr().err == ""  # the caller tells the hit, once it made a report
+    script_cache.tell_cached(_request(script))
     assert "gradcheck: model.py: nothing it read has changed" in capsys.readouterr().err
     script.write_text("LOSS = 2\n")
-    assert script_cache.traced(_request(script)).reason == "answer 2"
+    assert script_cache.traced(_request(script))[0].reason == "answer 2"
     assert worker.calls == 2 and len(_entries(cache_dir)) == 1  # the stale entry replaced
-    script_cache.traced(_request(script, quiet=True))
+    script_cache.tell_cached(_request(script, quiet=True))
     assert capsys.readouterr().err == ""  # -q: no word about the cache either
 
 
@@ -104,7 +106,7 @@ def test_no_cache_neither_reads_nor_writes_the_cache(
     stored = {path: path.read_bytes() for path in _entries(cache_dir)}
     answers = iter([EagerResult("loss", [], {}, None, "traced")])
     monkeypatch.setattr(process, "run_worker", lambda request: next(answers))
-    assert script_cache.traced(_request(script, cache=False)).reason == "traced"
+    assert script_cache.traced(_request(script, cache=False))[0].reason == "traced"
     assert {path: path.read_bytes() for path in _entries(cache_dir)} == stored
 
 
@@ -144,8 +146,8 @@ def test_a_broken_entry_is_a_miss_and_is_replaced(
     script_cache.traced(_request(script))
     [entry] = _entries(cache_dir)
     entry.write_bytes(damage(entry.read_bytes()))  # type: ignore[operator]
-    assert script_cache.traced(_request(script)).reason == "answer 2"
-    assert script_cache.traced(_request(script)).reason == "answer 2"  # stored again
+    assert script_cache.traced(_request(script))[0].reason == "answer 2"
+    assert script_cache.traced(_request(script))[0].reason == "answer 2"  # stored again
 
 
 def test_an_unwritable_cache_folder_is_passed_by(
@@ -156,7 +158,7 @@ def test_an_unwritable_cache_folder_is_passed_by(
     blocked.write_text("")
     monkeypatch.setenv(CACHE_DIR_VARIABLE, str(blocked / "cache"))
     monkeypatch.setattr(process, "run_worker_recording", StandIn(Reads(())))
-    assert script_cache.traced(_request(script)).reason == "answer 1"
+    assert script_cache.traced(_request(script))[0].reason == "answer 1"
 
 
 def test_the_cache_keeps_the_entries_used_last(
@@ -420,7 +422,7 @@ def test_a_planted_entry_is_never_used(
     forged = json.loads(body)
     forged["result"] = forged["result"].replace("answer 1", "forged")
     entry.write_bytes(signature + b"\n" + json.dumps(forged).encode())
-    assert script_cache.traced(_request(script)).reason == "answer 2"
+    assert script_cache.traced(_request(script))[0].reason == "answer 2"
     assert entry_codec.loads(_stored(entry)["result"]).reason == "answer 2"  # replaced
     with pytest.raises(entry_codec.EntryError):
         entry_codec.loads('{"c": "Popen", "f": {}}')  # only gradcheck's own classes
@@ -434,7 +436,7 @@ def test_the_cache_folder_is_private_and_another_users_is_not_read(
     assert (cache_dir / "entry-key").stat().st_mode & 0o777 == 0o600
     # Seen by another user, the folder is not theirs: no read, no write.
     monkeypatch.setattr(os, "getuid", lambda: 4242)
-    assert script_cache.traced(_request(script)).reason == "answer 2"
+    assert script_cache.traced(_request(script))[0].reason == "answer 2"
     assert worker.calls == 2
 
 

@@ -113,6 +113,7 @@ _MESSAGE_DATA: dict[str, tuple[dict[str, object], str]] = {
     "GC004": ({"error": "no variables/"}, "no variables/"),
     "GC005": ({}, "save_debug_info=True"),
     "GC007": ({"name": "w", "why": "listed in the baseline"}, "w is dead"),
+    "GC008": ({"comment": "gradcheck: ignore[GC101]"}, "suppresses nothing"),
     **{rule.code: (_CUT, "'loss/Cast'") for rule in RULE_BY_REASON.values() if rule.told_in_story},
     "GC108": (
         {
