@@ -83,6 +83,16 @@ def own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.setenv(CACHE_DIR_VARIABLE, str(tmp_path_factory.mktemp("cache")))
 
 
+# The tests of the model libraries (the `libraries` extra: keras-hub, tf-keras, TFP, TF-MOT,
+# TF-Hub): marked `libraries`, a tier of their own that CI and the README's test command run;
+# `-m "not libraries"` is the core tier, for an install of `.[test-core]` only.
+LIBRARIES = (
+    "tests/legacy_keras/",
+    "tests/keras_models/test_keras_models.py",
+    "tests/test_oracle_keras_architectures.py",
+)
+
+
 def pytest_addoption(parser):  # type: ignore[no-untyped-def]
     parser.addoption(
         "--update-goldens",
@@ -138,6 +148,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         test = item.nodeid.split("[")[0]
         if test.split("::")[0] in HEAVY or test in HEAVY:
             item.add_marker(pytest.mark.heavy)
+        if test.startswith(LIBRARIES):
+            item.add_marker(pytest.mark.libraries)
     if config.pluginmanager.hasplugin("xdist"):
         _group_by_module(items)
 

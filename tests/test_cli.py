@@ -43,8 +43,13 @@ def test_dead_variable_exits_1_and_json_follows_the_schema(saved: Path) -> None:
         for blocker in variable["blockers"]:
             assert set(blocker) == {"op", "op_type", "reason", "location"}
     for finding in report["findings"]:
-        assert set(finding) == {"code", "severity", "message", "variable", "op", "location"}
-    assert set(report["summary"]) == {"trainable", "ok", "blocked", "unused", "frozen"}
+        keys = {"code", "severity", "message", "variable", "op", "location"}
+        assert set(finding) == keys | ({"suppressed"} if "suppressed" in finding else set())
+    counts = {"trainable", "ok", "blocked", "unused", "frozen", "dead", "allowed", "suppressed"}
+    assert set(report["summary"]) == counts
+    # `dead`: the dead variables that fail the run (none here is accepted).
+    statuses = [v["status"] for v in report["variables"]]
+    assert report["summary"]["dead"] == statuses.count("blocked") + statuses.count("unused") > 0
     assert err == ""
 
 

@@ -140,3 +140,24 @@ def test_marker_and_option_check_the_saved_models_a_test_writes(
     option.assert_outcomes(failed=1, deselected=3)
     option.stdout.re_match_lines([r"FAILED .*::test_unmarked( |$)"])
     assert "scale" in option.stdout.str()
+
+
+def test_the_fixture_and_the_marker_apply_the_project_s_settings(
+    pytester: pytest.Pytester, saved: Path
+) -> None:
+    # The project ignores GC103 (the Round that cuts `scale`), as `gradcheck` on its command
+    # line would; without the setting, the same tests fail (test_marker_and_option_...).
+    pytester.makepyprojecttoml('[tool.gradcheck]\nignore = ["GC103"]\n')
+    pytester.makepyfile(
+        SAVED_MODEL_TESTS.format(exported=str(saved))
+        + f"""
+
+def test_fixture(gradcheck):
+    report = gradcheck.assert_no_dead_variables({str(saved)!r}, loss="loss")
+    assert [v.name for v in report.variables if v.dead] == ["scale"]
+    assert not any(item.code == "GC103" for item in report.findings)
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4, failed=1)  # test_marked passes now; the misspelt one fails
+    result.stdout.re_match_lines([r"FAILED .*::test_marked_misspelt( |$)"])
