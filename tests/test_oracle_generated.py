@@ -1,8 +1,8 @@
-"""gradcheck's dead variables equal TensorFlow's on 120 random programs, live and as SavedModels.
+"""gradcheck's dead variables equal TensorFlow's on 80 random programs, live and as SavedModels.
 
 Each program comes from `generated_models` (a seed gives its source); TensorFlow's tape in this
 process is the judge (`tf_oracle_inprocess`). TensorFlow's trace and gradient of a program cost
-about half a second of CPU, so the suite's 120 programs are a sixth of its CPU time; set
+about half a second of CPU, so the suite's 80 programs are a tenth of its CPU time; set
 GRADCHECK_TEST_PROGRAMS to run more (each role of `generated_models` then meets more
 neighbours, which matters after a change to the analysis). Seeds run ten per test case to share
 start-up cost; a failing case lists every failing seed with its source, gradcheck's statuses and
@@ -26,7 +26,7 @@ import pytest
 from tests import generated_models
 from tests.tf_oracle_inprocess import dead_names, tf_verdicts, variable_name
 
-SEEDS = range(int(os.environ.get("GRADCHECK_TEST_PROGRAMS", "120")))
+SEEDS = range(int(os.environ.get("GRADCHECK_TEST_PROGRAMS", "80")))
 GROUP = 10
 # Under pytest-xdist, each half of the seeds runs on one worker: the two halves keep both of
 # CI's cores busy.

@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
+from gradcheck_cli.cli import command
 from gradcheck_cli.run import ExitCode
 from gradcheck_cli.source_code.ignore_comments import ignore_comments
+from tests.cli_runs import Ran, invoke
 from tests.oracle import dead_in_script, dead_names
 from tests.reporters.test_formats import sarif_schema  # noqa: F401  (the SARIF 2.1.0 schema)
 
@@ -53,12 +54,15 @@ def tensorflow_dead(repository: Path) -> set[str]:
     return dead_names(dead_in_script(str(repository / "model.py"), "loss"))
 
 
-def _gradcheck(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`gradcheck ARGS` in `folder`, as a CI step runs it (a process of its own)."""
-    command = [sys.executable, "-m", "gradcheck_cli", *args]
-    return subprocess.run(
-        command, cwd=folder, capture_output=True, text=True, timeout=300, env=dict(os.environ)
-    )
+def _gradcheck(folder: Path, *args: str) -> Ran:
+    """`gradcheck ARGS` in `folder`, as a CI step runs it (its command line, in this process:
+    the check itself runs in gradcheck's own worker)."""
+    previous = Path.cwd()
+    os.chdir(folder)
+    try:
+        return invoke(command, args)
+    finally:
+        os.chdir(previous)
 
 
 def _results(log: dict[str, Any]) -> dict[tuple[str, str | None], dict[str, Any]]:
