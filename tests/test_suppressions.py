@@ -170,3 +170,13 @@ def test_only_real_comments_are_ignore_comments() -> None:
     )
     found = {comment.line: comment.codes for comment in ignore_comments("m.py", source)}
     assert found == {2: ("GC101", "GC2"), 3: ("-",), 4: ()}
+
+
+def test_the_pytest_assertion_honours_the_comments(
+    repository: Path, tensorflow_dead: set[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gradcheck_cli
+
+    monkeypatch.chdir(repository)
+    report = gradcheck_cli.assert_no_dead_variables("model.py", loss="loss")
+    assert set(report.suppressed) == tensorflow_dead and report.dead == ()
