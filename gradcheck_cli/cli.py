@@ -207,6 +207,11 @@ def run(options: Options) -> ExitCode:
 
     A file that cannot be written is found before any model is checked.
     """
+    targets = [options.output, *(f for _, f in options.also_write)]
+    chosen = [os.path.realpath(target) for target in targets if target is not None]
+    if len(set(chosen)) < len(chosen):
+        say("gradcheck: error: two reports would be written to the same file (-o, --also)")
+        return ExitCode.ERROR
     for target in (options.output, options.write_baseline, *(f for _, f in options.also_write)):
         problem = None if target is None else cannot_write(target)
         if problem is not None:

@@ -208,3 +208,21 @@ def test_github_names_each_model_that_could_not_be_checked(
     assert lines[0] == f"::error title=gradcheck could not check missing.py::{missing}"
     assert lines[-1] == f"::error title=gradcheck could not check notes::{notes}"
     assert any("scale" in line for line in lines[1:-1])
+
+
+def test_also_refuses_a_bad_target_and_a_file_written_twice(inputs: Path) -> None:
+    for args in (["--also", "sarif"], ["--also", "yaml:out.yaml"]):
+        code, out, err = _run("missing.py", *args)
+        assert code == ExitCode.ERROR and out == "" and "FORMAT:FILE" in err, err
+    code, out, err = _run("missing.py", "-f", "json", "-o", "a.json", "--also", "sarif:a.json")
+    assert (code, out) == (ExitCode.ERROR, "") and len(_errors(err)) == 1
+    assert "same file" in err and not (inputs / "a.json").exists()
+
+
+def test_also_writes_a_second_format_from_the_same_check(saved: Path, inputs: Path) -> None:
+    code, out, _ = _run(saved, "--loss", "loss", "-f", "json", "--also", "sarif:report.sarif")
+    assert code == ExitCode.DEAD_VARIABLES
+    sarif = json.loads((inputs / "report.sarif").read_text())
+    (run,) = sarif["runs"]
+    dead = {v["name"] for v in json.loads(out)["variables"] if v["status"] != "ok"}
+    assert dead == {"scale"} and any("scale" in r["message"]["text"] for r in run["results"])

@@ -167,9 +167,10 @@ def test_only_real_comments_are_ignore_comments() -> None:
         "a = 1  # gradcheck: ignore[gc101, GC2]\n"
         "b = 2  # gradcheck: ignore[E501]\n"
         "c = 3  # gradcheck:ignore\n"
+        "d = 4  # gradcheck: ignore[GC101\n"
     )
     found = {comment.line: comment.codes for comment in ignore_comments("m.py", source)}
-    assert found == {2: ("GC101", "GC2"), 3: ("-",), 4: ()}
+    assert found == {2: ("GC101", "GC2"), 3: ("-",), 4: (), 5: ("-",)}
 
 
 def test_the_pytest_assertion_honours_the_comments(

@@ -50,7 +50,9 @@ def ignore_comments(file: str, text: str) -> list[IgnoreComment]:
             continue
         listed = match.group("codes")
         codes: tuple[str, ...] = ()
-        if listed is not None:
+        if listed is None and token.string[match.end() :].lstrip().startswith("["):
+            codes = ("-",)  # `ignore[GC101` without its `]`: it names nothing for sure
+        elif listed is not None:
             names = [name.strip() for name in listed.split(",") if name.strip()]
             codes = tuple(name.upper() for name in names if _CODE.fullmatch(name.upper()))
             if not codes:  # `ignore[]` or only foreign codes: nothing of gradcheck's
