@@ -207,12 +207,11 @@ def run(options: Options) -> ExitCode:
 
     A file that cannot be written is found before any model is checked.
     """
-    targets = [options.output, *(f for _, f in options.also_write)]
-    chosen = [os.path.realpath(target) for target in targets if target is not None]
-    if len(set(chosen)) < len(chosen):
+    reports = [t for t in (options.output, *(f for _, f in options.also_write)) if t is not None]
+    if len({os.path.realpath(target) for target in reports}) < len(reports):
         say("gradcheck: error: two reports would be written to the same file (-o, --also)")
         return ExitCode.ERROR
-    for target in (options.output, options.write_baseline, *(f for _, f in options.also_write)):
+    for target in (*reports, options.write_baseline):
         problem = None if target is None else cannot_write(target)
         if problem is not None:
             say(f"gradcheck: error: cannot write {target}: {problem}")
@@ -290,8 +289,8 @@ def _write_reports(outcomes: list[Outcome], options: Options) -> ExitCode | None
     )
     chosen = checked[0] if len(checked) == 1 else checked
     # The other reports first: the main report's exit code is the run's.
+    plain = replace(terminal, color=False, width=None)  # a file gets whole lines, no colour
     for output_format, path in options.also_write:
-        plain = replace(terminal, color=False, width=None)
         failure = write_report(render(chosen, output_format, plain), path)
         if failure is not None:
             return failure

@@ -42,41 +42,20 @@ def check_path(path: Path, options: CheckOptions) -> Report:
     """A SavedModel directory (read here), or a script or Keras file (traced in the worker)."""
     if not path.exists():
         raise GradcheckError(f"{path}: no such file or directory")
-    from gradcheck_cli.savedmodel.loading import (
-        compiled_by_keras_2,
-        is_saved_model,
-        load_saved_model,
-    )
+    from gradcheck_cli.savedmodel.loading import compiled_by_keras_2, is_saved_model
 
-    # A compiled Keras 2 model saved as a SavedModel is checked on its compiled objective, as
-    # its .h5 or .keras file is, unless a function of the SavedModel is named.
-    keras_2 = is_saved_model(path) and options.loss is None and compiled_by_keras_2(path)
-    if is_saved_model(path) and not keras_2:
-        program, loss_name = load_saved_model(path, options.loss, sum_loss=options.sum_loss)
-        tf1 = program.kind is GraphKind.TF1_GRAPH
-        source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
-        analysis = analyse(program, cuts_of_live=options.all_cuts)
-        verification = (
-            _verify_saved_model(path, loss_name, analysis.verdicts, options)
-            if options.verify
-            else None
-        )
-        context = Context(tuple(program.notes), verification, located=program.located)
-        return _report(source, analysis, context)
-    if path.is_dir() and not keras_2:
-        raise GradcheckError(f"{path} is a folder without saved_model.pb: not a SavedModel")
-    if not path.is_file() and not keras_2:  # a FIFO or a device would block or never end
-        raise GradcheckError(f"{path} is not a regular file")
-    kind = "keras" if keras_2 else MODEL_FILE_KINDS.get(path.suffix)
-    if kind is None:
-        raise GradcheckError(
-            f"{path} is neither a SavedModel directory, a Python script (.py) nor a Keras "
-            "model file (.keras, .h5)"
-        )
+    if is_saved_model(path):
+        # A compiled Keras 2 model saved as a SavedModel is checked on its compiled objective,
+        # as its .h5 or .keras file is, unless a function of the SavedModel is named.
+        if options.loss is not None or not compiled_by_keras_2(path):
+            return _saved_model_report(path, options)
+        kind = "keras"
+    else:
+        kind = _file_kind(path)
+        if kind == "keras":
+            check_keras_archive(path)
     from gradcheck_cli.cache.script_cache import tell_cached, traced
 
-    if kind == "keras" and not keras_2:
-        check_keras_archive(path)
     job = Job.SCRIPT if kind == "script" else Job.KERAS_FILE
     request = WorkerRequest(job, path.resolve(), options)
     result, cached = traced(request)
@@ -86,6 +65,35 @@ def check_path(path: Path, options: CheckOptions) -> Report:
     if cached:  # only once the answer made a report: a refusal of it is one line
         tell_cached(request)
     return report
+
+
+def _saved_model_report(path: Path, options: CheckOptions) -> Report:
+    from gradcheck_cli.savedmodel.loading import load_saved_model
+
+    program, loss_name = load_saved_model(path, options.loss, sum_loss=options.sum_loss)
+    tf1 = program.kind is GraphKind.TF1_GRAPH
+    source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
+    analysis = analyse(program, cuts_of_live=options.all_cuts)
+    verification = (
+        _verify_saved_model(path, loss_name, analysis.verdicts, options) if options.verify else None
+    )
+    context = Context(tuple(program.notes), verification, located=program.located)
+    return _report(source, analysis, context)
+
+
+def _file_kind(path: Path) -> str:
+    """The kind of a MODEL that is a file (MODEL_FILE_KINDS); one error line for any other."""
+    if path.is_dir():
+        raise GradcheckError(f"{path} is a folder without saved_model.pb: not a SavedModel")
+    if not path.is_file():  # a FIFO or a device would block or never end
+        raise GradcheckError(f"{path} is not a regular file")
+    kind = MODEL_FILE_KINDS.get(path.suffix)
+    if kind is None:
+        raise GradcheckError(
+            f"{path} is neither a SavedModel directory, a Python script (.py) nor a Keras "
+            "model file (.keras, .h5)"
+        )
+    return kind
 
 
 MODEL_FILE_KINDS = {".py": "script", ".keras": "keras", ".h5": "keras"}

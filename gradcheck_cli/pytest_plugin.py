@@ -69,7 +69,8 @@ class Gradcheck:
         `gradcheck` on the command line (a dead variable no setting accepts)."""
         __tracebackhide__ = True  # a failing test shows the report, not gradcheck's frames
         chosen = check_options("Gradcheck.assert_no_dead_variables", {"loss": loss, **options})
-        return _require_passing(_checked(model, chosen, self._settings, variables))
+        report = _checked(model, chosen, self._settings, variables)
+        return _require_passing(report, self._settings)
 
 
 def _checked(model: Any, options: CheckOptions, settings: Settings, variables: Any) -> Report:
@@ -85,12 +86,13 @@ def _checked(model: Any, options: CheckOptions, settings: Settings, variables: A
     return apply_policy(report, select=settings.select, ignore=settings.ignore)
 
 
-def _require_passing(report: Report) -> Report:
+def _require_passing(report: Report, settings: Settings) -> Report:
+    """`report`, or AssertionError with the readable report if a finding fails the run under
+    the project's `fail-on`, as `gradcheck`'s exit code says."""
     __tracebackhide__ = True
     from gradcheck_cli.api import readable_report
-    from gradcheck_cli.findings.finding import Severity
 
-    if any(item.severity is Severity.ERROR for item in report.findings):
+    if any(item.severity in settings.fail_on.severities for item in report.findings):
         raise AssertionError(readable_report(report))
     return report
 
@@ -152,7 +154,7 @@ def _dead_saved_models(folder: Path, options: CheckOptions, settings: Settings) 
             failures.append(f"gradcheck could not analyse the SavedModel {model}: {error}")
             continue
         try:
-            _require_passing(report)
+            _require_passing(report, settings)
         except AssertionError:
             failures.append(readable_report(report))
     return failures

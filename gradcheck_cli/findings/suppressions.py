@@ -20,7 +20,7 @@ def apply_ignore_comments(
 ) -> tuple[tuple[Finding, ...], dict[str, str]]:
     """The findings with those an ignore comment covers suppressed (no longer failing the
     run, marked in every format), the comments that suppress nothing told (GC008); and the
-    dead variables suppressed, with why.
+    dead variables suppressed (every finding of their story is), with why.
 
     `lines_of`: per variable name, the lines that speak for it besides a finding's own (where it
     is created, its cuts): a comment on any of them suppresses that variable's findings."""
@@ -30,6 +30,7 @@ def apply_ignore_comments(
         at.setdefault((comment.file, comment.line), []).append(comment)
     used: set[IgnoreComment] = set()
     suppressed: dict[str, str] = {}
+    left: set[str] = set()  # variables with a finding told in their story that no comment covers
     result = []
     for item in findings:
         places = [item.location]
@@ -42,14 +43,18 @@ def apply_ignore_comments(
             for comment in at.get((place.file, place.line), ())
             if comment.covers(item.code)
         ]
-        if not matching or item.code == UNUSED_SUPPRESSION.code:
+        # The variable whose story this finding tells, if it tells one.
+        story = item.variable if RULES[item.code].told_in_story else None
+        if not matching:
+            if story is not None:
+                left.add(story)
             result.append(item)
             continue
         used.update(matching)
         comment = matching[0]
         why = f"`# {comment.text}` at {comment.where}"
-        if item.variable is not None and RULES[item.code].told_in_story:
-            suppressed.setdefault(item.variable, why)
+        if story is not None:
+            suppressed.setdefault(story, why)
         result.append(_suppressed(item, why))
     for comment in comments:
         if comment not in used:
@@ -59,7 +64,8 @@ def apply_ignore_comments(
                     location=SourceLocation(comment.file, comment.line),
                 )
             )
-    return tuple(result), suppressed
+    # A variable cut two ways (GC101 and GC102) is suppressed only if both are.
+    return tuple(result), {name: why for name, why in suppressed.items() if name not in left}
 
 
 def _suppressed(item: Finding, why: str) -> Finding:

@@ -194,7 +194,7 @@ class Row:
     count: int
     cuts: int = 0
     intended: bool = False
-    allowed: str = ""  # how the row's variables are accepted: "allowed", "suppressed" or ""
+    accepted: str = ""  # how the row's variables are accepted: "allowed", "suppressed" or ""
 
 
 def collapsed_rows(report: Report, groups: tuple[Group, ...]) -> list[Row]:
@@ -225,7 +225,7 @@ def collapsed_rows(report: Report, groups: tuple[Group, ...]) -> list[Row]:
                 len(members),
                 len(first.blockers) if group else 0,
                 intended=group is not None and group.intended is not None,
-                allowed=report.acceptance(first.name),
+                accepted=report.acceptance(first.name),
             )
         )
     return rows

@@ -432,7 +432,7 @@ def _write_collapsed_summary(console: Console, report: Report) -> None:
     for row in collapsed_rows(report, group_dead(report)):
         table.add_row(
             escape(row.label),
-            _status_text(row.status, row.allowed, row.intended),
+            _status_text(row.status, row.accepted, row.intended),
             str(row.count),
             str(row.cuts) if row.cuts else "",
         )

@@ -87,9 +87,8 @@ def verdict_parts(report: Report, fail_on: FailOn = FailOn.ERROR) -> tuple[str, 
     counts = ", ".join(f"{summary[k]} {k}" for k in ("ok", "blocked", "unused", "frozen"))
     if report.allowed:
         counts += f"; {len(report.allowed)} dead but allowed"
-    suppressed = sum(1 for item in report.findings if _in_source(item))
-    if suppressed:
-        counts += f"; {suppressed} suppressed"
+    if report.suppressed:
+        counts += f"; {len(report.suppressed)} suppressed"
     headline = _headline(report)
     others = failing(report, fail_on)
     if not others:
@@ -97,10 +96,6 @@ def verdict_parts(report: Report, fail_on: FailOn = FailOn.ERROR) -> tuple[str, 
     if report.dead:
         return f"{headline}; also failed by {_failed_by(others)}", counts
     return f"failed: {_failed_by(others)}", counts
-
-
-def _in_source(item: Finding) -> bool:
-    return item.suppression is not None and item.suppression.kind == "inSource"
 
 
 def _headline(report: Report) -> str:

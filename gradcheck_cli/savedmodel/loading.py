@@ -38,6 +38,7 @@ from gradcheck_cli.savedmodel.variable_lists import (
 )
 from gradcheck_cli.savedmodel.variable_names import name_saved_variables
 from gradcheck_cli.source_code.debug_info import DebugInfoLocations
+from gradcheck_cli.source_code.files import bounded_text
 
 _SKIPPED_SIGNATURES = frozenset({"__saved_model_init_op", "__saved_model_train_op"})
 _WHAT = "SavedModel"
@@ -69,13 +70,8 @@ def compiled_by_keras_2(path: Path) -> bool:
     """Whether the SavedModel at `path` is a compiled Keras 2 model (tf_keras's `model.save`):
     its training objective is then the compiled loss Keras 2 wrote down, which the graph does
     not hold. A metadata file too large to be one is not read."""
-    metadata = path / _KERAS_METADATA
-    try:
-        if not metadata.is_file() or metadata.stat().st_size > _KERAS_METADATA_BYTES:
-            return False
-        return b'"training_config"' in metadata.read_bytes()
-    except OSError:
-        return False
+    text = bounded_text(str(path / _KERAS_METADATA), _KERAS_METADATA_BYTES)
+    return text is not None and '"training_config"' in text
 
 
 def load_saved_model(

@@ -142,9 +142,6 @@ def _input_specs(model: Any, name: str) -> Any:
         specs = _specs_of_shapes(shape)
         if specs is not None:
             return specs
-    fitted = fit_batch_spec(model)
-    if fitted is not None:
-        return _inputs_of_batch(fitted)
     raise GradcheckError(
         f"{name} has no known input shape: build it (call it once on a batch, or give it a "
         "keras.Input) so gradcheck can trace its loss"
@@ -182,10 +179,6 @@ def _any_batch(spec: Any) -> Any:
     if isinstance(spec, tf.TensorSpec) and spec.shape.rank:
         return tf.TensorSpec((None, *spec.shape[1:]), spec.dtype)
     return spec
-
-
-def _inputs_of_batch(batch: Any) -> Any:
-    return _unpacked_batch(batch)[0]
 
 
 def _unpacked_batch(batch: Any) -> tuple[Any, Any]:
