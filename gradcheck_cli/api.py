@@ -53,15 +53,26 @@ def require_no_dead(report: Report) -> Report:
     return report
 
 
-def check_with(model: Any, options: CheckOptions, variables: Any = None) -> Report:
-    """`check` with its options as one value (what the CLI and the pytest plugin call)."""
-    return _with_allowed_dead(model_report(model, options, variables), options)
+def check_with(
+    model: Any,
+    options: CheckOptions,
+    variables: Any = None,
+    sources: tuple[tuple[str, str], ...] = (),
+) -> Report:
+    """`check` with its options as one value (what the CLI and the pytest plugin call);
+    `sources`: (path, text) of files a script is run as if they held that text."""
+    return _with_allowed_dead(model_report(model, options, variables, sources), options)
 
 
-def model_report(model: Any, options: CheckOptions, variables: Any = None) -> Report:
+def model_report(
+    model: Any,
+    options: CheckOptions,
+    variables: Any = None,
+    sources: tuple[tuple[str, str], ...] = (),
+) -> Report:
     """The report on one model of any kind `check` takes, before `allow_dead` is applied."""
     if isinstance(model, (str, os.PathLike)):
-        return check_path(Path(model), options)
+        return check_path(Path(model), options, sources)
     if is_keras_model(model):
         return check_live_keras_model(model, options)
     if callable(model) or hasattr(model, "get_concrete_function"):
@@ -125,6 +136,7 @@ def check_run(
     *,
     run_on: bool = False,
     on_reports: Callable[[list[Report]], None] | None = None,
+    sources: tuple[tuple[str, str], ...] = (),
 ) -> list[Report]:
     """`check_script_run` with its options as one value (what the CLI calls)."""
 
@@ -137,4 +149,7 @@ def check_run(
         def early(reports: list[Report]) -> None:
             on_reports(allowed(reports))
 
-    return allowed(run_pipeline(script, arguments, options, run_on=run_on, on_reports=early))
+    reports = run_pipeline(
+        script, arguments, options, run_on=run_on, on_reports=early, sources=sources
+    )
+    return allowed(reports)

@@ -83,6 +83,9 @@ class Options:
     # `gradcheck run`: the script's own arguments, and whether it trains on after the report.
     script_arguments: tuple[str, ...] | None = None
     run_on: bool = False
+    # `--fix` (write the verified code fixes) and `--diff` (print them, write nothing).
+    fix: bool = False
+    diff: bool = False
 
 
 def _use_color(choice: str, to_file: bool = False) -> bool:
@@ -181,7 +184,7 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
         name: flags.pop(name)
         for name in (
             *("color", "why", "quiet", "verbose", "output", "also_write", "exit_zero"),
-            "write_baseline",
+            *("write_baseline", "fix", "diff"),
         )
     }
     # Every flag left is named after a CheckOptions field (--verify, --debug...). The status
@@ -207,6 +210,10 @@ def run(options: Options) -> ExitCode:
 
     A file that cannot be written is found before any model is checked.
     """
+    conflict = _fix_conflict(options)
+    if conflict is not None:
+        say(f"gradcheck: error: {conflict}")
+        return ExitCode.ERROR
     reports = [t for t in (options.output, *(f for _, f in options.also_write)) if t is not None]
     if len({os.path.realpath(target) for target in reports}) < len(reports):
         say("gradcheck: error: two reports would be written to the same file (-o, --also)")
@@ -260,6 +267,8 @@ def run(options: Options) -> ExitCode:
         except GradcheckError as error:
             return report_error(error)
         return ExitCode.CLEAN
+    if options.fix or options.diff:
+        return _fixed(options, checks, policy, outcomes)
     if options.why is not None and reports:
         problem = missing_variable(reports, options.why)
         if problem is not None:
@@ -269,6 +278,77 @@ def run(options: Options) -> ExitCode:
     if failure is not None:
         return failure
     return exit_code(outcomes, settings.fail_on, options.exit_zero)
+
+
+def _fix_conflict(options: Options) -> str | None:
+    """Why `--fix` / `--diff` cannot go with the other flags given, if they cannot."""
+    if options.fix and options.diff:
+        return "--fix writes the fixes and --diff only prints them: choose one"
+    chosen = "--fix" if options.fix else "--diff" if options.diff else None
+    if chosen is not None and options.write_baseline is not None:
+        return f"{chosen} and --write-baseline: fix first, then write the baseline of what is left"
+    if chosen is not None and options.run_on:
+        return (
+            f"{chosen} checks the fixed script again: it cannot let the script train on "
+            "(--continue)"
+        )
+    if options.diff and (options.output is not None or options.also_write):
+        return "--diff prints the diff on stdout: it writes no report (-o, --also)"
+    return None
+
+
+def _fixed(
+    options: Options, checks: list[ModelCheck], policy: Policy, outcomes: list[Outcome]
+) -> ExitCode:
+    """`--fix` / `--diff`: the verified code fixes written (then the report of what is left) or
+    printed as a diff."""
+    from gradcheck_cli.fixing import find_fixes, write_changes
+    from gradcheck_cli.reporters import display_path
+
+    fixes = find_fixes(checks, outcomes, policy, options.script_arguments)
+    for model, name in dict.fromkeys(fixes.unverified):
+        say(
+            f"gradcheck: {display_path(model)}: the fix of {name} did not give it a gradient "
+            "when gradcheck checked the fixed copy; it is left in words"
+        )
+    verb = "fixed" if options.fix else "would fix"
+    if options.diff:
+        failure = write_stdout("".join(change.diff() for change in fixes.changes), color=False)
+        if failure is not None:
+            return failure
+    else:
+        problems = write_changes(fixes.changes)
+        for problem in problems:
+            say(f"gradcheck: error: {problem}")
+        if problems:
+            return ExitCode.ERROR
+    for fixed in fixes.fixed:
+        say(
+            f"gradcheck: {verb} {fixed.variable} at {display_path(fixed.file)}:{fixed.line}: "
+            f"{fixed.what}"
+        )
+    if not fixes.fixed:
+        say("gradcheck: no fix gradcheck can write: the report's fixes are in words")
+    failed = [outcome for outcome in fixes.outcomes if outcome.report is None]
+    for outcome in failed:
+        say(outcome.message)
+    code = exit_code(fixes.outcomes, options.settings.fail_on, options.exit_zero)
+    if options.diff:
+        left = sum(len(o.report.dead) for o in fixes.outcomes if o.report is not None)
+        if fixes.fixed or left:
+            say(f"gradcheck: after the diff: {_dead_left(left)}")
+        if fixes.changes and code is ExitCode.CLEAN and not options.exit_zero:
+            return ExitCode.DEAD_VARIABLES
+        return code
+    return _write_reports(fixes.outcomes, options) or code
+
+
+def _dead_left(count: int) -> str:
+    if count == 0:
+        return "no dead variable left"
+    return (
+        f"{count} dead variable{'s' if count > 1 else ''} left (run without --diff for the report)"
+    )
 
 
 def _write_reports(outcomes: list[Outcome], options: Options) -> ExitCode | None:

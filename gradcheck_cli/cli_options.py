@@ -260,6 +260,19 @@ _SHARED: dict[str | None, list[Decorator]] = {
             ),
         ),
         click.option("--quiet", "-q", is_flag=True, help="Print only the one-line verdict."),
+        click.option(
+            "--fix",
+            is_flag=True,
+            help="Apply the fixes that are code (straight-through estimator, removed "
+            "tf.stop_gradient, override-map key) to the scripts, once a check of the fixed "
+            "copy finds each variable trained; then report what is left.",
+        ),
+        click.option(
+            "--diff",
+            is_flag=True,
+            help="Print those fixes as a unified diff on stdout (checked the same way) and "
+            "write nothing.",
+        ),
         click.option("--verbose", "-v", is_flag=True, help="Also show informational findings."),
     ],
     POLICY: [

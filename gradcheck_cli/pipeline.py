@@ -38,8 +38,13 @@ from gradcheck_cli.worker.protocol import (
 )
 
 
-def check_path(path: Path, options: CheckOptions) -> Report:
-    """A SavedModel directory (read here), or a script or Keras file (traced in the worker)."""
+def check_path(
+    path: Path, options: CheckOptions, sources: tuple[tuple[str, str], ...] = ()
+) -> Report:
+    """A SavedModel directory (read here), or a script or Keras file (traced in the worker).
+
+    `sources`: (path, text) of files the script is run as if they held that text (a fix
+    checked before it is written; never cached)."""
     if not path.exists():
         raise GradcheckError(f"{path}: no such file or directory")
     from gradcheck_cli.savedmodel.loading import compiled_by_keras_2, is_saved_model
@@ -57,11 +62,11 @@ def check_path(path: Path, options: CheckOptions) -> Report:
     from gradcheck_cli.cache.script_cache import tell_cached, traced
 
     job = Job.SCRIPT if kind == "script" else Job.KERAS_FILE
-    request = WorkerRequest(job, path.resolve(), options)
+    request = WorkerRequest(job, path.resolve(), options, sources=sources)
     result, cached = traced(request)
     assert isinstance(result, (TracedFunction, TracedGraph, EagerResult))
     source = SourceInfo(str(path), kind, result.loss_name)
-    report = report_from_result(result, source, options)
+    report = report_from_result(result, source, options, Context(texts=sources))
     if cached:  # only once the answer made a report: a refusal of it is one line
         tell_cached(request)
     return report
@@ -109,12 +114,14 @@ def check_run(
     *,
     run_on: bool = False,
     on_reports: Callable[[list[Report]], None] | None = None,
+    sources: tuple[tuple[str, str], ...] = (),
 ) -> list[Report]:
     """Run a training script or notebook up to its first training step: one report per
     gradient request, each judged on the variables that request differentiates.
 
     With `run_on`, the script goes on after its step is checked; `on_reports` then gets the
-    reports as soon as they are known, while the script still runs.
+    reports as soon as they are known, while the script still runs. `sources`: as for
+    `check_path`.
     """
     if not path.is_file():
         what = "a folder" if path.is_dir() else "not a regular file" if path.exists() else None
@@ -128,7 +135,7 @@ def check_run(
         )
     from gradcheck_cli.worker.process import run_worker
 
-    request = WorkerRequest(Job.RUN, path.resolve(), options, arguments, run_on)
+    request = WorkerRequest(Job.RUN, path.resolve(), options, arguments, run_on, sources=sources)
     run_options = replace(options, sum_loss=True)  # TensorFlow sums a non-scalar target
 
     early: list[list[Report]] = []  # analysed once, when the running script delivered them
@@ -137,15 +144,17 @@ def check_run(
 
         def callback(result: WorkerResult) -> None:
             assert isinstance(result, RunResult)
-            early.append(_run_reports(path, result, run_options))
+            early.append(_run_reports(path, result, run_options, sources))
             on_reports(early[0])
 
     result = run_worker(request, callback)
     assert isinstance(result, RunResult)
-    return early[0] if early else _run_reports(path, result, run_options)
+    return early[0] if early else _run_reports(path, result, run_options, sources)
 
 
-def _run_reports(path: Path, result: RunResult, options: CheckOptions) -> list[Report]:
+def _run_reports(
+    path: Path, result: RunResult, options: CheckOptions, texts: tuple[tuple[str, str], ...]
+) -> list[Report]:
     untrained = [v.name for v in result.untrained]
     # A variable no request lists, that a request's loss reads and would train (a codebook
     # left out of the list), is told with that request (GC213); the rest with the first
@@ -165,6 +174,7 @@ def _run_reports(path: Path, result: RunResult, options: CheckOptions) -> list[R
             never_requested=tuple(n for n in untrained if n not in told) if index == 0 else (),
             idle_training=tuple(result.idle) if index == 0 else (),
             read_not_requested=tuple(n for n in untrained if n in read and n not in told),
+            texts=texts,
         )
         report = report_from_result(request.result, source, options, extra)
         told.update(report.read_not_requested)
@@ -343,7 +353,7 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
             f"the loss {source.loss!r} has no trainable variable to check: the model has none, "
             "or the loss is computed from constants and inputs only"
         )
-    lines = SourceLines(_quoted_roots(source))
+    lines = SourceLines(_quoted_roots(source), dict(context.texts))
     intent = judge_intent(analysis, lines, requested=context.requested)
     explained = explain(analysis.verdicts, lines, intent.fixes)
     findings = build_findings(analysis, context, lines, explained.fixes, intent.findings)
@@ -365,6 +375,7 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         verification=context.verification,
         code=code,
         fixes=explained.fixes,
+        code_fixes=explained.code_fixes,
         still_cut=explained.still_cut,
         intended=intent.intended,
         read_not_requested=context.read_not_requested,

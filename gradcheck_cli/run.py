@@ -35,6 +35,8 @@ class ModelCheck:
 
     model: str
     options: CheckOptions = CheckOptions()
+    # (path, text) of files the model's script is run as if they held that text (`--fix`).
+    sources: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,7 @@ def check_model(item: ModelCheck) -> Outcome:
     from gradcheck_cli import api
 
     try:
-        report = api.check_with(item.model, item.options)
+        report = api.check_with(item.model, item.options, sources=item.sources)
     except Exception as error:
         return _failed(item.model, error)
     return Outcome(item.model, report=report)
@@ -163,6 +165,7 @@ def check_script(
     *,
     run_on: bool = False,
     on_outcomes: Callable[[list[Outcome]], None] | None = None,
+    sources: tuple[tuple[str, str], ...] = (),
 ) -> list[Outcome]:
     """Run a training script to its first step: one Outcome per gradient request, the policy
     applied; one failed Outcome if the script fails or never asks for gradients.
@@ -183,7 +186,9 @@ def check_script(
             on_outcomes(outcomes(reports))
 
     try:
-        reports = api.check_run(Path(script), arguments, options, run_on=run_on, on_reports=early)
+        reports = api.check_run(
+            Path(script), arguments, options, run_on=run_on, on_reports=early, sources=sources
+        )
     except Exception as error:
         return [_failed(script, error)]
     return outcomes(reports)

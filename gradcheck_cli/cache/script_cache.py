@@ -63,7 +63,7 @@ def traced(request: WorkerRequest) -> tuple[Answer, bool]:
     cannot be read or written is passed by. The caller tells a cached answer (`tell_cached`)
     once it made a report of it: a refusal of the answer is one line, cached or not."""
     options = request.options
-    if not options.cache or request.job not in CACHED_JOBS:
+    if not options.cache or request.job not in CACHED_JOBS or request.sources:
         from gradcheck_cli.worker.process import run_worker
 
         return run_worker(request), False

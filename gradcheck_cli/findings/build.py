@@ -53,6 +53,9 @@ class Context:
     read_not_requested: tuple[str, ...] = ()
     # `gradcheck run`: Keras training calls on a model with no trainable weight.
     idle_training: tuple[IdleTraining, ...] = ()
+    # (path, text) of files the check read as holding that text (a fix checked before it is
+    # written): the report quotes these texts.
+    texts: tuple[tuple[str, str], ...] = ()
 
 
 def build_findings(

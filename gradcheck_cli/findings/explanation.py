@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from gradcheck_cli.analysis.verdicts import Blocker, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.findings.advice.edits import CodeFix, code_fix
 from gradcheck_cli.findings.advice.fixes import variable_fix
 from gradcheck_cli.findings.source import SourceLines
 
@@ -19,6 +20,8 @@ class Explanations:
 
     fixes: dict[str, str]
     still_cut: dict[str, str]
+    # The fixes that are code gradcheck can write (`--fix`), by dead variable name.
+    code_fixes: dict[str, CodeFix]
 
 
 def explain(
@@ -34,7 +37,12 @@ def explain(
         for verdict in dead
         if (sentence := still_cut_sentence(verdict)) is not None
     }
-    return Explanations(fixes, still_cut)
+    code_fixes = {
+        verdict.name: fix
+        for verdict in dead
+        if verdict.name not in told and (fix := code_fix(verdict, source)) is not None
+    }
+    return Explanations(fixes, still_cut, code_fixes)
 
 
 def still_cut_sentence(verdict: VariableVerdict) -> str | None:

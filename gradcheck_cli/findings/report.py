@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
+from gradcheck_cli.findings.advice.edits import CodeFix
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.graph.model import SourceLocation
 
@@ -55,6 +56,8 @@ class Report:
     code: Mapping[tuple[str, int], str] = field(default_factory=dict)
     # What to write instead, per dead variable name: the one fix every format gives.
     fixes: Mapping[str, str] = field(default_factory=dict)
+    # The fixes that are code gradcheck can write itself (`--fix`), per dead variable name.
+    code_fixes: Mapping[str, CodeFix] = field(default_factory=dict)
     # Per dead variable name, which cuts would remain without its tf.stop_gradients.
     still_cut: Mapping[str, str] = field(default_factory=dict)
     # Dead variables accepted on purpose, with the reason (allow-dead pattern or baseline).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gradcheck_cli.errors import GradcheckError
@@ -22,10 +22,14 @@ class SourceLines:
     """The user's lines, by file. `roots`: when given, a file is quoted only if it is a regular
     Python file (or notebook) of bounded size under one of these folders, with no dot-folder on
     the way (`.git`): a crafted SavedModel's debug info names the files it likes
-    (`/proc/self/environ`, `.git/config`), and the report must not print them."""
+    (`/proc/self/environ`, `.git/config`), and the report must not print them. `texts`: files
+    (by path) whose text is read from here instead (a fix checked before it is written)."""
 
-    def __init__(self, roots: Sequence[Path] | None = None) -> None:
+    def __init__(
+        self, roots: Sequence[Path] | None = None, texts: Mapping[str, str] | None = None
+    ) -> None:
         self._roots = None if roots is None else [Path(os.path.realpath(r)) for r in roots]
+        self._texts = {os.path.realpath(path): text for path, text in (texts or {}).items()}
         self._files: dict[str, list[str] | None] = {}
         self._notebooks: dict[str, dict[int, str]] = {}
         self._trees: dict[str, ast.Module | None] = {}
@@ -91,7 +95,8 @@ class SourceLines:
         if not self.quotable(cell[0] if cell is not None else file):
             return None
         if cell is None:
-            text = bounded_text(file)
+            text = self._texts.get(os.path.realpath(file))
+            text = bounded_text(file) if text is None else text
             return None if text is None else text.splitlines()
         notebook, index = cell
         if notebook not in self._notebooks:

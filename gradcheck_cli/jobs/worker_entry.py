@@ -21,6 +21,7 @@ from pathlib import Path
 
 from gradcheck_cli.cache.file_reads import Recorder, after_import
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.jobs.substituted_sources import substitute
 from gradcheck_cli.options import memory_text
 from gradcheck_cli.worker.process_tree import MARK_VARIABLE, ProcessTree, kill_group
 from gradcheck_cli.worker.protocol import (
@@ -86,6 +87,7 @@ def main(argv: list[str]) -> int:
         recorder = Recorder(_user_folders(request.path))
         recorder.start()
         after_import("tensorflow", lambda _: _watch_kernel_reads(recorder))
+    substitute(dict(request.sources))
     result: WorkerResult | None
     try:
         _limit_memory(request.options.memory_limit)

@@ -42,6 +42,9 @@ class WorkerRequest:
     run_on: bool = False  # Job.RUN: let the script go on once its requests are delivered
     # Record what the job read (`file_reads`), for the cache: written beside the result.
     record_reads: bool = False
+    # (absolute path, text) of files the job reads as holding that text: a fix checked before
+    # it is written. Such a request is never answered from the cache.
+    sources: tuple[tuple[str, str], ...] = ()
 
 
 def reads_path(result_path: Path) -> Path:

@@ -1,0 +1,192 @@
+"""`--fix` and `--diff`: the fixes that are code, applied to the user's scripts only once a
+check of the fixed text finds each fixed variable trained."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from gradcheck_cli.findings.advice.edits import CodeFix, Edit, applied, unified_diff
+from gradcheck_cli.reporters import display_path
+from gradcheck_cli.run import ModelCheck, Outcome, Policy, check_models, check_script
+from gradcheck_cli.source_code.debug_info import is_user_file
+from gradcheck_cli.source_code.files import bounded_text
+
+# The kinds of report whose locations are the user's scripts (a SavedModel's and a Keras file's
+# name the code that built them, which the check did not run).
+_SCRIPT_KINDS = frozenset({"script", "run"})
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """One dead variable a code fix gives a gradient: which fix, in which file, at which line."""
+
+    model: str
+    variable: str
+    what: str
+    file: str
+    line: int
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file's text as gradcheck read it and with the verified fixes applied."""
+
+    path: str
+    before: str
+    after: str
+
+    def diff(self) -> str:
+        return unified_diff(self.path, display_path(self.path), self.before, self.after)
+
+
+@dataclass
+class Fixes:
+    """What `--fix` found for a run: the verified changes, the variables they fix, and the
+    outcomes of the check of the fixed text (what is left)."""
+
+    changes: list[FileChange] = field(default_factory=list)
+    fixed: list[Fixed] = field(default_factory=list)
+    # Variables whose code fix did not give them a gradient when checked: left in words.
+    unverified: list[tuple[str, str]] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+
+
+def find_fixes(
+    checks: Sequence[ModelCheck],
+    outcomes: Sequence[Outcome],
+    policy: Policy,
+    script_arguments: tuple[str, ...] | None = None,
+) -> Fixes:
+    """The code fixes of every model's reports, each model re-checked with its fixed text;
+    a fix is kept only if that check finds its variable no longer dead (at most two re-checks
+    a model: the second without the fixes the first did not confirm)."""
+    found = Fixes()
+    for check in checks:
+        own = [o for o in outcomes if o.model == check.model]
+        wanted = _code_fixes(own)
+        if not wanted:
+            found.outcomes += own
+            continue
+
+        def recheck(sources: tuple[tuple[str, str], ...], item: ModelCheck = check) -> list:
+            return _checked(item, sources, policy, script_arguments)
+
+        kept, texts, after = _verified(wanted, recheck, found.unverified, check.model)
+        if not kept:
+            found.outcomes += own
+            continue
+        found.outcomes += after
+        found.changes += [FileChange(path, *texts[path]) for path in texts]
+        for variable, fix in kept.items():
+            first = fix.edits[0]
+            found.fixed.append(Fixed(check.model, variable, fix.what, first.file, first.line))
+    return found
+
+
+def _code_fixes(outcomes: Sequence[Outcome]) -> dict[str, CodeFix]:
+    """The code fix of each dead variable of the outcomes' script reports, by variable, where
+    every file it edits is one of the user's Python files."""
+    fixes: dict[str, CodeFix] = {}
+    for outcome in outcomes:
+        report = outcome.report
+        if report is None or report.source.kind not in _SCRIPT_KINDS:
+            continue
+        for verdict in report.dead:
+            fix = report.code_fixes.get(verdict.name)
+            if fix is not None and all(_editable(file) for file in fix.files):
+                fixes.setdefault(verdict.name, fix)
+    return fixes
+
+
+def _editable(file: str) -> bool:
+    return file.endswith(".py") and is_user_file(file) and os.path.isfile(file)
+
+
+Recheck = Callable[[tuple[tuple[str, str], ...]], list[Outcome]]
+
+
+def _verified(
+    wanted: dict[str, CodeFix],
+    recheck: Recheck,
+    unverified: list[tuple[str, str]],
+    model: str,
+) -> tuple[dict[str, CodeFix], dict[str, tuple[str, str]], list[Outcome]]:
+    """The fixes a check of the fixed text confirms, the (before, after) text of each file they
+    change, and that check's outcomes."""
+    candidates = dict(wanted)
+    for _ in range(2):
+        texts = _fixed_texts(candidates)
+        # A fix whose edits are no longer found in its file is left to the words.
+        candidates = {
+            name: fix for name, fix in candidates.items() if all(f in texts for f in fix.files)
+        }
+        if not candidates:
+            break
+        sources = tuple((path, after) for path, (_, after) in texts.items())
+        after_outcomes = recheck(sources)
+        still_dead = {v.name for o in after_outcomes if o.report is not None for v in o.report.dead}
+        failed = any(o.report is None for o in after_outcomes)
+        confirmed = {n: f for n, f in candidates.items() if n not in still_dead and not failed}
+        if confirmed == candidates:
+            return candidates, texts, after_outcomes
+        unverified += [(model, name) for name in candidates if name not in confirmed]
+        candidates = confirmed
+    return {}, {}, []
+
+
+def _fixed_texts(fixes: dict[str, CodeFix]) -> dict[str, tuple[str, str]]:
+    """(before, after) of each file the fixes edit, where every edit of that file applies."""
+    by_file: dict[str, list[Edit]] = {}
+    for fix in fixes.values():
+        for edit in fix.edits:
+            by_file.setdefault(edit.file, []).append(edit)
+    texts = {}
+    for path, edits in by_file.items():
+        before = bounded_text(path)
+        after = None if before is None else applied(before, edits)
+        if before is not None and after is not None and after != before:
+            texts[path] = (before, after)
+    return texts
+
+
+def _checked(
+    check: ModelCheck,
+    sources: tuple[tuple[str, str], ...],
+    policy: Policy,
+    script_arguments: tuple[str, ...] | None,
+) -> list[Outcome]:
+    # The script's own output was shown by the first check: once is enough.
+    options = replace(check.options, quiet=True)
+    if script_arguments is not None:
+        return check_script(check.model, script_arguments, options, policy, sources=sources)
+    return check_models([replace(check, options=options, sources=sources)], policy)
+
+
+def write_changes(changes: Sequence[FileChange]) -> list[str]:
+    """Write each changed file whose text is still what gradcheck read (atomically, keeping its
+    mode); the one-line reason for each file left unwritten."""
+    problems = []
+    for change in changes:
+        path = Path(change.path)
+        if bounded_text(change.path) != change.before:
+            problems.append(
+                f"{display_path(change.path)} changed since gradcheck read it; nothing written "
+                "to it (run the check again)"
+            )
+            continue
+        try:
+            mode = path.stat().st_mode
+            with tempfile.NamedTemporaryFile(
+                "w", dir=path.parent, prefix=f".{path.name}.", delete=False, encoding="utf-8"
+            ) as handle:
+                handle.write(change.after)
+            os.chmod(handle.name, mode & 0o7777)
+            os.replace(handle.name, path)
+        except OSError as error:
+            Path(handle.name).unlink(missing_ok=True)
+            problems.append(f"cannot write {display_path(change.path)}: {error.strerror}")
+    return problems
