@@ -38,6 +38,7 @@ HEAVY = (
     "tests/findings/test_essential_cuts.py",
     "tests/findings/advice/test_fitted_fixes.py",
     "tests/findings/advice/test_fix_rewrites.py",
+    "tests/test_fix.py",
     "tests/findings/advice/test_override_maps.py",
     "tests/findings/test_unused_networks.py",
     "tests/keras_models/test_keras_models.py",
