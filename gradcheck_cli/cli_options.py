@@ -199,14 +199,15 @@ NO_MODEL = (
 def explain_option(
     callback: Callable[[click.Context, click.Parameter, str | None], None],
 ) -> Decorator:
-    """`--explain CODE`: eager, so it answers before the models and settings are checked."""
+    """`--explain RULE`: eager, so it answers before the models and settings are checked."""
     return click.option(
         "--explain",
-        metavar="CODE",
+        metavar="RULE",
         is_eager=True,
         expose_value=False,
         callback=callback,
-        help="Explain a rule (e.g. GC101) and exit; 'all' lists every rule.",
+        help="Explain a rule, by code or name (GC101, stop-gradient-cuts-variable), and exit; "
+        "'all' lists every rule.",
     )
 
 
