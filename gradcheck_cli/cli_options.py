@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -153,20 +154,33 @@ class ScriptCommand(GroupedCommand):
     def usage_hint(self, program: str, args: list[str], error: click.UsageError) -> str | None:
         if not isinstance(error, click.NoSuchOption):
             return None
-        with click.Context(self) as ctx:
-            options = [p for p in self.get_params(ctx) if isinstance(p, click.Option)]
-        takes_value = {
-            name: not option.is_flag and option.nargs > 0
-            for option in options
-            for name in option.opts + option.secondary_opts
-        }
-        ours, script, theirs = _split_script_arguments(args, takes_value)
+        arity = option_arity(self)
+        ours, script, theirs = _split_script_arguments(args, arity)
         if script is None or error.option_name not in {a.split("=")[0] for a in theirs}:
+            return None
+        if _mistyped(error.option_name, arity):
             return None
         return (
             f"{program} has no option {error.option_name}; the script's own arguments go "
             f"after --: {shlex.join([*program.split(), script, *ours, '--', *theirs])}"
         )
+
+
+def _mistyped(option: str, arity: Mapping[str, bool]) -> bool:
+    """Whether `option` is one letter away from one of gradcheck's (`--verfy`): click's own
+    guess then fits better than the script's arguments."""
+    return bool(difflib.get_close_matches(option, arity, n=1, cutoff=0.85))
+
+
+def option_arity(command: click.Command) -> dict[str, bool]:
+    """Every option name of `command` (`-q`, `--quiet`), and whether it takes a value."""
+    with click.Context(command) as ctx:
+        options = [p for p in command.get_params(ctx) if isinstance(p, click.Option)]
+    return {
+        name: not option.is_flag and option.nargs > 0
+        for option in options
+        for name in option.opts + option.secondary_opts
+    }
 
 
 def _split_script_arguments(
@@ -217,6 +231,36 @@ class ModelCommand(GroupedCommand):
     def __init__(self, *args: Any, subcommands: Sequence[click.Command] = (), **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.subcommands = tuple(subcommands)
+
+    def usage_hint(self, program: str, args: list[str], error: click.UsageError) -> str | None:
+        """An option of `gradcheck run` (`--continue`) says so; an unknown option right after
+        the one script checked (`gradcheck train.py --epochs 1`) is the script's own, which
+        only `gradcheck run` passes on."""
+        if not isinstance(error, click.NoSuchOption):
+            return None
+        option = error.option_name
+        for subcommand in self.subcommands:
+            if option in option_arity(subcommand):
+                return (
+                    f"{program} has no option {option}: it is an option of "
+                    f"`{program} {subcommand.name}` ({program} {subcommand.name} --help lists "
+                    "its options)"
+                )
+        arity = option_arity(self)
+        ours, script, theirs = _split_script_arguments(args, arity)
+        if script is None or not script.endswith(".py") or theirs[:1] != [option]:
+            return None
+        if _mistyped(option, arity):
+            return None
+        if any(not a.startswith("-") and a.endswith((".py", ".keras", ".h5")) for a in theirs):
+            return None  # more models to check: not one script's arguments
+        # Perhaps a mistyped option of gradcheck's: click's words (and guesses) stay first.
+        return (
+            f"{error.format_message()} If it is {script}'s own, a plain check cannot pass it "
+            "(it imports the script without arguments); check the script as it trains, with "
+            f"its arguments: {shlex.join([*program.split(), 'run', script, '--', *theirs])} "
+            f"({program} --help lists the options)"
+        )
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_usage(ctx, formatter)

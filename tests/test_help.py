@@ -94,3 +94,31 @@ def test_an_unknown_option_before_the_script_is_click_s_one_line() -> None:
     assert line == (
         "gradcheck: error: No such option '--epochs'. (gradcheck run --help lists the options)"
     )
+
+
+def test_a_mistyped_option_of_gradcheck_s_own_keeps_click_s_guess() -> None:
+    code, out, err = invoke(run_command, ["train.py", "--verfy"], prog_name="gradcheck run")
+    assert (code, out) == (ExitCode.ERROR, "")
+    (line,) = err.splitlines()
+    assert line.startswith("gradcheck: error: No such option '--verfy'. (Did you mean ")
+    assert "'--verify'" in line and " -- " not in line
+
+
+def test_a_script_s_option_in_a_plain_check_names_gradcheck_run() -> None:
+    code, out, err = invoke(command, ["train.py", "--epochs", "1"], prog_name="gradcheck")
+    assert (code, out) == (ExitCode.ERROR, "")
+    assert err == (
+        "gradcheck: error: No such option '--epochs'. If it is train.py's own, a plain check "
+        "cannot pass it (it imports the script without arguments); check the script as it "
+        "trains, with its arguments: gradcheck run train.py -- --epochs 1 "
+        "(gradcheck --help lists the options)\n"
+    )
+
+
+def test_an_option_of_gradcheck_run_in_a_plain_check_says_so() -> None:
+    code, out, err = invoke(command, ["train.py", "--continue"], prog_name="gradcheck")
+    assert (code, out) == (ExitCode.ERROR, "")
+    assert err == (
+        "gradcheck: error: gradcheck has no option --continue: it is an option of "
+        "`gradcheck run` (gradcheck run --help lists its options)\n"
+    )
