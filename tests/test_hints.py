@@ -11,6 +11,7 @@ import pytest
 
 from gradcheck_cli.cli import command, run_command
 from gradcheck_cli.run import ExitCode
+from tests import forked_python
 from tests.cli_runs import Ran, invoke
 
 RUN_INSTEAD = "check the script as it trains, stopped at its first gradient request, with"
@@ -182,3 +183,26 @@ def test_loss_model_on_an_unbuilt_model_names_gradcheck_run(
         "or give it a keras.Input) so gradcheck can trace its loss; or "
         f"{RUN_INSTEAD} `gradcheck run {script}`"
     )
+
+
+def test_loss_model_on_a_compiled_keras_file_says_to_leave_loss_out(tmp_path: Path) -> None:
+    saved = tmp_path / "classifier.keras"
+    forked_python.run(
+        [
+            "-c",
+            "import sys, keras\n"
+            "inputs = keras.Input((4,))\n"
+            "model = keras.Model(inputs, keras.layers.Dense(1)(inputs))\n"
+            "model.compile(optimizer='sgd', loss='mse')\n"
+            "model.save(sys.argv[1])\n",
+            str(saved),
+        ]
+    )
+    line = _error_line(invoke(command, [saved, "--loss", "model"]))
+    assert line == (
+        "gradcheck: error: 'model' is not a Keras loss; name one such as 'mse' or "
+        "'sparse_categorical_crossentropy'; classifier.keras is compiled, so leave --loss out "
+        "to check its own loss"
+    )
+    code, _, err = invoke(command, [saved])
+    assert code == ExitCode.CLEAN, err

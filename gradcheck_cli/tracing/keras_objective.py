@@ -78,9 +78,12 @@ def _objective(model: Any, loss: str | None, name: str, script: Path | None) -> 
         try:
             loss_function = keras.losses.get(loss)
         except (ValueError, TypeError):
+            # `--loss model` on a Keras file: its compiled objective needs no --loss.
+            compiled_already = f"; {name} is compiled, so leave --loss out to check its own loss"
             raise GradcheckError(
                 f"{loss!r} is not a Keras loss; name one such as 'mse' or "
                 "'sparse_categorical_crossentropy'"
+                f"{compiled_already if compiled else ''}"
             ) from None
     elif not compiled and not _overrides_compute_loss(model) and script is not None:
         raise GradcheckError(
