@@ -160,10 +160,28 @@ class ScriptCommand(GroupedCommand):
             return None
         if _mistyped(error.option_name, arity):
             return None
+        instead = shlex.join([*program.split(), script, *ours, "--", *theirs])
+        if error.option_name in _option_names(MODEL_OPTIONS):  # --loss, --jobs...
+            return (
+                f"{program} has no option {error.option_name}: it is an option of `gradcheck "
+                "MODEL...`, which checks a model without running it as a training script; if "
+                f"it is the script's own, it goes after --: {instead}"
+            )
         return (
             f"{program} has no option {error.option_name}; the script's own arguments go "
-            f"after --: {shlex.join([*program.split(), script, *ours, '--', *theirs])}"
+            f"after --: {instead}"
         )
+
+
+def _option_names(groups: Mapping[str | None, Sequence[Decorator]]) -> set[str]:
+    """The names (`-l`, `--loss`) of the options that `groups` declares."""
+
+    def holder() -> None: ...
+
+    for option in (option for options in groups.values() for option in options):
+        option(holder)
+    params: list[click.Parameter] = getattr(holder, "__click_params__", [])
+    return {name for param in params for name in param.opts + param.secondary_opts}
 
 
 def _mistyped(option: str, arity: Mapping[str, bool]) -> bool:
@@ -254,7 +272,7 @@ class ModelCommand(GroupedCommand):
             return None
         if any(not a.startswith("-") and a.endswith((".py", ".keras", ".h5")) for a in theirs):
             return None  # more models to check: not one script's arguments
-        # Perhaps a mistyped option of gradcheck's: click's words (and guesses) stay first.
+        # Perhaps an option of gradcheck's, misremembered: click's words and guesses first.
         return (
             f"{error.format_message()} If it is {script}'s own, a plain check cannot pass it "
             "(it imports the script without arguments); check the script as it trains, with "

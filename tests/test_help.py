@@ -122,3 +122,13 @@ def test_an_option_of_gradcheck_run_in_a_plain_check_says_so() -> None:
         "gradcheck: error: gradcheck has no option --continue: it is an option of "
         "`gradcheck run` (gradcheck run --help lists its options)\n"
     )
+
+
+def test_an_option_of_the_plain_form_in_gradcheck_run_says_so() -> None:
+    code, out, err = invoke(run_command, ["train.py", "--loss", "loss"], prog_name="gradcheck run")
+    assert (code, out) == (ExitCode.ERROR, "")
+    assert err == (
+        "gradcheck: error: gradcheck run has no option --loss: it is an option of `gradcheck "
+        "MODEL...`, which checks a model without running it as a training script; if it is "
+        "the script's own, it goes after --: gradcheck run train.py -- --loss loss\n"
+    )
