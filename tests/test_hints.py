@@ -41,6 +41,15 @@ SCRIPTS = {
             optimizer.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
         raise RuntimeError("checkpoint folder missing")
     """,
+    # TF1: `minimize` raises TensorFlow's gradient error while the graph is built.
+    "tf1_minimize.py": """
+        import tensorflow as tf
+
+        tf.compat.v1.disable_eager_execution()
+        w = tf.compat.v1.get_variable("w", shape=[], initializer=tf.compat.v1.ones_initializer())
+        loss = tf.cast(tf.cast(w, tf.int32), tf.float32) ** 2
+        train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+    """,
     # A script whose loss is a number the tape computed at import.
     "eager_loss.py": """
         import tensorflow as tf
@@ -84,6 +93,7 @@ SCRIPTS = {
 PLAIN = {
     "fit_at_import.py": [],
     "loop_then_fails.py": [],
+    "tf1_minimize.py": [],
     "eager_loss.py": ["--loss", "loss"],
     "compiled_in_main.py": ["--loss", "model"],
     "unbuilt_model.py": ["--loss", "model"],
@@ -139,6 +149,24 @@ def test_a_script_that_trains_at_import_then_fails_names_gradcheck_run(
         "imported it: checkpoint folder missing; it trains when imported (it asks for "
         f"gradients at {script}:8): {RUN_INSTEAD} `gradcheck run {script}`"
     )
+
+
+def test_tensorflow_s_gradient_error_at_import_names_gradcheck_run(
+    plain_runs: dict[str, Ran], scripts: dict[str, Path]
+) -> None:
+    script = scripts["tf1_minimize.py"]
+    line = _error_line(plain_runs["tf1_minimize.py"])
+    assert line.startswith(
+        f"gradcheck: error: {script} raised ValueError at {script}:6 while gradcheck imported "
+        "it: No gradients provided for any variable"
+    )
+    assert line.endswith(
+        ". TensorFlow found no gradient for any variable; to see why, "
+        f"{RUN_INSTEAD} `gradcheck run {script}`"
+    )
+    code, out, err = invoke(run_command, [scripts["tf1_minimize.py"], "-q"])
+    assert code == ExitCode.DEAD_VARIABLES, err
+    assert "1 of 1 trainable variables is dead" in out
 
 
 def test_an_eager_loss_named_with_loss_points_at_gradcheck_run(

@@ -149,11 +149,14 @@ def _run(path: Path, asked: list[SourceLocation | None]) -> dict[str, Any]:
 def _trains_at_import(path: Path, asked: list[SourceLocation | None], error: BaseException) -> str:
     """What to run instead when the script failed while it trained at import: it asked for
     gradients, or the failure is the error an optimizer raises when none came."""
-    gradients_missing = isinstance(error, ValueError) and "No gradients provided" in str(error)
-    if not asked and not gradients_missing:
-        return ""
-    at = f" (it asks for gradients at {asked[0]})" if asked and asked[0] is not None else ""
-    return f"it trains when imported{at}: {RUN_INSTEAD} `gradcheck run {path}`"
+    command = f"{RUN_INSTEAD} `gradcheck run {path}`"
+    if asked:
+        at = f" (it asks for gradients at {asked[0]})" if asked[0] is not None else ""
+        return f"it trains when imported{at}: {command}"
+    # TF1's `minimize` says so while the graph is built, before any step.
+    if isinstance(error, ValueError) and "No gradients provided" in str(error):
+        return f"TensorFlow found no gradient for any variable; to see why, {command}"
+    return ""
 
 
 @contextlib.contextmanager
