@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
-import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -12,6 +10,7 @@ from typing import Any, TypeVar
 import click
 import cloup
 
+from gradcheck_cli.cli_usage import option_arity, plain_hint, run_hint
 from gradcheck_cli.config import check_codes
 from gradcheck_cli.errors import error_line
 from gradcheck_cli.options import memory_bytes, timeout_seconds
@@ -152,25 +151,7 @@ class ScriptCommand(GroupedCommand):
     script, is most likely the script's own (`--epochs 1`), which goes after `--`."""
 
     def usage_hint(self, program: str, args: list[str], error: click.UsageError) -> str | None:
-        if not isinstance(error, click.NoSuchOption):
-            return None
-        arity = option_arity(self)
-        ours, script, theirs = _split_script_arguments(args, arity)
-        if script is None or error.option_name not in {a.split("=")[0] for a in theirs}:
-            return None
-        if _mistyped(error.option_name, arity):
-            return None
-        instead = shlex.join([*program.split(), script, *ours, "--", *theirs])
-        if error.option_name in _option_names(MODEL_OPTIONS):  # --loss, --jobs...
-            return (
-                f"{program} has no option {error.option_name}: it is an option of `gradcheck "
-                "MODEL...`, which checks a model without running it as a training script; if "
-                f"it is the script's own, it goes after --: {instead}"
-            )
-        return (
-            f"{program} has no option {error.option_name}; the script's own arguments go "
-            f"after --: {instead}"
-        )
+        return run_hint(program, args, error, option_arity(self), _option_names(MODEL_OPTIONS))
 
 
 def _option_names(groups: Mapping[str | None, Sequence[Decorator]]) -> set[str]:
@@ -184,63 +165,6 @@ def _option_names(groups: Mapping[str | None, Sequence[Decorator]]) -> set[str]:
     return {name for param in params for name in param.opts + param.secondary_opts}
 
 
-def _mistyped(option: str, arity: Mapping[str, bool]) -> bool:
-    """Whether `option` is one letter away from one of gradcheck's (`--verfy`): click's own
-    guess then fits better than the script's arguments."""
-    return bool(difflib.get_close_matches(option, arity, n=1, cutoff=0.85))
-
-
-def option_arity(command: click.Command) -> dict[str, bool]:
-    """Every option name of `command` (`-q`, `--quiet`), and whether it takes a value."""
-    with click.Context(command) as ctx:
-        options = [p for p in command.get_params(ctx) if isinstance(p, click.Option)]
-    return {
-        name: not option.is_flag and option.nargs > 0
-        for option in options
-        for name in option.opts + option.secondary_opts
-    }
-
-
-def _split_script_arguments(
-    args: list[str], takes_value: Mapping[str, bool]
-) -> tuple[list[str], str | None, list[str]]:
-    """`args` as gradcheck's own options (with their values), the script, and the rest,
-    which is the script's: everything after the script that is not one of `takes_value`'s
-    options, and everything after `--`."""
-    ours: list[str] = []
-    theirs: list[str] = []
-    script: str | None = None
-    remaining = iter(args)
-    for arg in remaining:
-        if arg == "--":
-            theirs += remaining
-            break
-        name = arg.split("=", 1)[0]
-        if name in takes_value:
-            ours.append(arg)
-            value = next(remaining, None) if takes_value[name] and "=" not in arg else None
-            ours += [] if value is None else [value]
-        elif arg.startswith("-") and len(arg) > 1 and _known_short_flags(arg, takes_value):
-            ours.append(arg)
-        elif script is None and not arg.startswith("-"):
-            script = arg
-        elif script is not None:
-            theirs.append(arg)
-        else:
-            ours.append(arg)
-    return ours, script, theirs
-
-
-def _known_short_flags(arg: str, takes_value: Mapping[str, bool]) -> bool:
-    """`-qv` (flags gradcheck knows, written together) or `-fjson` (a short option and its
-    value)."""
-    if arg.startswith("--"):
-        return False
-    if takes_value.get(arg[:2]):
-        return True
-    return all(takes_value.get(f"-{letter}") is False for letter in arg[1:])
-
-
 class ModelCommand(GroupedCommand):
     """`gradcheck MODEL...`, whose `--help` also shows the commands `main` hands the command
     line to when it starts with their name (`gradcheck run SCRIPT`): their usage under its own,
@@ -251,34 +175,8 @@ class ModelCommand(GroupedCommand):
         self.subcommands = tuple(subcommands)
 
     def usage_hint(self, program: str, args: list[str], error: click.UsageError) -> str | None:
-        """An option of `gradcheck run` (`--continue`) says so; an unknown option right after
-        the one script checked (`gradcheck train.py --epochs 1`) is the script's own, which
-        only `gradcheck run` passes on."""
-        if not isinstance(error, click.NoSuchOption):
-            return None
-        option = error.option_name
-        for subcommand in self.subcommands:
-            if option in option_arity(subcommand):
-                return (
-                    f"{program} has no option {option}: it is an option of "
-                    f"`{program} {subcommand.name}` ({program} {subcommand.name} --help lists "
-                    "its options)"
-                )
-        arity = option_arity(self)
-        ours, script, theirs = _split_script_arguments(args, arity)
-        if script is None or not script.endswith(".py") or theirs[:1] != [option]:
-            return None
-        if _mistyped(option, arity):
-            return None
-        if any(not a.startswith("-") and a.endswith((".py", ".keras", ".h5")) for a in theirs):
-            return None  # more models to check: not one script's arguments
-        # Perhaps an option of gradcheck's, misremembered: click's words and guesses first.
-        return (
-            f"{error.format_message()} If it is {script}'s own, a plain check cannot pass it "
-            "(it imports the script without arguments); check the script as it trains, with "
-            f"its arguments: {shlex.join([*program.split(), 'run', script, '--', *theirs])} "
-            f"({program} --help lists the options)"
-        )
+        subcommands = {str(sub.name): option_arity(sub) for sub in self.subcommands}
+        return plain_hint(program, args, error, option_arity(self), subcommands)
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_usage(ctx, formatter)
