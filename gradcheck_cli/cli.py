@@ -17,7 +17,8 @@ from gradcheck_cli.cli_options import (
     MODEL_OPTIONS,
     NO_MODEL,
     SCRIPT_OPTIONS,
-    GroupedCommand,
+    ModelCommand,
+    ScriptCommand,
     explain_option,
     grouped_options,
 )
@@ -117,7 +118,30 @@ def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> N
     ctx.exit(write_stdout(text, color=color) or ExitCode.CLEAN)
 
 
-@click.command(cls=GroupedCommand, context_settings=CONTEXT_SETTINGS)
+@click.command(
+    "run",
+    cls=ScriptCommand,
+    context_settings=CONTEXT_SETTINGS,
+    short_help="Run a training script unchanged, as python would, and check each gradient "
+    "request it makes before its first training step.",
+)
+@click.argument("script", metavar="SCRIPT", type=click.Path())
+@click.argument("arguments", metavar="[-- SCRIPT ARGS...]", nargs=-1, type=click.UNPROCESSED)
+@grouped_options(SCRIPT_OPTIONS)
+def run_command(script: str, arguments: tuple[str, ...], run_on: bool, **flags: Any) -> None:
+    """Run a training SCRIPT (or notebook) unchanged, as `python SCRIPT ARGS...` would, and
+    check every gradient request it makes before its first training step changes a weight.
+
+    Each request (GradientTape.gradient, tf.gradients, Optimizer.minimize, Model.fit) is judged
+    on the variables it differentiates. Arguments after `--` go to the script. Exit codes: 0
+    nothing fails the run, 1 findings (dead variables), 2 the script failed, or never asked for
+    gradients within --timeout.
+    """
+    options = _options((script,), flags, script_arguments=arguments, run_on=run_on)
+    sys.exit(run(options))
+
+
+@click.command(cls=ModelCommand, context_settings=CONTEXT_SETTINGS, subcommands=[run_command])
 @click.argument("models", metavar="[MODEL]...", nargs=-1, type=click.Path())
 @explain_option(_explain)
 @click.version_option(__version__, prog_name="gradcheck")
@@ -135,23 +159,6 @@ def command(models: tuple[str, ...], jobs: int, **flags: Any) -> None:
     options = _options(models, flags, jobs=jobs)
     if not options.models:
         raise click.UsageError(NO_MODEL)
-    sys.exit(run(options))
-
-
-@click.command("run", cls=GroupedCommand, context_settings=CONTEXT_SETTINGS)
-@click.argument("script", metavar="SCRIPT", type=click.Path())
-@click.argument("arguments", metavar="[-- SCRIPT ARGS...]", nargs=-1, type=click.UNPROCESSED)
-@grouped_options(SCRIPT_OPTIONS)
-def run_command(script: str, arguments: tuple[str, ...], run_on: bool, **flags: Any) -> None:
-    """Run a training SCRIPT (or notebook) unchanged, as `python SCRIPT ARGS...` would, and
-    check every gradient request it makes before its first training step changes a weight.
-
-    Each request (GradientTape.gradient, tf.gradients, Optimizer.minimize, Model.fit) is judged
-    on the variables it differentiates. Arguments after `--` go to the script. Exit codes: 0
-    nothing fails the run, 1 findings (dead variables), 2 the script failed, or never asked for
-    gradients within --timeout.
-    """
-    options = _options((script,), flags, script_arguments=arguments, run_on=run_on)
     sys.exit(run(options))
 
 

@@ -10,7 +10,9 @@ from typing import Any, TypeVar
 import click
 import cloup
 
+from gradcheck_cli.cli_usage import option_arity, plain_hint, run_hint
 from gradcheck_cli.config import check_codes
+from gradcheck_cli.errors import error_line
 from gradcheck_cli.options import memory_bytes, timeout_seconds
 from gradcheck_cli.reporters import Format
 from gradcheck_cli.run import ExitCode, FailOn
@@ -94,6 +96,7 @@ OUTPUT = "Output"
 POLICY = "Policy"
 RUN = "Run"
 HELP = "Help and debugging"
+COMMANDS = "Commands"
 GROUPS = {
     INPUT: "What to check, and how to load it.",
     OUTPUT: "What the report shows and where it goes.",
@@ -126,21 +129,92 @@ class GroupedCommand(cloup.Command):
     ) -> click.Context:
         """A usage error is one line in gradcheck's own form, `gradcheck: error: ...`, and exit
         code 2, like every other error (not click's usage block)."""
+        given = list(args)  # click's parser consumes the list it is given
         try:
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as error:
             program = f"gradcheck {self.name}" if self.name == "run" else "gradcheck"
-            click.echo(
-                f"gradcheck: error: {error.format_message()} ({program} --help lists the options)",
-                err=True,
+            told = self.usage_hint(program, given, error) or (
+                f"{error.format_message()} ({program} --help lists the options)"
             )
+            click.echo(error_line(f"gradcheck: error: {told}"), err=True)
             sys.exit(ExitCode.ERROR)
+
+    def usage_hint(self, program: str, args: list[str], error: click.UsageError) -> str | None:
+        """What to write instead, for a usage error that has a likely cause; None: click's
+        own words."""
+        return None
+
+
+class ScriptCommand(GroupedCommand):
+    """`gradcheck run SCRIPT [-- SCRIPT ARGS...]`: an option it does not know, after the
+    script, is most likely the script's own (`--epochs 1`), which goes after `--`."""
+
+    def usage_hint(self, program: str, args: list[str], error: click.UsageError) -> str | None:
+        return run_hint(program, args, error, option_arity(self), _option_names(MODEL_OPTIONS))
+
+
+def _option_names(groups: Mapping[str | None, Sequence[Decorator]]) -> set[str]:
+    """The names (`-l`, `--loss`) of the options that `groups` declares."""
+
+    def holder() -> None: ...
+
+    for option in (option for options in groups.values() for option in options):
+        option(holder)
+    params: list[click.Parameter] = getattr(holder, "__click_params__", [])
+    return {name for param in params for name in param.opts + param.secondary_opts}
+
+
+class ModelCommand(GroupedCommand):
+    """`gradcheck MODEL...`, whose `--help` also shows the commands `main` hands the command
+    line to when it starts with their name (`gradcheck run SCRIPT`): their usage under its own,
+    and a section that lists them. (A click group cannot take both MODEL... and a command.)"""
+
+    def __init__(self, *args: Any, subcommands: Sequence[click.Command] = (), **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.subcommands = tuple(subcommands)
+
+    def usage_hint(self, program: str, args: list[str], error: click.UsageError) -> str | None:
+        subcommands = {str(sub.name): option_arity(sub) for sub in self.subcommands}
+        return plain_hint(program, args, error, option_arity(self), subcommands)
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_usage(ctx, formatter)
+        for subcommand, sub_ctx in self._subcommand_contexts(ctx):
+            pieces = " ".join(subcommand.collect_usage_pieces(sub_ctx))
+            # cloup's formatter adds a space after the prefix: "Usage:" and its space.
+            formatter.write_usage(sub_ctx.info_name or "", pieces, prefix=" " * len("Usage:"))
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_help_text(ctx, formatter)
+        rows = [
+            (
+                f"{subcommand.name} {' '.join(subcommand.collect_usage_pieces(sub_ctx)[1:])}",
+                f"{subcommand.get_short_help_str(limit=300)} ({sub_ctx.info_name} --help "
+                "lists its options.)",
+            )
+            for subcommand, sub_ctx in self._subcommand_contexts(ctx)
+        ]
+        if rows:
+            with formatter.section(COMMANDS):
+                formatter.write_dl(rows)
+
+    def _subcommand_contexts(self, ctx: click.Context) -> list[tuple[click.Command, click.Context]]:
+        # Named as typed (`gradcheck run`): click's own command path of a command under a
+        # command puts the parent's arguments between them.
+        return [
+            (subcommand, click.Context(subcommand, info_name=f"{ctx.info_name} {subcommand.name}"))
+            for subcommand in self.subcommands
+        ]
 
 
 LOSS_OPTION = click.option(
     "--loss",
     "-l",
-    help="The loss for every MODEL: a function path, signature, SIGNATURE:OUTPUT, or tensor name.",
+    metavar="NAME",
+    help="The loss for every MODEL: a function or attribute path (a compiled Keras model's "
+    "too), a signature, SIGNATURE:OUTPUT, a tensor name, or a Keras loss for an uncompiled "
+    "Keras file.",
 )
 JOBS_OPTION = click.option(
     "--jobs",
@@ -181,14 +255,49 @@ CONTINUE_OPTION = click.option(
     help="Let the script train on after the report (it is stopped before its first step "
     "otherwise).",
 )
+
+
+def _timeout_option(bounded: str) -> Decorator:
+    return click.option(
+        "--timeout",
+        type=Seconds(),
+        help=f"Seconds {bounded}, more than 0 and at most 86400.  "
+        "[default: GRADCHECK_TIMEOUT, else the config's timeout, else 600]",
+    )
+
+
+def _memory_limit_option(process: str) -> Decorator:
+    return click.option(
+        "--memory-limit",
+        type=MemorySize(),
+        help=f"Memory {process} may allocate (8GiB; 0: no limit).  "
+        "[default: GRADCHECK_MEMORY_LIMIT, else the config's memory-limit, else half of "
+        "the machine's memory, at least 4 GiB]",
+    )
+
+
 MODEL_OPTIONS: dict[str | None, list[Decorator]] = {
     INPUT: [LOSS_OPTION, IMPORT_OPTION, UNSAFE_DESERIALIZATION_OPTION, SUM_LOSS_OPTION],
-    RUN: [JOBS_OPTION, NO_CACHE_OPTION],
+    RUN: [
+        JOBS_OPTION,
+        NO_CACHE_OPTION,
+        _timeout_option("a script or Keras file may take to load and trace its loss"),
+        _memory_limit_option("the process that loads a model (and what a script starts)"),
+    ],
 }
-"""Only `gradcheck MODEL` takes these: a script run by `gradcheck run` imports its own code,
-and its own gradient requests say what the loss is."""
-SCRIPT_OPTIONS: dict[str | None, list[Decorator]] = {RUN: [CONTINUE_OPTION]}
-"""Only `gradcheck run SCRIPT` takes these."""
+"""Only `gradcheck MODEL` takes these (a script run by `gradcheck run` imports its own code,
+and its own gradient requests say what the loss is); --timeout and --memory-limit, worded for
+it (`gradcheck run` has its own)."""
+SCRIPT_OPTIONS: dict[str | None, list[Decorator]] = {
+    RUN: [
+        CONTINUE_OPTION,
+        _timeout_option(
+            "the script may run until its first gradient request (TensorFlow's import included)"
+        ),
+        _memory_limit_option("the script's process (and what it starts)"),
+    ]
+}
+"""Only `gradcheck run SCRIPT` takes these; --timeout and --memory-limit, worded for it."""
 NO_MODEL = (
     "No MODEL given: name the models to check, or list them in the config file "
     '(models = ["model_dir", "train.py"] under [tool.gradcheck] in pyproject.toml).'
@@ -199,14 +308,15 @@ NO_MODEL = (
 def explain_option(
     callback: Callable[[click.Context, click.Parameter, str | None], None],
 ) -> Decorator:
-    """`--explain CODE`: eager, so it answers before the models and settings are checked."""
+    """`--explain RULE`: eager, so it answers before the models and settings are checked."""
     return click.option(
         "--explain",
-        metavar="CODE",
+        metavar="RULE",
         is_eager=True,
         expose_value=False,
         callback=callback,
-        help="Explain a rule (e.g. GC101) and exit; 'all' lists every rule.",
+        help="Explain a rule, by code or name (GC101, stop-gradient-cuts-variable), and exit; "
+        "'all' lists every rule.",
     )
 
 
@@ -216,6 +326,7 @@ _SHARED: dict[str | None, list[Decorator]] = {
             "--config",
             "config_file",
             type=click.Path(path_type=Path),
+            metavar="FILE",
             help="Read settings from this file (a pyproject.toml or a gradcheck.toml) instead "
             "of the nearest pyproject.toml.",
         ),
@@ -232,6 +343,7 @@ _SHARED: dict[str | None, list[Decorator]] = {
             "--output",
             "-o",
             type=click.Path(path_type=Path),
+            metavar="FILE",
             help="Write the report to FILE instead of stdout.",
         ),
         click.option(
@@ -259,7 +371,12 @@ _SHARED: dict[str | None, list[Decorator]] = {
                 "when unique) or a layer's variables (its name or attribute)."
             ),
         ),
-        click.option("--quiet", "-q", is_flag=True, help="Print only the one-line verdict."),
+        click.option(
+            "--quiet",
+            "-q",
+            is_flag=True,
+            help="Print only the one-line verdict, not what a script prints.",
+        ),
         click.option(
             "--fix",
             is_flag=True,
@@ -307,28 +424,24 @@ _SHARED: dict[str | None, list[Decorator]] = {
         click.option(
             "--write-baseline",
             type=click.Path(path_type=Path),
+            metavar="FILE",
             help="Write today's dead variables to this baseline file and exit 0.",
         ),
     ],
     RUN: [
         click.option(
-            "--timeout",
-            type=Seconds(),
-            help="Seconds a script or Keras file may take to load and trace, at most 86400.  "
-            "[default: GRADCHECK_TIMEOUT, else the config's timeout, else 600]",
-        ),
-        click.option(
-            "--memory-limit",
-            type=MemorySize(),
-            help="Memory the process that loads the model may allocate (8GiB; 0: no limit).  "
-            "[default: GRADCHECK_MEMORY_LIMIT, else the config's memory-limit, else half of "
-            "the machine's memory, at least 4 GiB]",
-        ),
-        click.option(
-            "--verify", is_flag=True, help="Also ask TensorFlow for its own gradients and compare."
+            "--verify",
+            is_flag=True,
+            help="Also ask TensorFlow for its own gradients of each loss, and compare.",
         ),
     ],
-    None: [click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")],
+    None: [
+        click.option(
+            "--debug",
+            is_flag=True,
+            help="Show Python tracebacks for errors, and TensorFlow's start-up log.",
+        )
+    ],
 }
 """The options both commands take, by `--help` group; None: ungrouped, listed under HELP."""
 

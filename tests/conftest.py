@@ -61,6 +61,7 @@ HEAVY = (
     "tests/test_security.py",
     "tests/test_cli.py",
     "tests/test_cli_policy.py",
+    "tests/test_hints.py",
     "tests/test_intended_cuts.py",
     "tests/test_keras_import.py",
     "tests/test_keras_train_step.py",

@@ -9,6 +9,7 @@ import click
 import pytest
 
 from gradcheck_cli.cli import command, run_command
+from gradcheck_cli.cli_options import COMMANDS as COMMANDS_HEADING
 from gradcheck_cli.cli_options import GROUPS, HELP
 from gradcheck_cli.config import KEYS
 from gradcheck_cli.options import TIMEOUT_VARIABLE
@@ -53,9 +54,10 @@ def test_help_lists_every_option_under_its_group(name: str) -> None:
     result = cli_result(cmd, ["--help"], prog_name=name)
     assert result.exit_code == 0
     headings = re.findall(r"^(\S[^:\n]*):$", result.stdout, re.M)
-    assert headings == [*GROUPS, HELP]
+    # `gradcheck --help` lists `gradcheck run` under COMMANDS before its options.
+    assert headings == [*([COMMANDS_HEADING] if cmd is command else []), *GROUPS, HELP]
     # Each option under exactly one heading, and the last group holds only help and debugging.
-    sections = re.split(r"^\S[^:\n]*:$", result.stdout, flags=re.M)[1:]
+    sections = re.split(r"^\S[^:\n]*:$", result.stdout, flags=re.M)[-len(GROUPS) - 1 :]
     for option in _options(cmd):
         long_name = max(option.opts, key=len)
         holding = [s for s in sections if re.search(rf"^\s+(-\w, )?{long_name}\b", s, re.M)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -1357,6 +1358,12 @@ _ALL = (
 
 RULES: dict[str, Rule] = {rule.code: rule for rule in _ALL}
 
+_RULES_BY_KEY: dict[str, Rule] = {
+    **{rule.code.lower(): rule for rule in _ALL},
+    **{rule.name: rule for rule in _ALL},
+}
+"""Every rule by its code (lower case) and by its name, as `--explain` takes them."""
+
 RULE_BY_REASON: dict[Reason, Rule] = {rule.reason: rule for rule in _ALL if rule.reason is not None}
 """The rule for a dead variable, by the `Reason` of the cut."""
 
@@ -1366,12 +1373,24 @@ RULE_BY_CONCERN: dict[ConcernKind, Rule] = {
 """The rule for each kind of concern the analysis raises."""
 
 
-def rule_for_code(code: str) -> Rule:
-    """The rule with this code, in any case (`gc101`); GradcheckError if there is none."""
-    rule = RULES.get(code.strip().upper())
-    if rule is None:
-        raise GradcheckError(f"unknown rule code {code}; known codes: {known_codes()}")
-    return rule
+def rule_for_code(code_or_name: str) -> Rule:
+    """The rule with this code (`GC101`) or name (`stop-gradient-cuts-variable`), in any case;
+    GradcheckError naming the closest codes and names if there is none."""
+    wanted = code_or_name.strip().lower().replace("_", "-")
+    rule = _RULES_BY_KEY.get(wanted)
+    if rule is not None:
+        return rule
+    close = difflib.get_close_matches(wanted, _RULES_BY_KEY, n=3)
+    # A code and a name of one rule can both be close: name each rule once.
+    codes = dict.fromkeys(_RULES_BY_KEY[key].code for key in close)
+    if codes:
+        guess = "did you mean " + ", ".join(f"{c} ({RULES[c].name})" for c in codes) + "?"
+    else:
+        guess = f"known codes: {known_codes()}"
+    raise GradcheckError(
+        f"unknown rule {code_or_name.strip()!r}; {guess} "
+        "(--explain all lists every rule by code and name)"
+    )
 
 
 def known_codes() -> str:

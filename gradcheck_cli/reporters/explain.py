@@ -26,7 +26,8 @@ _UNWRAPPED = 10_000
 
 
 def render_explanation(code: str, *, color: bool = False, width: int | None = 100) -> str:
-    """The rule `code` (any case), or the catalogue for `all`; GradcheckError if unknown.
+    """The rule `code` (its code or its name, any case), or the catalogue for `all`;
+    GradcheckError if unknown.
 
     `width` None: no line is wrapped (output to a pipe or a file)."""
     if code.strip().lower() == "all":
@@ -75,7 +76,7 @@ def render_catalogue(*, color: bool = False, width: int | None = 100) -> str:
                     rule.summary,
                 )
         parts.append(Padding(table, (0, 0, 0, 2)))
-    parts += [Text(), Text("gradcheck --explain CODE shows one rule's documentation.")]
+    parts += [Text(), Text("gradcheck --explain CODE (or NAME) shows one rule's documentation.")]
     return _render(Group(*parts), color=color, width=width)
 
 

@@ -25,7 +25,7 @@ def concrete_function(value: Any, name: str, path: Path) -> Any:
             f"{name} in {path} takes arguments but has no input_signature: gradcheck cannot "
             f"make up ({', '.join(required_parameters(function))}); give it "
             "@tf.function(input_signature=[tf.TensorSpec(...)])"
-            f"{_run_hint(path, ', or check the training script with')}"
+            f"{run_hint(path, ', or check the training script with')}"
         )
     with recording_variables() as created:
         try:
@@ -38,7 +38,7 @@ def concrete_function(value: Any, name: str, path: Path) -> Any:
                 raise GradcheckError(
                     f"{name} in {path} creates its variables inside the loss on every call, so "
                     "they are new at each training step; build the model outside the loss"
-                    f"{_run_hint(path, ', or use')}"
+                    f"{run_hint(path, ', or use')}"
                 ) from None
             raise
 
@@ -84,8 +84,14 @@ def _creates_variables_again(value: Any) -> bool:
     return bool(created)
 
 
-def _run_hint(path: Path, lead: str) -> str:
+def run_hint(path: Path, lead: str) -> str:
+    """`lead` and the command that checks the script `path` as it trains; "" for a notebook
+    or a Keras file."""
     return f"{lead} `gradcheck run {path}`" if path.suffix == ".py" else ""
+
+
+RUN_INSTEAD = "check the script as it trains, stopped at its first gradient request, with"
+"""How the errors of a plain check name `gradcheck run`, before the command (`run_hint`)."""
 
 
 def takes_no_arguments(function: Any) -> bool:

@@ -37,11 +37,13 @@ def trace_keras_model(
     keras: KerasWeights,
     created_at: dict[int, SourceLocation | None],
     verify: bool,
+    script: Path | None = None,
 ) -> TracedFunction:
-    """The model's own objective; with model.losses, also the data loss alone (for GC206)."""
+    """The model's own objective; with model.losses, also the data loss alone (for GC206).
+    `script`: the script that holds the model as its attribute `name` (`--loss model`)."""
     from gradcheck_cli.tracing.keras_objective import keras_objective
 
-    objective = keras_objective(model, loss, name)
+    objective = keras_objective(model, loss, name, script)
     keras.settle()
     # The optimizer's slots and the metrics' counters are Keras's bookkeeping, not the model's
     # (Keras 2 builds its compiled loss's metrics while the objective is traced).

@@ -8,9 +8,11 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.tracing.function_tracing import RUN_INSTEAD, run_hint
 from gradcheck_cli.tracing.keras_weights import imported_kerases
 
 
@@ -47,8 +49,21 @@ def _compiled(model: Any) -> bool:
     return getattr(model, "_compile_loss", None) is not None
 
 
-def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
-    """Trace `model`'s objective; `loss` names a Keras loss for an uncompiled model."""
+def keras_objective(
+    model: Any, loss: str | None, name: str, script: Path | None = None
+) -> KerasObjective:
+    """Trace `model`'s objective; `loss` names a Keras loss for an uncompiled model (a Keras
+    file's). `script`: the script whose attribute `name` holds the model (`--loss model`); what
+    cannot be traced then also names `gradcheck run`, which checks the script as it trains."""
+    if script is None:
+        return _objective(model, loss, name, None)
+    try:
+        return _objective(model, loss, name, script)
+    except GradcheckError as error:
+        raise GradcheckError(f"{error}{run_hint(script, f'; or {RUN_INSTEAD}')}") from None
+
+
+def _objective(model: Any, loss: str | None, name: str, script: Path | None) -> KerasObjective:
     import tensorflow as tf
 
     keras = keras_of(model)
@@ -63,10 +78,19 @@ def keras_objective(model: Any, loss: str | None, name: str) -> KerasObjective:
         try:
             loss_function = keras.losses.get(loss)
         except (ValueError, TypeError):
+            # `--loss model` on a Keras file: its compiled objective needs no --loss.
+            compiled_already = f"; {name} is compiled, so leave --loss out to check its own loss"
             raise GradcheckError(
                 f"{loss!r} is not a Keras loss; name one such as 'mse' or "
                 "'sparse_categorical_crossentropy'"
+                f"{compiled_already if compiled else ''}"
             ) from None
+    elif not compiled and not _overrides_compute_loss(model) and script is not None:
+        raise GradcheckError(
+            f"{name} in {script} is not compiled with a loss, so it has no objective to check: "
+            f"compile it with one where the script builds it ({name}.compile(optimizer, "
+            "loss=...)), or name a loss function of the script with --loss NAME"
+        )
     elif not compiled and not _overrides_compute_loss(model):
         raise GradcheckError(
             f"{name} is not compiled, so it has no loss; compile it, or name a Keras loss with "

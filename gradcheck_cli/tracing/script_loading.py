@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import runpy
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,12 @@ from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.tracing.eager_fallback import eager_fallback
 from gradcheck_cli.tracing.eager_reads import mark_frozen_reads, recording_eager_reads
-from gradcheck_cli.tracing.function_tracing import concrete_function, trace_loss
+from gradcheck_cli.tracing.function_tracing import (
+    RUN_INSTEAD,
+    concrete_function,
+    run_hint,
+    trace_loss,
+)
 from gradcheck_cli.tracing.keras_models import is_keras_model, trace_keras_model
 from gradcheck_cli.tracing.keras_weights import (
     keras_weights,
@@ -47,8 +54,8 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
     sys.path.insert(0, str(path.parent.resolve()))
     tracked = track_keras_weights()
     with tf.variable_creator_scope(record), recording_override_maps():
-        with recording_eager_reads() as reads:
-            namespace = _run(path)
+        with recording_eager_reads() as reads, _recording_gradient_requests(path) as asked:
+            namespace = _run(path, asked)
         name, value = find_loss(namespace, loss, path)
         progress.say(f"tracing {name}...")
         if is_graph_tensor(value):
@@ -60,6 +67,7 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
             raise GradcheckError(
                 f"{name} in {path} is an eager value, not a loss function: gradients cannot be "
                 "traced from a computed number; pass the function that computes it"
+                f"{run_hint(path, f', or {RUN_INSTEAD}')}"
             )
         keras = keras_weights(namespace, tracked)
         # The layer's line for a Keras weight, else the variable's own; the same dict goes on
@@ -78,7 +86,9 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
         ]
         left_out = {id(v) for v, _ in created if id(v) in bookkeeping and not v.dtype.is_floating}
         if is_keras_model(value):
-            return trace_keras_model(value, None, name, candidates, keras, created_at, verify)
+            return trace_keras_model(
+                value, None, name, candidates, keras, created_at, verify, script=path
+            )
         try:
             concrete = concrete_function(value, name, path)
         except GradcheckError:
@@ -111,7 +121,8 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
         return result
 
 
-def _run(path: Path) -> dict[str, Any]:
+def _run(path: Path, asked: list[SourceLocation | None]) -> dict[str, Any]:
+    """The script's namespace, imported; `asked`: where it asked for gradients meanwhile."""
     try:
         return runpy.run_path(str(path), run_name=SCRIPT_RUN_NAME)
     except SystemExit as exit_:
@@ -127,6 +138,45 @@ def _run(path: Path) -> dict[str, Any]:
         where = exception_location(error)
         at = f" at {where}" if where else ""
         said = f": {error}" if str(error) else ""
-        raise GradcheckError(
-            f"{path} raised {type(error).__name__}{at} while gradcheck imported it{said}"
-        ) from None
+        told = f"{path} raised {type(error).__name__}{at} while gradcheck imported it{said}"
+        instead = _trains_at_import(path, asked, error)
+        if instead:  # after a sentence of the script's own, a sentence of its own
+            ended = told.endswith((".", "!", "?"))
+            told += f" {instead[0].upper()}{instead[1:]}" if ended else f"; {instead}"
+        raise GradcheckError(told) from None
+
+
+def _trains_at_import(path: Path, asked: list[SourceLocation | None], error: BaseException) -> str:
+    """What to run instead when the script failed while it trained at import: it asked for
+    gradients, or the failure is the error an optimizer raises when none came."""
+    command = f"{RUN_INSTEAD} `gradcheck run {path}`"
+    if asked:
+        at = f" (it asks for gradients at {asked[0]})" if asked[0] is not None else ""
+        return f"it trains when imported{at}: {command}"
+    # TF1's `minimize` says so while the graph is built, before any step.
+    if isinstance(error, ValueError) and "No gradients provided" in str(error):
+        return f"TensorFlow found no gradient for any variable; to see why, {command}"
+    return ""
+
+
+@contextlib.contextmanager
+def _recording_gradient_requests(path: Path) -> Iterator[list[SourceLocation | None]]:
+    """Where the script asks for gradients while it is imported (`GradientTape.gradient`,
+    which Keras's `fit` calls too): the line of the script's own code that started it."""
+    import tensorflow as tf
+
+    original = tf.GradientTape.gradient
+    asked: list[SourceLocation | None] = []
+    script = str(path.resolve())
+
+    def gradient(tape: Any, *args: Any, **kwargs: Any) -> Any:
+        if not asked:
+            frames = [f for f in traceback.extract_stack() if f.filename == script]
+            asked.append(SourceLocation(script, frames[0].lineno or 0) if frames else None)
+        return original(tape, *args, **kwargs)
+
+    tf.GradientTape.gradient = gradient
+    try:
+        yield asked
+    finally:
+        tf.GradientTape.gradient = original

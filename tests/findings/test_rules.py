@@ -231,13 +231,45 @@ def test_explain_with_a_model_still_only_explains() -> None:
     assert out.startswith("GC201 stop-gradient-result-unused (warning)")
 
 
+@pytest.mark.parametrize(
+    "name", ["unused-suppression", "UNUSED-SUPPRESSION", " unused_suppression ", "gc008"]
+)
+def test_explain_takes_a_rule_s_name_as_well_as_its_code(name: str) -> None:
+    exit_code, out, err = _explain(name)
+    assert (exit_code, err) == (ExitCode.CLEAN, "")
+    assert out.splitlines()[0] == "GC008 unused-suppression (warning)"
+
+
+def test_explain_takes_every_rule_s_name() -> None:
+    for rule in RULES.values():
+        exit_code, out, _ = _explain(rule.name)
+        assert exit_code == ExitCode.CLEAN
+        assert out.splitlines()[0].startswith(f"{rule.code} {rule.name} ")
+
+
 def test_explain_unknown_code_exits_2_with_one_line() -> None:
     exit_code, out, err = _explain("GC999")
     assert exit_code == ExitCode.ERROR
     assert out == ""
     assert len(err.splitlines()) == 1
-    assert err.startswith("gradcheck: error: unknown rule code GC999; known codes: ")
-    assert "GC101" in err
+    assert err.startswith("gradcheck: error: unknown rule 'GC999'; did you mean GC209 (")
+    assert err.rstrip().endswith("(--explain all lists every rule by code and name)")
+
+
+def test_explain_misspelt_name_is_one_line_with_the_close_matches() -> None:
+    exit_code, out, err = _explain("unused-supression")
+    assert (exit_code, out) == (ExitCode.ERROR, "")
+    assert err == (
+        "gradcheck: error: unknown rule 'unused-supression'; did you mean GC008 "
+        "(unused-suppression)? (--explain all lists every rule by code and name)\n"
+    )
+
+
+def test_explain_nothing_close_lists_the_known_codes() -> None:
+    exit_code, out, err = _explain("xyzzy")
+    assert (exit_code, out) == (ExitCode.ERROR, "")
+    (line,) = err.splitlines()
+    assert line.startswith("gradcheck: error: unknown rule 'xyzzy'; known codes: GC001-")
 
 
 def test_explain_all_lists_every_code() -> None:
