@@ -92,11 +92,15 @@ def render(
         from gradcheck_cli.reporters.markdown import render_markdown
 
         return render_markdown(reports)
-    from gradcheck_cli.reporters.terminal import render_terminal
+    from gradcheck_cli.reporters.terminal import render_terminal, render_terminal_total
 
     options = terminal if isinstance(terminal, TerminalOptions) else TerminalOptions()
     between = "" if options.quiet else "\n"  # -q: one line per model, nothing between
-    return between.join(render_terminal(report, options) for report in reports)
+    text = between.join(render_terminal(report, options) for report in reports)
+    if len(batch) > 1 and not options.quiet and options.focus is None:
+        unchecked = len(batch) - len(reports)
+        text += between + render_terminal_total(reports, unchecked, options)
+    return text
 
 
 def display_path(path: str) -> str:

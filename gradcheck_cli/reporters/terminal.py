@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -25,6 +26,7 @@ from gradcheck_cli.findings.rules import (
 from gradcheck_cli.findings.source import assigned_name
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import TerminalOptions, display_path
+from gradcheck_cli.reporters.folding import code_lines, print_line, print_table
 from gradcheck_cli.reporters.grouping import (
     TABLE_ROWS,
     Group,
@@ -40,7 +42,9 @@ from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.verdict_text import (
     NOT_TRAINED_HERE,
     failing,
+    request_label,
     route_items,
+    total_parts,
     verdict_parts,
 )
 
@@ -56,11 +60,17 @@ _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.I
 
 # How wide the lists of layers are when lines are not wrapped (output to a pipe or a file).
 _LIST_WIDTH = 100
+_FIX_MARGIN = "  "  # before each line of a fix's code
 
 
 def render_terminal(report: Report, options: TerminalOptions) -> str:
     buffer = io.StringIO()
-    console = Console(
+    write(_console(buffer, options), report, options)
+    return buffer.getvalue()
+
+
+def _console(buffer: io.StringIO, options: TerminalOptions) -> Console:
+    return Console(
         file=buffer,
         # Unwrapped lines still need a width for the table's layout: one no line reaches.
         width=options.width or UNWRAPPED_WIDTH,
@@ -71,7 +81,19 @@ def render_terminal(report: Report, options: TerminalOptions) -> str:
         highlight=False,
         emoji=False,
     )
-    write(console, report, options)
+
+
+def render_terminal_total(
+    reports: Sequence[Report], unchecked: int, options: TerminalOptions
+) -> str:
+    """The line that closes the report of several models (or gradient requests) checked in one
+    run: the dead variables of them all, and the counts summed."""
+    buffer = io.StringIO()
+    console = _console(buffer, options)
+    headline, counts = total_parts(reports, unchecked, options.fail_on)
+    failed = any(report.dead or failing(report, options.fail_on) for report in reports)
+    style = "bold red" if failed else "bold green"
+    print_line(console, Text.assemble(("overall: ", "bold"), (headline, style), f" ({counts})"))
     return buffer.getvalue()
 
 
@@ -88,14 +110,14 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
         focus = [position[id(verdict)] for verdict in chosen]
     report = printable(report)
     if options.quiet:
-        where = display_path(report.source.path)
-        if report.source.kind == "run":  # one line per gradient request of the script
-            where += f" ({report.source.loss})"
         # One line per model, even on a narrow terminal: scripts read it line by line.
-        console.print(Text(f"{where}: ") + _verdict_text(report, options.fail_on), soft_wrap=True)
+        line = Text(f"{request_label(report.source)}: ") + _verdict_text(report, options.fail_on)
+        if report.source.step is not None:
+            line.append(f"; {report.source.step}")
+        console.print(line, soft_wrap=True)
         return
     source = report.source
-    _print(
+    print_line(
         console,
         f"[bold]gradcheck[/] {escape(display_path(source.path))} ({escape(source.kind)}), "
         f"loss [bold]{escape(source.loss)}[/]",
@@ -117,7 +139,7 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
     console.print()
     _write_summary(console, report, options)
     console.print()
-    _print(console, _verdict_text(report, options.fail_on))
+    print_line(console, _verdict_text(report, options.fail_on))
 
 
 # -- a group of variables with one root cause ----------------------------------------------------
@@ -128,30 +150,30 @@ def _write_group_story(console: Console, report: Report, group: Group, width: in
     console.print()
     first, count = group.first, len(group.members)
     if group.intended is not None:
-        _print(console, f"{_INTENDED_HEADER} [bold]{plural(count, 'variable')}[/]")
-        _print(console, f"  {escape(group.intended)}")
+        print_line(console, f"{_INTENDED_HEADER} [bold]{plural(count, 'variable')}[/]")
+        print_line(console, f"  {escape(group.intended)}")
     else:
         style = _STATUS_STYLE[first.status]
         cuts = (
             "the same cut" if len(first.blockers) == 1 else f"the same {len(first.blockers)} cuts"
         )
         by = f" by {cuts}" if first.blockers else ", for the same reason"
-        _print(
+        print_line(
             console, f"[{style}]{first.status.value}[/] [bold]{plural(count, 'variable')}[/]{by}"
         )
     scopes = scope_lines(group.members)
     for heading, items in scopes:
         plain = len(scopes) == 1 and "/" not in first.name  # the header already counts them
         if not plain:
-            _print(console, f"  [bold]{escape(heading)}[/]")
+            print_line(console, f"  [bold]{escape(heading)}[/]")
         indent = "  " if plain else "    "
         for line in capped(
             items, width - len(indent), "layer" if "/" in first.name else "variable"
         ):
-            _print(console, f"{indent}{escape(line)}")
+            print_line(console, f"{indent}{escape(line)}")
     created = {v.location for v in group.members}
     if len(created) == 1 and first.location is not None:
-        _print(console, f"  all created at {escape(_where(first.location))}")
+        print_line(console, f"  all created at {escape(_where(first.location))}")
         _write_code(console, report, first.location)
     if first.status is Status.UNUSED:
         in_layers = all("/" in v.name for v in group.members)
@@ -160,17 +182,17 @@ def _write_group_story(console: Console, report: Report, group: Group, width: in
             if in_layers
             else f"never reaches the loss: {why_unused(first) or ''}"
         )
-        _print(console, f"  {escape(reason)}")
+        print_line(console, f"  {escape(reason)}")
     else:
         heading = f"  path to the loss, from {escape(first.name)}:"
         _write_cuts(console, report, first, heading, first.name.split("/")[-1])
     _write_fix(console, group.fix)
     if group.fix is not None and group.fix_names_member:
-        _print(
+        print_line(
             console, f"  (written for {escape(first.name)}: the same for each, with its own name)"
         )
     why = f"--why {escape(group.scope)}, or -v" if group.scope else "-v, or --why NAME"
-    _print(console, f"  [dim]each variable's own story: {why}[/]")
+    print_line(console, f"  [dim]each variable's own story: {why}[/]")
 
 
 # -- one variable ---------------------------------------------------------------------------------
@@ -183,22 +205,22 @@ def _write_story(
     intended = report.intended.get(verdict.name)
     style = _STATUS_STYLE[verdict.status]
     status = f"[{style}]{verdict.status.value}[/]" if intended is None else _INTENDED_HEADER
-    _print(
+    print_line(
         console, f"{status} [bold]{escape(verdict.name)}[/] [dim]shape {escape(_shape(verdict))}[/]"
     )
     if intended is not None:
-        _print(console, f"  {escape(intended)}")
+        print_line(console, f"  {escape(intended)}")
     if verdict.location is not None:
-        _print(console, f"  created at {escape(_where(verdict.location))}")
+        print_line(console, f"  created at {escape(_where(verdict.location))}")
         _write_code(console, report, verdict.location)
     if verdict.status is Status.OK:
-        _print(console, "  gets gradient from the loss")
+        print_line(console, "  gets gradient from the loss")
         return
     if verdict.status is Status.FROZEN:
-        _print(console, "  trainable=False: the optimizer leaves it alone on purpose")
+        print_line(console, "  trainable=False: the optimizer leaves it alone on purpose")
         return
     if verdict.status is Status.UNUSED:
-        _print(console, f"  never reaches the loss: {escape(why_unused(verdict) or '')}")
+        print_line(console, f"  never reaches the loss: {escape(why_unused(verdict) or '')}")
     else:
         name = assigned_name(report.code_at(verdict.location)) or verdict.name.split("/")[-1]
         _write_cuts(console, report, verdict, "  path to the loss:", name)
@@ -213,22 +235,23 @@ def _write_cuts(
     """A blocked variable's path to the loss, each cut with its line, the cuts hiding behind
     its tf.stop_gradients."""
     if verdict.route:
-        _print(console, heading)
-        _print(console, Text("    ") + _route_text(name, verdict.route))
+        print_line(console, heading)
+        print_line(console, Text("    ") + _route_text(name, verdict.route))
     for number, blocker in enumerate(verdict.blockers, start=1):
         _write_cut(console, report, number, blocker)
     still_cut = report.still_cut.get(verdict.name)
     if still_cut:
-        _print(console, f"  {escape(still_cut)}")
+        print_line(console, f"  {escape(still_cut)}")
 
 
 def _write_fix(console: Console, fix: str | None) -> None:
-    """`fix:` and its first line, then the code to paste, never folded."""
+    """`fix:` and its first line, then the code to paste, folded where Python accepts it."""
     if fix:
         head, *code = fix.splitlines()
-        _print(console, f"  [bold]fix:[/] {escape(head)}")
+        print_line(console, f"  [bold]fix:[/] {escape(head)}")
         for line in code:
-            console.print(f"  [green]{escape(line)}[/]", soft_wrap=True)
+            for part in code_lines(console, line, len(_FIX_MARGIN)):
+                console.print(Text.assemble(_FIX_MARGIN, (part, "green")), soft_wrap=True)
 
 
 def _write_layer_story(console: Console, report: Report, group: Group) -> None:
@@ -240,13 +263,15 @@ def _write_layer_story(console: Console, report: Report, group: Group) -> None:
     attribute = first.path.rpartition(".")[0] if first.path and first.path != first.name else None
     holder = f" ({attribute})" if attribute else ""
     status = "[bold yellow]unused[/]" if group.intended is None else _INTENDED_HEADER
-    _print(console, f"{status} layer [bold]{escape(layer)}[/]{escape(holder)}: {escape(weights)}")
+    print_line(
+        console, f"{status} layer [bold]{escape(layer)}[/]{escape(holder)}: {escape(weights)}"
+    )
     if group.intended is not None:
-        _print(console, f"  {escape(group.intended)}")
+        print_line(console, f"  {escape(group.intended)}")
     if first.location is not None:
-        _print(console, f"  created at {escape(_where(first.location))}")
+        print_line(console, f"  created at {escape(_where(first.location))}")
         _write_code(console, report, first.location)
-    _print(console, f"  {_unused_layer_reason(first)}")
+    print_line(console, f"  {_unused_layer_reason(first)}")
     _write_fix(console, group.fix)
 
 
@@ -270,12 +295,12 @@ def _write_side_cuts(console: Console, report: Report, verdict: VariableVerdict)
     """-v, --why: the cuts on the variable's other paths, which alone would train nothing."""
     if not verdict.side_cuts:
         return
-    _print(
+    print_line(
         console,
         "  [dim]side cuts, on other paths to the loss (removing them alone trains nothing):[/]",
     )
     for blocker in verdict.side_cuts:
-        _print(
+        print_line(
             console,
             f"    {escape(blocker.op_type)} [dim]({blocker.reason.value})[/] "
             f"at {escape(_cut_place(blocker))}",
@@ -299,29 +324,32 @@ def _cut_place(blocker: Blocker) -> str:
 
 def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) -> None:
     where = _cut_place(blocker)
-    _print(
+    print_line(
         console,
         f"  [red]cut {number}[/] [bold]{escape(blocker.op_type)}[/] "
         f"[dim]({blocker.reason.value})[/] at {escape(where)}",
     )
     _write_code(console, report, blocker.location)
-    _print(console, f"      {escape(blocker.message)}")
+    print_line(console, f"      {escape(blocker.message)}")
 
 
 def _write_code(console: Console, report: Report, location: SourceLocation | None) -> None:
+    """The user's own line, the report's most important one: in the terminal's normal style
+    (the gutter dim), folded between tokens under a gutter without a number."""
     code = report.code_at(location)
     if location is None or code is None:
         return
-    console.print(
-        Text(f"    {location.line:>5} | ", style="dim") + Text(code.rstrip()),
-        soft_wrap=True,  # code is never cut or folded: the terminal wraps it, copies stay whole
-    )
+    gutter = f"    {location.line:>5} | "
+    for number, part in enumerate(code_lines(console, code, len(gutter))):
+        mark = gutter if number == 0 else f"{'|':>{len(gutter) - 1}} "
+        console.print(Text.assemble((mark, "dim"), part), soft_wrap=True)
 
 
 def _route_text(name: str, route: tuple[PathStep, ...]) -> Text:
     """`w → Mul → ✂ Cast → … 4 ops … → loss`: cuts highlighted, pass-through ops left out,
     long runs without a cut collapsed, the name scope (Keras layer) shown where it changes."""
-    text = Text(name, style="bold")
+    text = Text()
+    text.append(name, style="bold")  # the name only: a Text's own style would cover the route
     scope = ""
     for item in route_items(route):
         text.append(" → ")
@@ -349,17 +377,17 @@ def _write_findings(console: Console, report: Report, options: TerminalOptions) 
     if not shown:
         return
     console.print()
-    _print(console, "[bold]warnings and notes[/]")
+    print_line(console, "[bold]warnings and notes[/]")
     for item, others in (
         same_but_for_the_variable(shown) if not options.verbose else ((item, 0) for item in shown)
     ):
         style = _SEVERITY_STYLE[item.severity]
         where = f" at {escape(_where(item.location))}" if item.location else ""
         more = f" (the same for {plural(others, 'more variable')})" if others else ""
-        _print(console, f"  [{style}]{item.code}[/]{where}: {escape(item.message)}{more}")
+        print_line(console, f"  [{style}]{item.code}[/]{where}: {escape(item.message)}{more}")
         _write_code(console, report, item.location)
         if item.hint and RULES[item.code].concern is not None:
-            _print(console, f"      [bold]fix:[/] {escape(item.hint)}")
+            print_line(console, f"      [bold]fix:[/] {escape(item.hint)}")
 
 
 def _write_disagreements(console: Console, report: Report) -> None:
@@ -368,12 +396,12 @@ def _write_disagreements(console: Console, report: Report) -> None:
     if not disagreeing:
         return
     console.print()
-    _print(
+    print_line(
         console,
         f"[bold red]TensorFlow disagrees with gradcheck on {plural(len(disagreeing), 'variable')}"
         f"[/] ({VERIFICATION_DISAGREES.code}, the tensorflow column below)",
     )
-    _print(console, f"  next: {escape(VERIFICATION_DISAGREES_NEXT)}")
+    print_line(console, f"  next: {escape(VERIFICATION_DISAGREES_NEXT)}")
 
 
 def _disagreements(report: Report) -> dict[str, str]:
@@ -420,7 +448,7 @@ def _write_summary(console: Console, report: Report, options: TerminalOptions) -
             said = disagreeing.get(verdict.name)
             row.append(Text(f"{said} (disagrees)", style="bold red") if said else Text(""))
         table.add_row(*row)
-    console.print(table)
+    print_table(console, table)
 
 
 def _write_collapsed_summary(console: Console, report: Report) -> None:
@@ -436,7 +464,7 @@ def _write_collapsed_summary(console: Console, report: Report) -> None:
             str(row.count),
             str(row.cuts) if row.cuts else "",
         )
-    console.print(table)
+    print_table(console, table)
 
 
 def _status_text(status: Status, accepted: str, intended: bool) -> Text:
@@ -466,17 +494,3 @@ def _verdict_text(report: Report, fail_on: FailOn) -> Text:
     headline, counts = verdict_parts(report, fail_on)
     style = "bold red" if report.dead or failing(report, fail_on) else "bold green"
     return Text.assemble((headline, style), f" ({counts})")
-
-
-def _print(console: Console, line: str | Text) -> None:
-    """One line of the report (markup, or Text). Too long for the console, it folds at a space,
-    its continuation lines indented like the line itself; with `soft_wrap` it stays whole."""
-    text = Text.from_markup(line) if isinstance(line, str) else line
-    if console.soft_wrap:
-        console.print(text)
-        return
-    indent = len(text.plain) - len(text.plain.lstrip(" "))
-    body = text[indent:]
-    for part in body.wrap(console, max(console.width - indent, 20)):
-        part.rstrip()
-        console.print(Text(" " * indent) + part, soft_wrap=True)
