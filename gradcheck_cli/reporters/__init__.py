@@ -97,7 +97,9 @@ def render(
     options = terminal if isinstance(terminal, TerminalOptions) else TerminalOptions()
     between = "" if options.quiet else "\n"  # -q: one line per model, nothing between
     text = between.join(render_terminal(report, options) for report in reports)
-    if len(batch) > 1 and not options.quiet and options.focus is None:
+    # Several reports end with one line for them all (counting those that could not be
+    # checked, whose errors went to stderr).
+    if len(reports) > 1 and not options.quiet and options.focus is None:
         unchecked = len(batch) - len(reports)
         text += between + render_terminal_total(reports, unchecked, options)
     return text

@@ -28,6 +28,7 @@ _STARTS_A_LINE = frozenset(
         *("==", "!=", "<", ">", "<=", ">=", ":=", "->"),
     }
 )
+_CLAUSES = frozenset({"for", "if", "else", "and", "or"})
 HANGING_INDENT = "    "
 """How much deeper than its line a folded line's continuation is indented."""
 _CONTINUED = " \\"  # a fold outside brackets: Python's explicit line joining
@@ -71,7 +72,8 @@ class _Fold:
 
     offset: int
     joined: bool  # Python joins the two lines by itself (inside brackets, before a comment)
-    rank: int  # how well a line reads folded here: 2 after a comma, 1 at a space or bracket
+    rank: int  # how well a line reads folded here: 3 after a comma ... 0 before a bare operator
+    depth: int = 0  # brackets open here: a shallower fold reads better
     comment: bool = False  # inside a comment: the continuation needs its own `#`
 
 
@@ -104,8 +106,8 @@ def fold_code(code: str, width: int) -> list[str]:
 
 def _chosen(code: str, start: int, room: int, folds: list[_Fold]) -> _Fold | None:
     """Where the line from `start` folds to fit in `room`: a fold Python joins by itself if one
-    fits, else one that needs ` \\`; among those that fill two thirds of the room, the best
-    ranked (a comma before an operator), else the last that fits."""
+    fits, else one that needs ` \\`; among those that fill two thirds of the room, the one
+    ranked best for its depth (the outermost comma), else the last that fits."""
     fitting: dict[bool, list[tuple[_Fold, int]]] = {True: [], False: []}
     for fold in folds:
         if fold.offset <= start:
@@ -118,8 +120,10 @@ def _chosen(code: str, start: int, room: int, folds: list[_Fold]) -> _Fold | Non
     chosen = fitting[True] or fitting[False]
     if not chosen:
         return None
-    full = [(fold.rank, fold.offset, fold) for fold, used in chosen if 3 * used >= 2 * room]
-    return max(full)[2] if full else chosen[-1][0]
+    full = [fold for fold, used in chosen if 3 * used >= 2 * room]
+    if not full:
+        return chosen[-1][0]
+    return max(full, key=lambda fold: (fold.rank - fold.depth, fold.offset))
 
 
 def _last_fitting(code: str, start: int, room: int) -> int:
@@ -144,7 +148,7 @@ def _folds(code: str) -> list[_Fold]:
         start, end = token.start[1] + shift, token.end[1] + shift
         covered = end
         if token.type == tokenize.COMMENT:
-            folds.append(_Fold(start, joined=True, rank=2))
+            folds.append(_Fold(start, joined=True, rank=3))
             folds += [
                 _Fold(start + index + 1, joined=True, rank=1, comment=True)
                 for index, character in enumerate(token.string)
@@ -158,7 +162,7 @@ def _folds(code: str) -> list[_Fold]:
             in_string -= 1
         rank = None if previous is None or in_string else _rank(previous, token, code, shift)
         if rank is not None:
-            folds.append(_Fold(start, joined=depth > 0, rank=rank))
+            folds.append(_Fold(start, joined=depth > 0, rank=rank, depth=depth))
         if token.type == tokenize.OP and token.string in _OPENING:
             depth += 1
         elif token.type == tokenize.OP and token.string in _CLOSING:
@@ -176,21 +180,21 @@ def _folds(code: str) -> list[_Fold]:
 def _rank(
     before: tokenize.TokenInfo, after: tokenize.TokenInfo, code: str, shift: int
 ) -> int | None:
-    """How well a line reads folded between these tokens (None: never, around a `.`): 2 after
-    a separator, 1 after an opening bracket or where the code has a space, 0 before an operator
-    written without one."""
+    """How well a line reads folded between these tokens, None where it never folds (around a
+    `.`, inside a name): 3 after a separator; 2 after an opening bracket, or at a space before
+    an operator or a clause (`for`, `if`); 1 at another space; 0 before an operator written
+    without one."""
     if before.type == tokenize.OP and before.string in (",", ";"):
-        return 2
+        return 3
     if before.type == tokenize.OP and before.string in _OPENING:
-        return 1
+        return 2
     if before.string == "." or after.string == ".":
         return None
     gap = code[before.end[1] + shift : after.start[1] + shift]
+    operator = after.type == tokenize.OP and after.string in _STARTS_A_LINE
     if gap and gap.isspace():
-        return 1
-    if after.type == tokenize.OP and after.string in _STARTS_A_LINE:
-        return 0
-    return None
+        return 2 if operator or after.string in _CLAUSES else 1
+    return 0 if operator else None
 
 
 def _fstring(token: tokenize.TokenInfo, part: str) -> bool:

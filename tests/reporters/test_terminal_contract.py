@@ -16,7 +16,13 @@ from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableV
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.policy import FailOn
-from gradcheck_cli.findings.report import Disagreement, Report, SourceInfo, Verification
+from gradcheck_cli.findings.report import (
+    Disagreement,
+    Report,
+    RequestInfo,
+    SourceInfo,
+    Verification,
+)
 from gradcheck_cli.findings.rules import RULES, VERIFICATION_DISAGREES, VERIFICATION_DISAGREES_NEXT
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import TerminalOptions
@@ -97,10 +103,16 @@ def test_quiet_is_one_line_naming_the_model_even_on_a_narrow_terminal() -> None:
     )
 
 
-def test_quiet_names_each_gradient_request_of_a_run() -> None:
-    source = SourceInfo(MODEL, "run", "GradientTape.gradient at train.py:12")
+def test_quiet_names_each_gradient_request_of_a_run_by_its_line() -> None:
+    request = RequestInfo("GradientTape.gradient", SourceLocation(MODEL, 12))
+    source = SourceInfo(MODEL, "run", "GradientTape.gradient at train.py:12", request)
     line = _render(_report(verdict("b", Status.OK), source=source), quiet=True, width=None)
-    assert line.startswith("train.py (GradientTape.gradient at train.py:12): every trainable")
+    assert line.startswith("train.py:12: GradientTape.gradient: every trainable variable gets")
+    # A request made in another file (a helper module) still names the script first.
+    helper = RequestInfo("tf.gradients", SourceLocation(str(REPO / "helpers.py"), 7))
+    source = SourceInfo(MODEL, "run", "tf.gradients at helpers.py:7", helper)
+    line = _render(_report(verdict("b", Status.OK), source=source), quiet=True, width=None)
+    assert line.startswith("train.py: tf.gradients at helpers.py:7: every trainable variable")
 
 
 # -- why the run failed ---------------------------------------------------------------------------
