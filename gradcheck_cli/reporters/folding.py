@@ -63,7 +63,8 @@ def code_lines(console: Console, code: str, margin: int) -> list[str]:
     (`soft_wrap`), else folded between its tokens."""
     if console.soft_wrap:
         return [code.rstrip()]
-    return fold_code(code, max(console.width - margin, _NARROWEST_CODE))
+    # Measured as the console shows it: rich expands tabs to 8 columns.
+    return fold_code(code.expandtabs(8), max(console.width - margin, _NARROWEST_CODE))
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,9 @@ class _Fold:
 
 
 def fold_code(code: str, width: int) -> list[str]:
-    """`code` (one line, its indentation kept) as lines of at most `width` cells when its tokens
-    allow it; continuation lines are indented by HANGING_INDENT more than the line."""
+    """`code` (one line, its indentation kept) as lines of at most `width` cells where its tokens
+    allow it (a name or string wider than that is never cut: its line overflows);
+    continuation lines are indented by HANGING_INDENT more than the line."""
     code = code.rstrip()
     if cell_len(code) <= width:
         return [code]
@@ -91,15 +93,16 @@ def fold_code(code: str, width: int) -> list[str]:
     while cell_len(prefix) + cell_len(code[start:]) > width:
         room = width - cell_len(prefix)
         fold = _chosen(code, start, room, folds)
-        if fold is None:  # no token boundary fits (a long string): cut it where the width ends
-            end = _last_fitting(code, start, room)
-            lines.append(prefix + code[start:end])
-            start = end
-        else:
-            line = code[start : fold.offset].rstrip()
-            lines.append(prefix + line + ("" if fold.joined else _CONTINUED))
-            start = fold.offset
-        prefix = hang + ("# " if fold is not None and fold.comment else "")
+        if fold is None:  # a name or string wider than the room: it overflows, whole
+            fold = next(
+                (f for f in folds if f.offset > start and code[start : f.offset].strip()), None
+            )
+            if fold is None:
+                break
+        line = code[start : fold.offset].rstrip()
+        lines.append(prefix + line + ("" if fold.joined else _CONTINUED))
+        start = fold.offset
+        prefix = hang + ("# " if fold.comment else "")
     lines.append(prefix + code[start:])
     return lines
 
@@ -126,13 +129,6 @@ def _chosen(code: str, start: int, room: int, folds: list[_Fold]) -> _Fold | Non
     return max(full, key=lambda fold: (fold.rank - fold.depth, fold.offset))
 
 
-def _last_fitting(code: str, start: int, room: int) -> int:
-    end = start + 1
-    while end < len(code) and cell_len(code[start : end + 1]) <= room:
-        end += 1
-    return end
-
-
 def _folds(code: str) -> list[_Fold]:
     """Every place between two tokens of `code` where a line may fold, in order."""
     tokens = _tokens(code.lstrip())
@@ -156,13 +152,10 @@ def _folds(code: str) -> list[_Fold]:
             ]
             previous = token
             continue
-        if _fstring(token, "START"):
-            in_string += 1
-        elif _fstring(token, "END"):
-            in_string -= 1
         rank = None if previous is None or in_string else _rank(previous, token, code, shift)
         if rank is not None:
             folds.append(_Fold(start, joined=depth > 0, rank=rank, depth=depth))
+        in_string += _fstring(token, "START") - _fstring(token, "END")
         if token.type == tokenize.OP and token.string in _OPENING:
             depth += 1
         elif token.type == tokenize.OP and token.string in _CLOSING:

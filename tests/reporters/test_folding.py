@@ -107,9 +107,11 @@ def test_text_that_is_not_python_folds_at_its_spaces() -> None:
     assert all(cell_len(part) <= 40 for part in lines)
 
 
-def test_a_name_longer_than_the_width_is_cut_only_where_nothing_else_fits() -> None:
+def test_a_name_wider_than_the_width_overflows_whole() -> None:
     name = "a_variable_name_far_longer_than_any_terminal_is_wide_" * 2
-    lines = fold_code(f"x = {name}", 40)
-    assert lines[0] == "x = \\"  # the fold before the name, then the name cut at the width
-    assert "".join(line.strip() for line in lines[1:]) == name
-    assert all(cell_len(line) <= 40 for line in lines)
+    assert fold_code(f"x = {name} + 1", 40) == ["x = \\", f"    {name} \\", "    + 1"]
+    # A string that just misses the width with its ` \\`: still whole, still Python.
+    code = 'message = "a string of exactly the room it has" + suffix'
+    lines = fold_code(code, 40)
+    assert ast.dump(ast.parse("\n".join(lines))) == ast.dump(ast.parse(code))
+    assert all(line == line.rstrip() for line in lines)
