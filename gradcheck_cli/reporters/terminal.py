@@ -26,7 +26,8 @@ from gradcheck_cli.findings.rules import (
 from gradcheck_cli.findings.source import assigned_name
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import TerminalOptions, display_path
-from gradcheck_cli.reporters.folding import code_lines, print_line, print_table
+from gradcheck_cli.reporters.folding import code_lines, print_table
+from gradcheck_cli.reporters.folding import print_line as _print
 from gradcheck_cli.reporters.grouping import (
     TABLE_ROWS,
     Group,
@@ -93,7 +94,7 @@ def render_terminal_total(
     headline, counts = total_parts(reports, unchecked, options.fail_on)
     failed = any(report.dead or failing(report, options.fail_on) for report in reports)
     style = "bold red" if failed else "bold green"
-    print_line(console, Text.assemble(("overall: ", "bold"), (headline, style), f" ({counts})"))
+    _print(console, Text.assemble(("overall: ", "bold"), (headline, style), f" ({counts})"))
     return buffer.getvalue()
 
 
@@ -117,7 +118,7 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
         console.print(line, soft_wrap=True)
         return
     source = report.source
-    print_line(
+    _print(
         console,
         f"[bold]gradcheck[/] {escape(display_path(source.path))} ({escape(source.kind)}), "
         f"loss [bold]{escape(source.loss)}[/]",
@@ -139,7 +140,7 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
     console.print()
     _write_summary(console, report, options)
     console.print()
-    print_line(console, _verdict_text(report, options.fail_on))
+    _print(console, _verdict_text(report, options.fail_on))
 
 
 # -- a group of variables with one root cause ----------------------------------------------------
@@ -150,30 +151,30 @@ def _write_group_story(console: Console, report: Report, group: Group, width: in
     console.print()
     first, count = group.first, len(group.members)
     if group.intended is not None:
-        print_line(console, f"{_INTENDED_HEADER} [bold]{plural(count, 'variable')}[/]")
-        print_line(console, f"  {escape(group.intended)}")
+        _print(console, f"{_INTENDED_HEADER} [bold]{plural(count, 'variable')}[/]")
+        _print(console, f"  {escape(group.intended)}")
     else:
         style = _STATUS_STYLE[first.status]
         cuts = (
             "the same cut" if len(first.blockers) == 1 else f"the same {len(first.blockers)} cuts"
         )
         by = f" by {cuts}" if first.blockers else ", for the same reason"
-        print_line(
+        _print(
             console, f"[{style}]{first.status.value}[/] [bold]{plural(count, 'variable')}[/]{by}"
         )
     scopes = scope_lines(group.members)
     for heading, items in scopes:
         plain = len(scopes) == 1 and "/" not in first.name  # the header already counts them
         if not plain:
-            print_line(console, f"  [bold]{escape(heading)}[/]")
+            _print(console, f"  [bold]{escape(heading)}[/]")
         indent = "  " if plain else "    "
         for line in capped(
             items, width - len(indent), "layer" if "/" in first.name else "variable"
         ):
-            print_line(console, f"{indent}{escape(line)}")
+            _print(console, f"{indent}{escape(line)}")
     created = {v.location for v in group.members}
     if len(created) == 1 and first.location is not None:
-        print_line(console, f"  all created at {escape(_where(first.location))}")
+        _print(console, f"  all created at {escape(_where(first.location))}")
         _write_code(console, report, first.location)
     if first.status is Status.UNUSED:
         in_layers = all("/" in v.name for v in group.members)
@@ -182,17 +183,17 @@ def _write_group_story(console: Console, report: Report, group: Group, width: in
             if in_layers
             else f"never reaches the loss: {why_unused(first) or ''}"
         )
-        print_line(console, f"  {escape(reason)}")
+        _print(console, f"  {escape(reason)}")
     else:
         heading = f"  path to the loss, from {escape(first.name)}:"
         _write_cuts(console, report, first, heading, first.name.split("/")[-1])
     _write_fix(console, group.fix)
     if group.fix is not None and group.fix_names_member:
-        print_line(
+        _print(
             console, f"  (written for {escape(first.name)}: the same for each, with its own name)"
         )
     why = f"--why {escape(group.scope)}, or -v" if group.scope else "-v, or --why NAME"
-    print_line(console, f"  [dim]each variable's own story: {why}[/]")
+    _print(console, f"  [dim]each variable's own story: {why}[/]")
 
 
 # -- one variable ---------------------------------------------------------------------------------
@@ -205,22 +206,22 @@ def _write_story(
     intended = report.intended.get(verdict.name)
     style = _STATUS_STYLE[verdict.status]
     status = f"[{style}]{verdict.status.value}[/]" if intended is None else _INTENDED_HEADER
-    print_line(
+    _print(
         console, f"{status} [bold]{escape(verdict.name)}[/] [dim]shape {escape(_shape(verdict))}[/]"
     )
     if intended is not None:
-        print_line(console, f"  {escape(intended)}")
+        _print(console, f"  {escape(intended)}")
     if verdict.location is not None:
-        print_line(console, f"  created at {escape(_where(verdict.location))}")
+        _print(console, f"  created at {escape(_where(verdict.location))}")
         _write_code(console, report, verdict.location)
     if verdict.status is Status.OK:
-        print_line(console, "  gets gradient from the loss")
+        _print(console, "  gets gradient from the loss")
         return
     if verdict.status is Status.FROZEN:
-        print_line(console, "  trainable=False: the optimizer leaves it alone on purpose")
+        _print(console, "  trainable=False: the optimizer leaves it alone on purpose")
         return
     if verdict.status is Status.UNUSED:
-        print_line(console, f"  never reaches the loss: {escape(why_unused(verdict) or '')}")
+        _print(console, f"  never reaches the loss: {escape(why_unused(verdict) or '')}")
     else:
         name = assigned_name(report.code_at(verdict.location)) or verdict.name.split("/")[-1]
         _write_cuts(console, report, verdict, "  path to the loss:", name)
@@ -235,20 +236,20 @@ def _write_cuts(
     """A blocked variable's path to the loss, each cut with its line, the cuts hiding behind
     its tf.stop_gradients."""
     if verdict.route:
-        print_line(console, heading)
-        print_line(console, Text("    ") + _route_text(name, verdict.route))
+        _print(console, heading)
+        _print(console, Text("    ") + _route_text(name, verdict.route))
     for number, blocker in enumerate(verdict.blockers, start=1):
         _write_cut(console, report, number, blocker)
     still_cut = report.still_cut.get(verdict.name)
     if still_cut:
-        print_line(console, f"  {escape(still_cut)}")
+        _print(console, f"  {escape(still_cut)}")
 
 
 def _write_fix(console: Console, fix: str | None) -> None:
     """`fix:` and its first line, then the code to paste, folded where Python accepts it."""
     if fix:
         head, *code = fix.splitlines()
-        print_line(console, f"  [bold]fix:[/] {escape(head)}")
+        _print(console, f"  [bold]fix:[/] {escape(head)}")
         for line in code:
             for part in code_lines(console, line, len(_FIX_MARGIN)):
                 console.print(Text.assemble(_FIX_MARGIN, (part, "green")), soft_wrap=True)
@@ -263,15 +264,13 @@ def _write_layer_story(console: Console, report: Report, group: Group) -> None:
     attribute = first.path.rpartition(".")[0] if first.path and first.path != first.name else None
     holder = f" ({attribute})" if attribute else ""
     status = "[bold yellow]unused[/]" if group.intended is None else _INTENDED_HEADER
-    print_line(
-        console, f"{status} layer [bold]{escape(layer)}[/]{escape(holder)}: {escape(weights)}"
-    )
+    _print(console, f"{status} layer [bold]{escape(layer)}[/]{escape(holder)}: {escape(weights)}")
     if group.intended is not None:
-        print_line(console, f"  {escape(group.intended)}")
+        _print(console, f"  {escape(group.intended)}")
     if first.location is not None:
-        print_line(console, f"  created at {escape(_where(first.location))}")
+        _print(console, f"  created at {escape(_where(first.location))}")
         _write_code(console, report, first.location)
-    print_line(console, f"  {_unused_layer_reason(first)}")
+    _print(console, f"  {_unused_layer_reason(first)}")
     _write_fix(console, group.fix)
 
 
@@ -295,12 +294,12 @@ def _write_side_cuts(console: Console, report: Report, verdict: VariableVerdict)
     """-v, --why: the cuts on the variable's other paths, which alone would train nothing."""
     if not verdict.side_cuts:
         return
-    print_line(
+    _print(
         console,
         "  [dim]side cuts, on other paths to the loss (removing them alone trains nothing):[/]",
     )
     for blocker in verdict.side_cuts:
-        print_line(
+        _print(
             console,
             f"    {escape(blocker.op_type)} [dim]({blocker.reason.value})[/] "
             f"at {escape(_cut_place(blocker))}",
@@ -324,13 +323,13 @@ def _cut_place(blocker: Blocker) -> str:
 
 def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) -> None:
     where = _cut_place(blocker)
-    print_line(
+    _print(
         console,
         f"  [red]cut {number}[/] [bold]{escape(blocker.op_type)}[/] "
         f"[dim]({blocker.reason.value})[/] at {escape(where)}",
     )
     _write_code(console, report, blocker.location)
-    print_line(console, f"      {escape(blocker.message)}")
+    _print(console, f"      {escape(blocker.message)}")
 
 
 def _write_code(console: Console, report: Report, location: SourceLocation | None) -> None:
@@ -377,17 +376,17 @@ def _write_findings(console: Console, report: Report, options: TerminalOptions) 
     if not shown:
         return
     console.print()
-    print_line(console, "[bold]warnings and notes[/]")
+    _print(console, "[bold]warnings and notes[/]")
     for item, others in (
         same_but_for_the_variable(shown) if not options.verbose else ((item, 0) for item in shown)
     ):
         style = _SEVERITY_STYLE[item.severity]
         where = f" at {escape(_where(item.location))}" if item.location else ""
         more = f" (the same for {plural(others, 'more variable')})" if others else ""
-        print_line(console, f"  [{style}]{item.code}[/]{where}: {escape(item.message)}{more}")
+        _print(console, f"  [{style}]{item.code}[/]{where}: {escape(item.message)}{more}")
         _write_code(console, report, item.location)
         if item.hint and RULES[item.code].concern is not None:
-            print_line(console, f"      [bold]fix:[/] {escape(item.hint)}")
+            _print(console, f"      [bold]fix:[/] {escape(item.hint)}")
 
 
 def _write_disagreements(console: Console, report: Report) -> None:
@@ -396,12 +395,12 @@ def _write_disagreements(console: Console, report: Report) -> None:
     if not disagreeing:
         return
     console.print()
-    print_line(
+    _print(
         console,
         f"[bold red]TensorFlow disagrees with gradcheck on {plural(len(disagreeing), 'variable')}"
         f"[/] ({VERIFICATION_DISAGREES.code}, the tensorflow column below)",
     )
-    print_line(console, f"  next: {escape(VERIFICATION_DISAGREES_NEXT)}")
+    _print(console, f"  next: {escape(VERIFICATION_DISAGREES_NEXT)}")
 
 
 def _disagreements(report: Report) -> dict[str, str]:

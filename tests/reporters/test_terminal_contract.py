@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
@@ -337,3 +338,22 @@ def _last(reports: list[Report], **options: object) -> str:
     options = {"width": None, **options}
     text = render(reports, Format.TERMINAL, TerminalOptions(**options))  # type: ignore[arg-type]
     return text.splitlines()[-1]
+
+
+# -- every golden ---------------------------------------------------------------------------------
+
+# The terminal goldens (tests/golden.py renders them at 80 columns; --why stories at 100).
+TERMINAL_GOLDENS = sorted(
+    path
+    for path in (REPO / "tests" / "reporters" / "golden").glob("*.txt")
+    if not path.name.endswith((".github.txt", ".text.txt"))
+)
+GOLDEN_WIDTHS = {"keras_creation_lines.txt": 100}
+
+
+@pytest.mark.parametrize("golden", TERMINAL_GOLDENS, ids=lambda path: path.name)
+def test_no_golden_line_ends_in_a_space_or_passes_its_width(golden: Path) -> None:
+    width = GOLDEN_WIDTHS.get(golden.name, 80)
+    lines = golden.read_text(encoding="utf-8").splitlines()
+    assert lines and all(line == line.rstrip() for line in lines)
+    assert all(cell_len(line) <= width for line in lines), max(lines, key=cell_len)
