@@ -123,9 +123,6 @@ def _counts(reports: Sequence[Report]) -> str:
         for key in ("ok", "blocked", "unused", "frozen")
     }
     counts = ", ".join(f"{count} {key}" for key, count in summed.items())
-    intended = sum(len(report.untrained) - len(report.dead) for report in reports)
-    if intended and len(reports) > 1:  # one report's headline counts them
-        counts += f"; {intended} look{'s' if intended == 1 else ''} intended"
     allowed = sum(len(report.allowed) for report in reports)
     if allowed:
         counts += f"; {allowed} dead but allowed"
@@ -146,6 +143,7 @@ def total_parts(
     checked = plural(len(reports), noun)
     dead = sum(len(report.dead) for report in reports)
     others = [item for report in reports for item in failing(report, fail_on)]
+    intended = sum(len(report.untrained) - len(report.dead) for report in reports)
     if dead:
         having = sum(1 for report in reports if report.dead)
         headline = f"{plural(dead, 'dead variable')} in {having} of {checked}"
@@ -154,6 +152,8 @@ def total_parts(
     elif others:
         having = sum(1 for report in reports if failing(report, fail_on))
         headline = f"failed: {_failed_by(tuple(others))}, in {having} of {checked}"
+    elif intended:
+        headline = f"no dead variable in {checked}"
     elif any(report.allowed or report.suppressed for report in reports):
         how = " or ".join(
             word
@@ -167,6 +167,9 @@ def total_parts(
     else:
         every = f"both {noun}s" if len(reports) == 2 else f"all {checked}"
         headline = f"every trainable variable gets gradient, in {every}"
+    if intended:  # a teacher under tf.stop_gradient: warned about, not dead (as one model's)
+        whose = "its" if intended == 1 else "their"
+        headline += f"; {intended} not trained by {whose} loss (looks intended)"
     if unchecked:
         headline += f"; {plural(unchecked, 'more model')} could not be checked"
     return headline, _counts(reports)

@@ -328,6 +328,11 @@ def test_the_overall_line_says_what_else_fails_the_run() -> None:
         "overall: no dead trainable variable beyond those suppressed, in 2 models "
         "(1 ok, 1 blocked, 0 unused, 0 frozen; 1 suppressed)"
     )
+    teacher = [clean[0], _report(_blocked("t"), intended={"t": "a teacher, looks intended"})]
+    assert _last(teacher) == (
+        "overall: no dead variable in 2 models; 1 not trained by its loss (looks intended) "
+        "(1 ok, 1 blocked, 0 unused, 0 frozen)"
+    )
     request = RequestInfo("GradientTape.gradient", SourceLocation(MODEL, 12))
     run = SourceInfo(MODEL, "run", "GradientTape.gradient at train.py:12", request)
     steps = [_report(_blocked("g"), source=run), _report(verdict("d", Status.OK), source=run)]
