@@ -211,7 +211,7 @@ def report_from_result(
     if isinstance(result, TracedGraph) and result.eager_fallback is not None:
         return _eager_step_report(result, result.eager_fallback, source, options, run)
     if isinstance(result, EagerResult) and source.kind == "run":
-        source = replace(source, loss=f"{source.loss} ({EAGER_VERDICT_ONLY})")
+        source = source.read_as(EAGER_VERDICT_ONLY)
     left = None
     if isinstance(result, EagerResult):
         verdicts = eager_verdicts(result.variables, result.gradients, result.left_at, result.reason)
@@ -311,7 +311,7 @@ def _eager_step_report(
     """The rebuilt graph's story where it agrees with TensorFlow's eager verdicts, else the
     eager verdicts alone (with where a value left TensorFlow)."""
     rebuilt = replace(result, eager_fallback=None)
-    tagged = replace(source, loss=f"{source.loss} ({EAGER_RECONSTRUCTED})")
+    tagged = source.read_as(EAGER_RECONSTRUCTED)
     try:
         report = report_from_result(rebuilt, tagged, options, run)
     except GradcheckError:

@@ -67,10 +67,10 @@ def test_continue_reports_then_lets_the_script_train(tmp_path: Path) -> None:
     lines = (SCRIPTS / "manual_update.py").read_text().splitlines()
     request = next(number for number, text in enumerate(lines, 1) if "tape.gradient(" in text)
     assert line == (
-        # w2 goes through NumPy: the step has no graph, TensorFlow's own verdict stands.
-        f"{script} (GradientTape.gradient at {script}:{request} "
-        "(eager step: TensorFlow's verdict only, no graph)): "
+        f"{script}:{request}: GradientTape.gradient: "
         "1 of 2 trainable variables is dead (1 ok, 1 blocked, 0 unused, 0 frozen)"
+        # w2 goes through NumPy: the step has no graph, TensorFlow's own verdict stands.
+        "; eager step: TensorFlow's verdict only, no graph"
     )
     assert "step 0 done" not in result.stderr  # -q leaves out what the script prints
     assert marker.read_text() == "1"  # the script's own argument: two steps, 0 and 1

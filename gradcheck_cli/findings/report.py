@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
 from gradcheck_cli.findings.advice.edits import CodeFix
@@ -18,6 +18,12 @@ class SourceInfo:
     loss: str
     # `gradcheck run`: what the script called to ask for gradients, and where.
     request: RequestInfo | None = None
+    # How the step was read when not from its own graph (`eager step: ...`), also in `loss`.
+    step: str | None = None
+
+    def read_as(self, step: str) -> SourceInfo:
+        """This source with the way its step was read, in `step` and after the loss's label."""
+        return replace(self, loss=f"{self.loss} ({step})", step=step)
 
 
 @dataclass(frozen=True)

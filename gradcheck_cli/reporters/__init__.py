@@ -92,11 +92,17 @@ def render(
         from gradcheck_cli.reporters.markdown import render_markdown
 
         return render_markdown(reports)
-    from gradcheck_cli.reporters.terminal import render_terminal
+    from gradcheck_cli.reporters.terminal import render_terminal, render_terminal_total
 
     options = terminal if isinstance(terminal, TerminalOptions) else TerminalOptions()
     between = "" if options.quiet else "\n"  # -q: one line per model, nothing between
-    return between.join(render_terminal(report, options) for report in reports)
+    text = between.join(render_terminal(report, options) for report in reports)
+    # Several reports end with one line for them all (counting those that could not be
+    # checked, whose errors went to stderr).
+    if len(reports) > 1 and not options.quiet and options.focus is None:
+        unchecked = len(batch) - len(reports)
+        text += between + render_terminal_total(reports, unchecked, options)
+    return text
 
 
 def display_path(path: str) -> str:

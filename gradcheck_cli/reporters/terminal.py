@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -25,6 +26,8 @@ from gradcheck_cli.findings.rules import (
 from gradcheck_cli.findings.source import assigned_name
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import TerminalOptions, display_path
+from gradcheck_cli.reporters.folding import code_lines, print_table
+from gradcheck_cli.reporters.folding import print_line as _print
 from gradcheck_cli.reporters.grouping import (
     TABLE_ROWS,
     Group,
@@ -40,7 +43,9 @@ from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.verdict_text import (
     NOT_TRAINED_HERE,
     failing,
+    request_label,
     route_items,
+    total_parts,
     verdict_parts,
 )
 
@@ -56,11 +61,17 @@ _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.I
 
 # How wide the lists of layers are when lines are not wrapped (output to a pipe or a file).
 _LIST_WIDTH = 100
+_FIX_MARGIN = "  "  # before each line of a fix's code
 
 
 def render_terminal(report: Report, options: TerminalOptions) -> str:
     buffer = io.StringIO()
-    console = Console(
+    write(_console(buffer, options), report, options)
+    return buffer.getvalue()
+
+
+def _console(buffer: io.StringIO, options: TerminalOptions) -> Console:
+    return Console(
         file=buffer,
         # Unwrapped lines still need a width for the table's layout: one no line reaches.
         width=options.width or UNWRAPPED_WIDTH,
@@ -71,7 +82,19 @@ def render_terminal(report: Report, options: TerminalOptions) -> str:
         highlight=False,
         emoji=False,
     )
-    write(console, report, options)
+
+
+def render_terminal_total(
+    reports: Sequence[Report], unchecked: int, options: TerminalOptions
+) -> str:
+    """The line that closes the report of several models (or gradient requests) checked in one
+    run: the dead variables of them all, and the counts summed."""
+    buffer = io.StringIO()
+    console = _console(buffer, options)
+    headline, counts = total_parts(reports, unchecked, options.fail_on)
+    failed = any(report.dead or failing(report, options.fail_on) for report in reports)
+    style = "bold red" if failed else "bold green"
+    _print(console, Text.assemble(("overall: ", "bold"), (headline, style), f" ({counts})"))
     return buffer.getvalue()
 
 
@@ -88,11 +111,11 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
         focus = [position[id(verdict)] for verdict in chosen]
     report = printable(report)
     if options.quiet:
-        where = display_path(report.source.path)
-        if report.source.kind == "run":  # one line per gradient request of the script
-            where += f" ({report.source.loss})"
         # One line per model, even on a narrow terminal: scripts read it line by line.
-        console.print(Text(f"{where}: ") + _verdict_text(report, options.fail_on), soft_wrap=True)
+        line = Text(f"{request_label(report.source)}: ") + _verdict_text(report, options.fail_on)
+        if report.source.step is not None:
+            line.append(f"; {report.source.step}")
+        console.print(line, soft_wrap=True)
         return
     source = report.source
     _print(
@@ -223,12 +246,13 @@ def _write_cuts(
 
 
 def _write_fix(console: Console, fix: str | None) -> None:
-    """`fix:` and its first line, then the code to paste, never folded."""
+    """`fix:` and its first line, then the code to paste, folded where Python accepts it."""
     if fix:
         head, *code = fix.splitlines()
         _print(console, f"  [bold]fix:[/] {escape(head)}")
         for line in code:
-            console.print(f"  [green]{escape(line)}[/]", soft_wrap=True)
+            for part in code_lines(console, line, len(_FIX_MARGIN)):
+                console.print(Text.assemble(_FIX_MARGIN, (part, "green")), soft_wrap=True)
 
 
 def _write_layer_story(console: Console, report: Report, group: Group) -> None:
@@ -309,19 +333,22 @@ def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) 
 
 
 def _write_code(console: Console, report: Report, location: SourceLocation | None) -> None:
+    """The user's own line, the report's most important one: in the terminal's normal style
+    (the gutter dim), folded between tokens under a gutter without a number."""
     code = report.code_at(location)
     if location is None or code is None:
         return
-    console.print(
-        Text(f"    {location.line:>5} | ", style="dim") + Text(code.rstrip()),
-        soft_wrap=True,  # code is never cut or folded: the terminal wraps it, copies stay whole
-    )
+    gutter = f"    {location.line:>5} | "
+    for number, part in enumerate(code_lines(console, code, len(gutter))):
+        mark = gutter if number == 0 else f"{'|':>{len(gutter) - 1}} "
+        console.print(Text.assemble((mark, "dim"), part), soft_wrap=True)
 
 
 def _route_text(name: str, route: tuple[PathStep, ...]) -> Text:
     """`w → Mul → ✂ Cast → … 4 ops … → loss`: cuts highlighted, pass-through ops left out,
     long runs without a cut collapsed, the name scope (Keras layer) shown where it changes."""
-    text = Text(name, style="bold")
+    text = Text()
+    text.append(name, style="bold")  # the name only: a Text's own style would cover the route
     scope = ""
     for item in route_items(route):
         text.append(" → ")
@@ -420,7 +447,7 @@ def _write_summary(console: Console, report: Report, options: TerminalOptions) -
             said = disagreeing.get(verdict.name)
             row.append(Text(f"{said} (disagrees)", style="bold red") if said else Text(""))
         table.add_row(*row)
-    console.print(table)
+    print_table(console, table)
 
 
 def _write_collapsed_summary(console: Console, report: Report) -> None:
@@ -436,7 +463,7 @@ def _write_collapsed_summary(console: Console, report: Report) -> None:
             str(row.count),
             str(row.cuts) if row.cuts else "",
         )
-    console.print(table)
+    print_table(console, table)
 
 
 def _status_text(status: Status, accepted: str, intended: bool) -> Text:
@@ -466,17 +493,3 @@ def _verdict_text(report: Report, fail_on: FailOn) -> Text:
     headline, counts = verdict_parts(report, fail_on)
     style = "bold red" if report.dead or failing(report, fail_on) else "bold green"
     return Text.assemble((headline, style), f" ({counts})")
-
-
-def _print(console: Console, line: str | Text) -> None:
-    """One line of the report (markup, or Text). Too long for the console, it folds at a space,
-    its continuation lines indented like the line itself; with `soft_wrap` it stays whole."""
-    text = Text.from_markup(line) if isinstance(line, str) else line
-    if console.soft_wrap:
-        console.print(text)
-        return
-    indent = len(text.plain) - len(text.plain.lstrip(" "))
-    body = text[indent:]
-    for part in body.wrap(console, max(console.width - indent, 20)):
-        part.rstrip()
-        console.print(Text(" " * indent) + part, soft_wrap=True)

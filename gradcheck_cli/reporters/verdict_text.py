@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gradcheck_cli.analysis.verdicts import PathStep
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.policy import FailOn
-from gradcheck_cli.findings.report import Report
+from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.findings.rules import RULES
+from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters.grouping import plural
 
 # Ops that only pass a value along; long runs of them are collapsed in a path.
 _QUIET_OPS = frozenset(
@@ -83,12 +87,7 @@ def verdict_parts(report: Report, fail_on: FailOn = FailOn.ERROR) -> tuple[str, 
     """The verdict, plain: the headline (`1 of 4 trainable variables is dead`, or what else
     fails the run under `fail_on`: `failed: 2 warnings (GC207) with --fail-on warning`) and the
     counts."""
-    summary = report.summary
-    counts = ", ".join(f"{summary[k]} {k}" for k in ("ok", "blocked", "unused", "frozen"))
-    if report.allowed:
-        counts += f"; {len(report.allowed)} dead but allowed"
-    if report.suppressed:
-        counts += f"; {len(report.suppressed)} suppressed"
+    counts = _counts((report,))
     headline = _headline(report)
     others = failing(report, fail_on)
     if not others:
@@ -115,3 +114,77 @@ def _headline(report: Report) -> str:
         )
         return f"no dead trainable variable beyond those {how}"
     return "every trainable variable gets gradient"
+
+
+def _counts(reports: Sequence[Report]) -> str:
+    """`3 ok, 1 blocked, 0 unused, 0 frozen; 1 dead but allowed`, summed over `reports`."""
+    summed = {
+        key: sum(report.summary[key] for report in reports)
+        for key in ("ok", "blocked", "unused", "frozen")
+    }
+    counts = ", ".join(f"{count} {key}" for key, count in summed.items())
+    allowed = sum(len(report.allowed) for report in reports)
+    if allowed:
+        counts += f"; {allowed} dead but allowed"
+    suppressed = sum(len(report.suppressed) for report in reports)
+    if suppressed:
+        counts += f"; {suppressed} suppressed"
+    return counts
+
+
+def total_parts(
+    reports: Sequence[Report], unchecked: int = 0, fail_on: FailOn = FailOn.ERROR
+) -> tuple[str, str]:
+    """The verdict of several models (or gradient requests) checked in one run, plain: the
+    headline (`3 dead variables in 2 of 4 models`) and the counts summed, as one model's
+    verdict_parts words them; `unchecked` models could not be checked (their errors are told
+    apart)."""
+    noun = "gradient request" if all(r.source.kind == "run" for r in reports) else "model"
+    checked = plural(len(reports), noun)
+    dead = sum(len(report.dead) for report in reports)
+    others = [item for report in reports for item in failing(report, fail_on)]
+    intended = sum(len(report.untrained) - len(report.dead) for report in reports)
+    if dead:
+        having = sum(1 for report in reports if report.dead)
+        headline = f"{plural(dead, 'dead variable')} in {having} of {checked}"
+        if others:
+            headline += f"; also failed by {_failed_by(tuple(others))}"
+    elif others:
+        having = sum(1 for report in reports if failing(report, fail_on))
+        headline = f"failed: {_failed_by(tuple(others))}, in {having} of {checked}"
+    elif intended:
+        headline = f"no dead variable in {checked}"
+    elif any(report.allowed or report.suppressed for report in reports):
+        how = " or ".join(
+            word
+            for word, kept in (
+                ("allowed", any(report.allowed for report in reports)),
+                ("suppressed", any(report.suppressed for report in reports)),
+            )
+            if kept
+        )
+        headline = f"no dead trainable variable beyond those {how}, in {checked}"
+    else:
+        every = f"both {noun}s" if len(reports) == 2 else f"all {checked}"
+        headline = f"every trainable variable gets gradient, in {every}"
+    if intended:  # a teacher under tf.stop_gradient: warned about, not dead (as one model's)
+        whose = "its" if intended == 1 else "their"
+        headline += f"; {intended} not trained by {whose} loss (looks intended)"
+    if unchecked:
+        headline += f"; {plural(unchecked, 'more model')} could not be checked"
+    return headline, _counts(reports)
+
+
+def request_label(source: SourceInfo) -> str:
+    """What one line about a report names: the model; in `gradcheck run`, each gradient request
+    as the line that made it and its call (`train.py:41: GradientTape.gradient`)."""
+    path = display_path(source.path)
+    if source.kind != "run" or source.request is None:
+        return path
+    api, where = source.request.api, source.request.location
+    if where is None:
+        return f"{path}: {api}"
+    request_file = display_path(where.file)
+    if request_file == path or request_file.startswith(f"{path}#"):  # a notebook's cell
+        return f"{request_file}:{where.line}: {api}"
+    return f"{path}: {api} at {request_file}:{where.line}"

@@ -159,7 +159,10 @@ def test_a_list_of_one_terminal_report_reads_as_the_report() -> None:
     hand, clean = _hand_report(), _clean_report()
     assert render([hand], Format.TERMINAL) == render(hand, Format.TERMINAL)
     both = render([hand, clean], Format.TERMINAL)
-    assert both == render(hand, Format.TERMINAL) + "\n" + render(clean, Format.TERMINAL)
+    # Several: each report as it reads alone, then one line for them all.
+    total = "overall: 2 dead variables in 1 of 2 models (2 ok, 1 blocked, 1 unused, 0 frozen)\n"
+    each = render(hand, Format.TERMINAL) + "\n" + render(clean, Format.TERMINAL)
+    assert both == each + "\n" + total
 
 
 def test_json_is_an_object_for_one_report_and_an_array_for_several() -> None:

@@ -8,18 +8,28 @@ disagreement says what to do next and shows in the table.
 
 from __future__ import annotations
 
+import ast
+import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.policy import FailOn
-from gradcheck_cli.findings.report import Disagreement, Report, SourceInfo, Verification
+from gradcheck_cli.findings.report import (
+    Disagreement,
+    Report,
+    RequestInfo,
+    SourceInfo,
+    Verification,
+)
 from gradcheck_cli.findings.rules import RULES, VERIFICATION_DISAGREES, VERIFICATION_DISAGREES_NEXT
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.reporters import TerminalOptions
+from gradcheck_cli.reporters import CheckFailure, Format, TerminalOptions, render
 from gradcheck_cli.reporters.terminal import render_terminal
 from gradcheck_cli.run import ExitCode, Outcome, exit_code
 from tests.reporters.factories import verdict
@@ -82,6 +92,65 @@ def test_a_pipe_gets_every_line_whole() -> None:
     assert text == wide
 
 
+SOURCE_LINE = (
+    "      weights_i = tf.Variable(tf.truncated_normal([layer_size1, layer_size2],"
+    "stddev=1.0 / math.sqrt(float(layer_size1))),name='weights_i')"
+)
+FIX_CODE = "weights = weights_i + tf.stop_gradient(tf.multiply((1.0/268435456.0),w_fl) - weights_i)"
+
+
+def _with_code() -> Report:
+    """A blocked variable with a long creation line and a fix to paste."""
+    blocked = _blocked("weights_i")
+    at = replace(blocked.variable, location=SourceLocation(MODEL, 36))
+    return _report(
+        replace(blocked, variable=at),
+        verdict("b", Status.OK),
+        code={(MODEL, 36): SOURCE_LINE},
+        fixes={"weights_i": f"use the straight-through estimator:\n    {FIX_CODE}"},
+    )
+
+
+def test_code_folds_between_tokens_under_its_gutter_and_the_fix_still_pastes() -> None:
+    lines = _render(_with_code(), width=80).splitlines()
+    assert all(len(line) <= 80 and line == line.rstrip() for line in lines)
+    start = next(i for i, line in enumerate(lines) if line.startswith("       36 | "))
+    shown = [lines[start]]
+    shown += [line for line in lines[start + 1 :] if line.startswith("          | ")][:2]
+    # The folded source line is the same Python: no name broken, under a gutter with no number.
+    code = "\n".join(line[len("       36 | ") :] for line in shown)
+    assert ast.dump(ast.parse(code.strip())) == ast.dump(ast.parse(SOURCE_LINE.strip()))
+    assert len(shown) > 1
+    begin = next(i for i, line in enumerate(lines) if line.startswith("      weights = "))
+    fix = lines[begin : begin + 2]
+    # Folded inside the call's brackets, where Python joins the lines: no backslash needed.
+    assert fix[1].startswith("          ") and not fix[0].endswith("\\")
+    assert ast.dump(ast.parse("\n".join(line.strip() for line in fix))) == ast.dump(
+        ast.parse(FIX_CODE)
+    )
+    # A pipe gets them whole.
+    whole = _render(_with_code(), width=None)
+    assert f"       36 | {SOURCE_LINE}\n" in whole and f"      {FIX_CODE}\n" in whole
+
+
+def test_the_source_line_is_in_the_terminal_s_normal_style() -> None:
+    text = render_terminal(_with_code(), TerminalOptions(color=True, width=None))
+    (line,) = [line for line in text.splitlines() if "36 |" in line]
+    gutter, code = line.split("| ", 1)
+    assert "\x1b[2m" in gutter  # the line number is dim, the code is not
+    assert code.replace("\x1b[0m", "") == SOURCE_LINE
+    (fix,) = [line for line in text.splitlines() if "weights = " in line]
+    assert fix == f"  \x1b[32m    {FIX_CODE}\x1b[0m"  # the code to paste is green
+
+
+@pytest.mark.parametrize("width", [None, 80])
+def test_no_line_ends_in_a_space(width: int | None) -> None:
+    report = _report(_blocked("dense/kernel"), verdict("b", Status.OK), verdict("c", Status.OK))
+    for text in (_render(report, width=width), _render(_with_code(), width=width)):
+        assert all(line == line.rstrip() for line in text.splitlines())
+        assert "\nb  " in text.replace("  ok", "")  # the table is there, its rows stripped
+
+
 # -- -q --------------------------------------------------------------------------------------------
 
 
@@ -97,10 +166,16 @@ def test_quiet_is_one_line_naming_the_model_even_on_a_narrow_terminal() -> None:
     )
 
 
-def test_quiet_names_each_gradient_request_of_a_run() -> None:
-    source = SourceInfo(MODEL, "run", "GradientTape.gradient at train.py:12")
+def test_quiet_names_each_gradient_request_of_a_run_by_its_line() -> None:
+    request = RequestInfo("GradientTape.gradient", SourceLocation(MODEL, 12))
+    source = SourceInfo(MODEL, "run", "GradientTape.gradient at train.py:12", request)
     line = _render(_report(verdict("b", Status.OK), source=source), quiet=True, width=None)
-    assert line.startswith("train.py (GradientTape.gradient at train.py:12): every trainable")
+    assert line.startswith("train.py:12: GradientTape.gradient: every trainable variable gets")
+    # A request made in another file (a helper module) still names the script first.
+    helper = RequestInfo("tf.gradients", SourceLocation(str(REPO / "helpers.py"), 7))
+    source = SourceInfo(MODEL, "run", "tf.gradients at helpers.py:7", helper)
+    line = _render(_report(verdict("b", Status.OK), source=source), quiet=True, width=None)
+    assert line.startswith("train.py: tf.gradients at helpers.py:7: every trainable variable")
 
 
 # -- why the run failed ---------------------------------------------------------------------------
@@ -195,3 +270,95 @@ def test_a_verify_disagreement_says_what_to_do_and_shows_in_the_table() -> None:
 def test_no_tensorflow_column_when_tensorflow_agrees() -> None:
     agreed = _report(verdict("scale", Status.OK), verification=Verification("tf.gradients"))
     assert "tensorflow" not in _render(agreed)
+
+
+# -- several models -------------------------------------------------------------------------------
+
+
+def _several() -> list[Report]:
+    return [
+        _report(_blocked("a"), _blocked("b"), verdict("c", Status.OK)),
+        _report(verdict("d", Status.OK), source=SourceInfo(str(REPO / "clean.py"), "script", "l")),
+        _report(_blocked("e"), verdict("f", Status.OK), allowed={"e": "allow-dead e"}),
+        _report(_blocked("g"), source=SourceInfo(str(REPO / "other.py"), "script", "loss")),
+    ]
+
+
+def test_several_models_end_with_one_line_for_them_all() -> None:
+    reports = _several()
+    text = render(reports, Format.TERMINAL, TerminalOptions(width=None))
+    each = "\n".join(
+        render(report, Format.TERMINAL, TerminalOptions(width=None)) for report in reports
+    )
+    assert text == each + (
+        "\noverall: 3 dead variables in 2 of 4 models "
+        "(3 ok, 4 blocked, 0 unused, 0 frozen; 1 dead but allowed)\n"
+    )
+    # The counts are the JSON summaries' own, summed.
+    summaries = [item["summary"] for item in json.loads(render(reports, Format.JSON))]
+    assert sum(summary["dead"] for summary in summaries) == 3
+    assert sum(summary["allowed"] for summary in summaries) == 1
+    assert sum(summary["blocked"] for summary in summaries) == 4
+    # A model that could not be checked is counted (its error went to stderr); -q and --why
+    # keep their own shapes.
+    failed = CheckFailure("missing.py", "no such file")
+    last = render([*reports, failed], Format.TERMINAL, TerminalOptions(width=None))
+    assert last.splitlines()[-1].startswith(
+        "overall: 3 dead variables in 2 of 4 models; 1 more model could not be checked ("
+    )
+    quiet = render(reports, Format.TERMINAL, TerminalOptions(quiet=True)).splitlines()
+    assert len(quiet) == 4 and not any(line.startswith("overall") for line in quiet)
+    focused = render(reports, Format.TERMINAL, TerminalOptions(focus="a", width=None))
+    assert "overall" not in focused
+
+
+def test_the_overall_line_says_what_else_fails_the_run() -> None:
+    clean = [_report(verdict("a", Status.OK)), _report(verdict("b", Status.OK))]
+    assert _last(clean) == (
+        "overall: every trainable variable gets gradient, in both models "
+        "(2 ok, 0 blocked, 0 unused, 0 frozen)"
+    )
+    warned = [clean[0], _report(verdict("b", Status.OK), findings=(_warning(),))]
+    assert _last(warned, fail_on=FailOn.WARNING) == (
+        "overall: failed: 1 warning (GC201) with --fail-on warning, in 1 of 2 models "
+        "(2 ok, 0 blocked, 0 unused, 0 frozen)"
+    )
+    accepted = [clean[0], _report(_blocked("e"), suppressed={"e": "ignore at line 3"})]
+    assert _last(accepted) == (
+        "overall: no dead trainable variable beyond those suppressed, in 2 models "
+        "(1 ok, 1 blocked, 0 unused, 0 frozen; 1 suppressed)"
+    )
+    teacher = [clean[0], _report(_blocked("t"), intended={"t": "a teacher, looks intended"})]
+    assert _last(teacher) == (
+        "overall: no dead variable in 2 models; 1 not trained by its loss (looks intended) "
+        "(1 ok, 1 blocked, 0 unused, 0 frozen)"
+    )
+    request = RequestInfo("GradientTape.gradient", SourceLocation(MODEL, 12))
+    run = SourceInfo(MODEL, "run", "GradientTape.gradient at train.py:12", request)
+    steps = [_report(_blocked("g"), source=run), _report(verdict("d", Status.OK), source=run)]
+    assert _last(steps).startswith("overall: 1 dead variable in 1 of 2 gradient requests (")
+
+
+def _last(reports: list[Report], **options: object) -> str:
+    options = {"width": None, **options}
+    text = render(reports, Format.TERMINAL, TerminalOptions(**options))  # type: ignore[arg-type]
+    return text.splitlines()[-1]
+
+
+# -- every golden ---------------------------------------------------------------------------------
+
+# The terminal goldens (tests/golden.py renders them at 80 columns; --why stories at 100).
+TERMINAL_GOLDENS = sorted(
+    path
+    for path in (REPO / "tests" / "reporters" / "golden").glob("*.txt")
+    if not path.name.endswith((".github.txt", ".text.txt"))
+)
+GOLDEN_WIDTHS = {"keras_creation_lines.txt": 100}
+
+
+@pytest.mark.parametrize("golden", TERMINAL_GOLDENS, ids=lambda path: path.name)
+def test_no_golden_line_ends_in_a_space_or_passes_its_width(golden: Path) -> None:
+    width = GOLDEN_WIDTHS.get(golden.name, 80)
+    lines = golden.read_text(encoding="utf-8").splitlines()
+    assert lines and all(line == line.rstrip() for line in lines)
+    assert all(cell_len(line) <= width for line in lines), max(lines, key=cell_len)
