@@ -137,15 +137,17 @@ def check_run(
 
         def callback(result: WorkerResult) -> None:
             assert isinstance(result, RunResult)
-            early.append(_run_reports(path, result, run_options))
+            early.append(run_reports(str(path), result, run_options))
             on_reports(early[0])
 
     result = run_worker(request, callback)
     assert isinstance(result, RunResult)
-    return early[0] if early else _run_reports(path, result, run_options)
+    return early[0] if early else run_reports(str(path), result, run_options)
 
 
-def _run_reports(path: Path, result: RunResult, options: CheckOptions) -> list[Report]:
+def run_reports(path: str, result: RunResult, options: CheckOptions) -> list[Report]:
+    """One report per gradient request of a run (`path`: the script, as the reports name it),
+    in the order the program asked; `gradcheck run` and `watch()` alike."""
     untrained = [v.name for v in result.untrained]
     # A variable no request lists, that a request's loss reads and would train (a codebook
     # left out of the list), is told with that request (GC213); the rest with the first
@@ -159,7 +161,7 @@ def _run_reports(path: Path, result: RunResult, options: CheckOptions) -> list[R
         info = RequestInfo(request.api, request.location)
         where = request.location
         label = f"{request.api} at {display_path(where.file)}:{where.line}" if where else None
-        source = SourceInfo(str(path), "run", label or request.api, info)
+        source = SourceInfo(path, "run", label or request.api, info)
         extra = Context(
             requested=True,
             never_requested=tuple(n for n in untrained if n not in told) if index == 0 else (),

@@ -40,6 +40,7 @@ class _Patch:
     owner: Any
     attribute: str
     original: Any
+    own: bool  # the owner's own attribute, not one it inherits: removed again, not set
 
 
 @dataclass
@@ -103,16 +104,42 @@ class Capture:
                 if hasattr(owner, method):
                     self._wrap(owner, method, self._leaves.hook(method))
 
+    def track_variables(self) -> None:
+        """Record every tf.Variable created from now on, and what Keras says of its weights."""
+        from tensorflow.python.ops import resource_variable_ops
+
+        from gradcheck_cli.tracing.keras_weights import track_keras_weights
+
+        owner = resource_variable_ops.ResourceVariable
+        original = vars(owner)["__init__"]
+        created = self.created
+
+        # Called straight from the variable's constructor, as CreatedVariables.add expects: it
+        # reads the stack above this frame.
+        def init(variable: Any, *args: Any, **kwargs: Any) -> None:
+            original(variable, *args, **kwargs)
+            created.add(variable)
+
+        self._patches.append(_Patch(owner, "__init__", original, own=True))
+        owner.__init__ = init  # type: ignore[method-assign]
+        created.keras = track_keras_weights()
+
     def uninstall(self) -> None:
+        """Every hook removed: TensorFlow's and Keras's classes as they were before."""
         self._recorder.close()
         self._keras.uninstall()
+        self.created.keras.stop()
         for patch in reversed(self._patches):
-            setattr(patch.owner, patch.attribute, patch.original)
+            if patch.own:
+                setattr(patch.owner, patch.attribute, patch.original)
+            else:
+                delattr(patch.owner, patch.attribute)
         self._patches.clear()
 
     def _wrap(self, owner: Any, attribute: str, hook: Callable[..., Any]) -> None:
         original = getattr(owner, attribute)
-        self._patches.append(_Patch(owner, attribute, original))
+        own = attribute in vars(owner)
+        self._patches.append(_Patch(owner, attribute, vars(owner)[attribute] if own else None, own))
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             return hook(original, *args, **kwargs)

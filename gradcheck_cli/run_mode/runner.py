@@ -21,7 +21,7 @@ def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> 
     weight change (or at its end). GradcheckError if it fails or never asks for gradients."""
     path = request.path
     capture = Capture(deliver, run_on=request.run_on)
-    _track_variables(capture, path)
+    capture.track_variables()
     capture.install()
     sys.argv = [str(path), *request.arguments]
     sys.path.insert(0, str(path.parent))
@@ -119,23 +119,6 @@ def _finish(capture: Capture) -> None:
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
-
-
-def _track_variables(capture: Capture, path: Path) -> None:
-    """Record every tf.Variable the script creates, and what Keras says of its weights."""
-    from tensorflow.python.ops import resource_variable_ops
-
-    from gradcheck_cli.tracing.keras_weights import track_keras_weights
-
-    created = capture.created
-    original = resource_variable_ops.ResourceVariable.__init__
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        created.add(self)
-
-    resource_variable_ops.ResourceVariable.__init__ = init  # type: ignore[method-assign]
-    created.keras = track_keras_weights()
 
 
 def _notebook_cells(path: Path) -> list[Any]:

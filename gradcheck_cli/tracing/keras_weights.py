@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -36,6 +36,13 @@ class KerasWeights:
     # (Keras variable, its layer) whose tf.Variable Keras creates later: a subclassed model
     # without build() is built symbolically, its weights initialised at their first use.
     deferred: list[tuple[Any, Any]] = field(default_factory=list)
+    # What undoes the tracking: the patches on Keras's Layer, the imports still awaited.
+    undo: list[Callable[[], None]] = field(default_factory=list, repr=False)
+
+    def stop(self) -> None:
+        """Stop tracking: Keras's Layer as it was, no import awaited (what was found stays)."""
+        while self.undo:
+            self.undo.pop()()
 
     def add(self, weight: Any, layer: Any) -> None:
         """A weight `layer` added (recorded once its tf.Variable exists)."""
@@ -159,7 +166,7 @@ def track_keras_weights() -> KerasWeights:
 
     found = KerasWeights()
     for name in ("keras", "tf_keras"):
-        after_import(name, lambda module: _watch_layers(module, found))
+        found.undo.append(after_import(name, lambda module: _watch_layers(module, found)))
     return found
 
 
@@ -182,8 +189,19 @@ def _watch_layers(keras: Any, found: KerasWeights) -> None:
             found.add(weight, self)
         return weight
 
+    own = vars(layer_class)
+    saved = {name: own[name] for name in ("__init__", "add_weight") if name in own}
+
+    def restore() -> None:
+        for name in ("__init__", "add_weight"):
+            if name in saved:
+                setattr(layer_class, name, saved[name])
+            else:
+                delattr(layer_class, name)
+
     layer_class.__init__ = init
     layer_class.add_weight = add_weight
+    found.undo.append(restore)
 
 
 def _construction_site(

@@ -1,0 +1,239 @@
+"""`watch()` and the Keras callback: `gradcheck run`'s check of the first step, in-process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import types
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from gradcheck_cli.findings.policy import apply_policy
+from gradcheck_cli.findings.report import Report
+from gradcheck_cli.options import CheckOptions, check_options
+from gradcheck_cli.pipeline import run_reports
+from gradcheck_cli.reporters import Format, TerminalOptions, render
+
+OnDead = Literal["stop", "continue"]
+ON_DEAD = ("stop", "continue")
+
+# The columns of the report in a notebook: a cell's output shows about this many.
+_NOTEBOOK_WIDTH = 100
+
+
+class DeadVariablesError(Exception):
+    """Raised in the program's code at its first training step, before any weight changes,
+    when a variable it trains can never get gradient (`on_dead="stop"`). `reports`: one per
+    gradient request of the step, as `gradcheck run` gives them."""
+
+    def __init__(self, reports: list[Report]) -> None:
+        self.reports = reports
+        names = sorted({verdict.name for report in reports for verdict in report.dead})
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        super().__init__(
+            f"gradcheck stopped training before its first weight change: "
+            f"{len(names)} dead variable{'' if len(names) == 1 else 's'} ({shown}); the report "
+            'is above; on_dead="continue" shows it and trains on'
+        )
+
+
+@dataclass(frozen=True)
+class _Settings:
+    on_dead: OnDead
+    options: CheckOptions
+    what: str  # what trains, in the notes: "training", "fit"
+
+
+class Watch:
+    """The check that `watch()` installed: a context manager, whose exit removes whatever is
+    left of it (and checks a step that asked for gradients but changed no weight)."""
+
+    def __init__(self, settings: _Settings) -> None:
+        from gradcheck_cli.run_mode.in_process import InProcessCheck
+
+        self._settings = settings
+        self._check = InProcessCheck(lambda result: _delivered(result, settings))
+        self._check.install()
+
+    @property
+    def checked(self) -> bool:
+        """Whether the first training step was checked (and its report shown)."""
+        return self._check.delivered
+
+    def stop(self) -> None:
+        """Check what was asked so far, if not checked yet, and remove every hook."""
+        self._check.finish()
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
+        if error is not None:
+            self._check.uninstall()  # the block failed: its own error, not a report, goes on
+            return
+        self.stop()
+
+
+def watch(
+    on_dead: OnDead = "stop",
+    *,
+    allow_dead: Mapping[str, str] | Iterable[str] = (),
+    verify: bool = False,
+    all_cuts: bool = False,
+) -> Watch:
+    """Check this process's first training step, as `gradcheck run` checks a script's.
+
+    Call it at the top of a notebook or script, before the model is built, or use it as a
+    context manager (`with gradcheck_cli.watch(): ...`). The gradient requests of the first
+    step (a Keras `fit`, a `tf.GradientTape` step, TF1's `minimize`) are checked just before
+    the first weight changes; the report is shown (HTML in Jupyter, the terminal report on
+    stderr elsewhere), or one line when nothing is wrong. Then, if a variable is dead,
+    `on_dead="stop"` raises DeadVariablesError there, before any weight changes, and
+    `"continue"` lets training go on. Every hook is removed once the step is checked, or when
+    the `with` block ends.
+
+    `allow_dead`, `verify` and `all_cuts` do what they do for `check`.
+    """
+    return Watch(_settings("watch", on_dead, allow_dead, verify, all_cuts, "training"))
+
+
+def keras_callback(
+    on_dead: OnDead = "stop",
+    *,
+    allow_dead: Mapping[str, str] | Iterable[str] = (),
+    verify: bool = False,
+    all_cuts: bool = False,
+) -> Any:
+    """A Keras callback that checks the first step of the `fit` it is given to, as `watch()`
+    does: `model.fit(x, y, callbacks=[gradcheck_cli.keras_callback()])`.
+
+    Keras 3's callback, or Keras 2's (`tf_keras`) when TF_USE_LEGACY_KERAS is set or only
+    `tf_keras` is imported. With a dead variable, `on_dead="stop"` raises DeadVariablesError
+    from `fit` before its first weight change; `"continue"` lets it train. Every hook is
+    removed when the step is checked, or when `fit` ends.
+    """
+    from gradcheck_cli.run_mode.in_process import keras_callback_class
+
+    settings = _settings("keras_callback", on_dead, allow_dead, verify, all_cuts, "fit")
+    base = keras_callback_class()
+    name = "GradcheckCallback"
+    callback_class = types.new_class(name, (_FitCheck, base))
+    callback_class.__module__ = __name__
+    callback: Any = callback_class()
+    callback._gradcheck_settings = settings  # noqa: SLF001 - set once, by its maker
+    return callback
+
+
+class _FitCheck:
+    """The callback's hooks (mixed with the Keras Callback class): the check installed when
+    `fit` begins, removed when it ends."""
+
+    _gradcheck_settings: _Settings
+    _gradcheck: Any = None
+
+    def on_train_begin(self, logs: object = None) -> None:
+        from gradcheck_cli.run_mode.in_process import InProcessCheck
+
+        settings = self._gradcheck_settings
+        self._gradcheck = InProcessCheck(lambda result: _delivered(result, settings))
+        self._gradcheck.install()
+
+    def on_train_end(self, logs: object = None) -> None:
+        if self._gradcheck is not None:
+            check, self._gradcheck = self._gradcheck, None
+            check.finish()
+
+
+def _settings(
+    caller: str,
+    on_dead: object,
+    allow_dead: Mapping[str, str] | Iterable[str],
+    verify: bool,
+    all_cuts: bool,
+    what: str,
+) -> _Settings:
+    if on_dead not in ON_DEAD:
+        raise ValueError(f"{caller}(on_dead={on_dead!r}): on_dead is 'stop' or 'continue'")
+    given = {"allow_dead": allow_dead, "verify": verify, "all_cuts": all_cuts}
+    return _Settings(on_dead, check_options(caller, given), what)  # type: ignore[arg-type]
+
+
+def _delivered(result: Any, settings: _Settings) -> None:
+    """The step's requests, as reports: shown, then training stopped or let go on."""
+    # TensorFlow sums a non-scalar target, as `gradcheck run` says.
+    options = replace(settings.options, sum_loss=True)
+    reports = run_reports(_program_name(), result, options)
+    if settings.options.allow_dead:
+        reports = [apply_policy(r, allow_dead=dict(settings.options.allow_dead)) for r in reports]
+    dead = any(report.dead for report in reports)
+    if not dead and not any(report.findings for report in reports):
+        _show_line(f"gradcheck: no dead variables; {settings.what} goes on ({_verdicts(reports)})")
+        return
+    _show_report(reports)
+    if dead and settings.on_dead == "stop":
+        raise DeadVariablesError(reports)
+    _show_line(f"gradcheck: {settings.what} goes on")
+
+
+def _program_name() -> str:
+    """What the reports name as checked: the script, or the notebook (Jupyter tells its path)."""
+    notebook = os.environ.get("JPY_SESSION_NAME")
+    if _in_jupyter():
+        return notebook or "<notebook>"
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    return str(main) if main else "<this process>"
+
+
+def _verdicts(reports: list[Report]) -> str:
+    lines = render(reports, Format.TERMINAL, TerminalOptions(quiet=True, width=None))
+    return "; ".join(line for line in lines.splitlines() if line)
+
+
+def _show_report(reports: list[Report]) -> None:
+    checked = reports[0] if len(reports) == 1 else reports
+    if _in_jupyter():
+        from rich.text import Text
+
+        text = render(checked, Format.TERMINAL, TerminalOptions(color=True, width=_NOTEBOOK_WIDTH))
+        _jupyter_console().print(Text.from_ansi(text.rstrip("\n")), soft_wrap=True)
+        return
+    terminal = sys.stderr.isatty()
+    options = TerminalOptions(
+        color=_stderr_color(),
+        width=shutil.get_terminal_size().columns if terminal else None,
+    )
+    sys.stderr.write(render(checked, Format.TERMINAL, options))
+    sys.stderr.flush()
+
+
+def _show_line(line: str) -> None:
+    if _in_jupyter():
+        from rich.text import Text
+
+        _jupyter_console().print(Text(line), soft_wrap=True)
+        return
+    print(line, file=sys.stderr, flush=True)
+
+
+def _stderr_color() -> bool:
+    """Colour as the command line's `--color auto` chooses it, for stderr."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return sys.stderr.isatty()
+
+
+def _in_jupyter() -> bool:
+    from rich.console import Console
+
+    return bool(Console().is_jupyter)
+
+
+def _jupyter_console() -> Any:
+    from rich.console import Console
+
+    # rich shows what it prints in Jupyter as the cell's rich (HTML) output.
+    return Console(highlight=False, emoji=False)
