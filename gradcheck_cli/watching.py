@@ -15,6 +15,7 @@ from gradcheck_cli.findings.report import Report
 from gradcheck_cli.options import CheckOptions, check_options
 from gradcheck_cli.pipeline import run_reports
 from gradcheck_cli.reporters import Format, TerminalOptions, render
+from gradcheck_cli.reporters.verdict_text import verdict_parts
 
 OnDead = Literal["stop", "continue"]
 ON_DEAD = ("stop", "continue")
@@ -169,7 +170,7 @@ def _delivered(result: Any, settings: _Settings) -> None:
         reports = [apply_policy(r, allow_dead=dict(settings.options.allow_dead)) for r in reports]
     dead = any(report.dead for report in reports)
     if not dead and not any(report.findings for report in reports):
-        _show_line(f"gradcheck: no dead variables; {settings.what} goes on ({_verdicts(reports)})")
+        _show_line(f"gradcheck: no dead variables ({_counts(reports)}); {settings.what} goes on")
         return
     _show_report(reports)
     if dead and settings.on_dead == "stop":
@@ -186,9 +187,13 @@ def _program_name() -> str:
     return str(main) if main else "<this process>"
 
 
-def _verdicts(reports: list[Report]) -> str:
-    lines = render(reports, Format.TERMINAL, TerminalOptions(quiet=True, width=None))
-    return "; ".join(line for line in lines.splitlines() if line)
+def _counts(reports: list[Report]) -> str:
+    """The verdict's counts, as the terminal report ends: `2 ok, 0 blocked, ...`; per request
+    when the step asked for gradients more than once."""
+    counts = [verdict_parts(report)[1] for report in reports]
+    if len(counts) == 1:
+        return counts[0]
+    return "; ".join(f"{report.source.loss}: {part}" for report, part in zip(reports, counts))
 
 
 def _show_report(reports: list[Report]) -> None:

@@ -70,6 +70,7 @@ def render_terminal(report: Report, options: TerminalOptions) -> str:
         color_system="standard" if options.color else None,
         highlight=False,
         emoji=False,
+        force_jupyter=False,  # in Jupyter, rich would display each line instead of writing it
     )
     write(console, report, options)
     return buffer.getvalue()
