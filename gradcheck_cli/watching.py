@@ -139,7 +139,7 @@ class _FitCheck:
 
         settings = self._gradcheck_settings
         self._gradcheck = InProcessCheck(lambda result: _delivered(result, settings))
-        self._gradcheck.install()
+        self._gradcheck.install(getattr(self, "model", None))
 
     def on_train_end(self, logs: object = None) -> None:
         if self._gradcheck is not None:

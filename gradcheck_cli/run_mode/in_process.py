@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from gradcheck_cli.run_mode.capture import Capture
 from gradcheck_cli.tracing.override_maps import recording_override_maps
@@ -35,10 +36,14 @@ class InProcessCheck:
     def delivered(self) -> bool:
         return self._capture.delivered
 
-    def install(self) -> None:
+    def install(self, model: Any = None) -> None:
+        """Install every hook; `model`: a Keras model built already, whose weights are then
+        named by their layers as if its building had been watched."""
         for other in list(_installed):
             other.uninstall()
         self._capture.track_variables()
+        if model is not None:
+            self._capture.created.keras.add_model(model)
         self._capture.install()
         self._override_maps.enter_context(recording_override_maps())
         _installed.append(self)

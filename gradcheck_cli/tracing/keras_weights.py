@@ -44,10 +44,20 @@ class KerasWeights:
         while self.undo:
             self.undo.pop()()
 
+    def add_model(self, model: Any) -> None:
+        """The weights of a model built before tracking began (a Keras callback's, at `fit`),
+        each with the innermost layer that holds it."""
+        flatten = getattr(model, "_flatten_layers", None)
+        layers = list(flatten(include_self=True, recursive=True)) if flatten else [model]
+        for layer in reversed(layers):  # parents come first: a weight goes to its own layer
+            for weight in getattr(layer, "weights", ()):
+                if id(backing_variable(weight)) not in self.owners:
+                    self.add(weight, layer)
+
     def add(self, weight: Any, layer: Any) -> None:
         """A weight `layer` added (recorded once its tf.Variable exists)."""
         # Keras 2's weights are tf.Variables; Keras 3's wrap one, made at first use.
-        backing = weight if _is_tf_variable(weight) else getattr(weight, "_value", None)
+        backing = backing_variable(weight)
         if backing is None:
             self.deferred.append((weight, layer))
             return
@@ -222,6 +232,12 @@ def _construction_site(
                 return found.layer_sites[owner]
         frame = frame.f_back
     return None
+
+
+def backing_variable(weight: Any) -> Any:
+    """The tf.Variable of a Keras weight: Keras 2's weights are one; Keras 3's wrap one, made at
+    first use (None before)."""
+    return weight if _is_tf_variable(weight) else getattr(weight, "_value", None)
 
 
 def _is_tf_variable(value: Any) -> bool:
