@@ -6,10 +6,11 @@ import os
 import shutil
 import sys
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.policy import apply_policy
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.options import CheckOptions, check_options
@@ -55,7 +56,7 @@ class Watch:
         from gradcheck_cli.run_mode.in_process import InProcessCheck
 
         self._settings = settings
-        self._check = InProcessCheck(lambda result: _delivered(result, settings))
+        self._check = InProcessCheck(*_callbacks(settings))
         self._check.install()
 
     @property
@@ -138,7 +139,7 @@ class _FitCheck:
         from gradcheck_cli.run_mode.in_process import InProcessCheck
 
         settings = self._gradcheck_settings
-        self._gradcheck = InProcessCheck(lambda result: _delivered(result, settings))
+        self._gradcheck = InProcessCheck(*_callbacks(settings))
         self._gradcheck.install(getattr(self, "model", None))
 
     def on_train_end(self, logs: object = None) -> None:
@@ -161,11 +162,27 @@ def _settings(
     return _Settings(on_dead, check_options(caller, given), what)  # type: ignore[arg-type]
 
 
-def _delivered(result: Any, settings: _Settings) -> None:
+def _callbacks(settings: _Settings) -> tuple[Callable[[Any], None], Callable[[str], None]]:
+    """What the check calls with the step's requests, and with why it could not read them."""
+
+    def failed(reason: str) -> None:
+        _show_line(f"gradcheck: {reason}; {settings.what} goes on unchecked")
+
+    return (lambda result: _delivered(result, settings, failed)), failed
+
+
+def _delivered(result: Any, settings: _Settings, failed: Callable[[str], None]) -> None:
     """The step's requests, as reports: shown, then training stopped or let go on."""
     # TensorFlow sums a non-scalar target, as `gradcheck run` says.
     options = replace(settings.options, sum_loss=True)
-    reports = run_reports(_program_name(), result, options)
+    try:
+        reports = run_reports(_program_name(), result, options)
+    except GradcheckError as error:  # nothing to check (no trainable variable): the user's
+        failed(f"cannot check this step: {error}")  # training is not gradcheck's to break
+        return
+    except Exception as error:  # a gradcheck bug: one line, and the training goes on
+        failed(f"internal error: {type(error).__name__}: {error}")
+        return
     if settings.options.allow_dead:
         reports = [apply_policy(r, allow_dead=dict(settings.options.allow_dead)) for r in reports]
     dead = any(report.dead for report in reports)

@@ -129,6 +129,15 @@ CELLS = [
     "clean.fit(x, y, epochs=1, verbose=0, callbacks=[gradcheck_cli.keras_callback()])\n"
     "print(json.dumps({'cell': 'clean', 'same': same(start, clean.weights),"
     " 'hooks_gone': hooks() == before}))\n",
+    # 8: a step gradcheck cannot check (no trainable variable): one line, and it goes on
+    "gradcheck_cli.watch()\n"
+    "frozen = tf.Variable(1.0, trainable=False)\n"
+    "with tf.GradientTape() as tape:\n"
+    "    tape.watch(frozen)\n"
+    "    loss = frozen * 2.0\n"
+    "frozen.assign_add(tape.gradient(loss, [frozen])[0])\n"
+    "print(json.dumps({'cell': 'unchecked', 'value': float(frozen),"
+    " 'hooks_gone': hooks() == before}))\n",
 ]
 
 
@@ -295,8 +304,11 @@ def invoke_run(script: Path) -> list[dict[str, Any]]:
     """`gradcheck run SCRIPT -f json`'s reports, one per gradient request."""
     from gradcheck_cli.cli import run_command
 
-    code, stdout, stderr = invoke(run_command, [str(script), "-f", "json"])
+    # The script's own watch() leaves the check to `gradcheck run`: one report, no exception.
+    env = {"GRADCHECK_TEST_WATCH": "stop"}
+    code, stdout, stderr = invoke(run_command, [str(script), "-f", "json"], env=env)
     assert code == 1, stderr
+    assert "DeadVariablesError" not in stderr and "unused layer" not in stderr
     document = json.loads(stdout)
     return document if isinstance(document, list) else [document]
 
@@ -331,3 +343,15 @@ def test_watch_in_a_script_can_let_training_go_on(script_runs: dict[str, Any]) -
     assert "gradcheck: training goes on" in stderr
     assert "Traceback" not in stderr
     assert facts["same"] == [False, False, False, False, True, True]
+
+
+def test_a_step_gradcheck_cannot_check_is_one_line_and_goes_on(notebook: Any) -> None:
+    assert _error(notebook, 8) is None, _outputs(notebook, 8)
+    note = _text_of(_html(notebook, 8)).strip()
+    assert note.startswith("gradcheck: cannot check this step: the loss"), note
+    assert note.endswith(
+        "has no trainable variable to check: the model has none, or the loss is "
+        "computed from constants and inputs only; training goes on unchecked"
+    )
+    after = _printed(notebook, 8)
+    assert after == {"cell": "unchecked", "value": 3.0, "hooks_gone": True}

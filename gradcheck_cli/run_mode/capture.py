@@ -50,6 +50,8 @@ class Capture:
 
     deliver: Callable[[RunResult], None]
     run_on: bool = False
+    # Told when a request cannot be read, instead of stopping the program (in its own process).
+    failed: Callable[[CaptureFailed], None] | None = None
     created: CreatedVariables = field(default_factory=CreatedVariables)
     requests: list[GradientRequest] = field(default_factory=list)
     # Gradient requests with respect to tensors only, no variable (a deep dream's image, an
@@ -188,7 +190,7 @@ class Capture:
                 if ops is not None:
                     result = self._reconstructed(result, ops, target, variables)
             else:
-                result = _reading(
+                result = self._reading(
                     location,
                     gradient_requests.graph_request,
                     target,
@@ -197,6 +199,8 @@ class Capture:
                     label,
                 )
                 gradients = original(tape, target, sources, *args, **kwargs)
+                if result is None:
+                    return gradients
                 gradient_requests.with_tensorflow_verdicts(result, variables, gradients)
         finally:
             self._busy -= 1
@@ -231,7 +235,7 @@ class Capture:
         api = _graph_api()
         self._busy += 1
         try:
-            result = _reading(
+            result = self._reading(
                 location,
                 gradient_requests.graph_request,
                 bound["ys"],
@@ -240,11 +244,29 @@ class Capture:
                 _label(api, location),
             )
             gradients = original(*args, **kwargs)
+            if result is None:
+                return gradients
             gradient_requests.with_tensorflow_verdicts(result, variables, gradients)
         finally:
             self._busy -= 1
         self._record(GradientRequest(api, location, result), variables)
         return gradients
+
+    def _reading(
+        self, location: SourceLocation | None, read: Callable[..., Any], *args: Any
+    ) -> Any:
+        """`read(*args)`; if gradcheck cannot read the request, CaptureFailed, or, when the
+        capture has `failed`, None: the hooks are gone, `failed` is told and the program goes
+        on untouched."""
+        try:
+            return _reading(location, read, *args)
+        except CaptureFailed as failure:
+            if self.failed is None:
+                raise
+            self.delivered = True
+            self.uninstall()
+            self.failed(failure)
+            return None
 
     def _inside_tensorflow(self, original: Any, *args: Any, **kwargs: Any) -> Any:
         self._busy += 1

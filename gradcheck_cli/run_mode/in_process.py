@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from gradcheck_cli.run_mode.capture import Capture
+from gradcheck_cli.run_mode.capture import Capture, CaptureFailed
 from gradcheck_cli.tracing.override_maps import recording_override_maps
 from gradcheck_cli.worker.protocol import RunResult
 
@@ -22,9 +22,12 @@ class InProcessCheck:
     the first weight change, once every hook is removed; the program then goes on, unless
     `deliver` raises (the exception reaches the program's code before the weight changes)."""
 
-    def __init__(self, deliver: Callable[[RunResult], None]) -> None:
+    def __init__(self, deliver: Callable[[RunResult], None], failed: Callable[[str], None]) -> None:
+        """`failed` gets the one line that says why a request could not be read; the program
+        goes on, unchecked."""
         self._deliver = deliver
-        self._capture = Capture(self._delivered, run_on=True)
+        self._failed = failed
+        self._capture = Capture(self._delivered, run_on=True, failed=self._could_not_read)
         self._override_maps = contextlib.ExitStack()
 
     @property
@@ -38,7 +41,10 @@ class InProcessCheck:
 
     def install(self, model: Any = None) -> None:
         """Install every hook; `model`: a Keras model built already, whose weights are then
-        named by their layers as if its building had been watched."""
+        named by their layers as if its building had been watched. Under `gradcheck run`,
+        nothing: the run checks the step itself."""
+        if under_gradcheck_run():
+            return
         for other in list(_installed):
             other.uninstall()
         self._capture.track_variables()
@@ -61,9 +67,20 @@ class InProcessCheck:
         if self in _installed:
             _installed.remove(self)
 
+    def _could_not_read(self, failure: CaptureFailed) -> None:
+        self.uninstall()
+        cause = failure.__cause__ or failure
+        self._failed(f"could not read the gradient request: {type(cause).__name__}: {cause}")
+
     def _delivered(self, result: RunResult) -> None:
         self.uninstall()  # the capture removed its own hooks already
         self._deliver(result)
+
+
+def under_gradcheck_run() -> bool:
+    """Whether this process is `gradcheck run`'s worker, which checks the step itself."""
+    runner = sys.modules.get("gradcheck_cli.run_mode.runner")
+    return bool(runner is not None and runner.running)
 
 
 def keras_callback_class() -> type:

@@ -15,10 +15,16 @@ from gradcheck_cli.tracing.override_maps import recording_override_maps
 from gradcheck_cli.worker import progress
 from gradcheck_cli.worker.protocol import RunResult, WorkerRequest
 
+running = False
+"""Whether this process is `gradcheck run`'s worker, running a script: its own watch() then
+leaves the check to the run."""
+
 
 def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> None:
     """Run the script with its arguments; `deliver` gets its gradient requests at its first
     weight change (or at its end). GradcheckError if it fails or never asks for gradients."""
+    global running
+    running = True
     path = request.path
     capture = Capture(deliver, run_on=request.run_on)
     capture.track_variables()
