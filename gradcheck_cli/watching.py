@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -119,21 +120,25 @@ def keras_callback(
     from gradcheck_cli.run_mode.in_process import keras_callback_class
 
     settings = _settings("keras_callback", on_dead, allow_dead, verify, all_cuts, "fit")
-    base = keras_callback_class()
-    name = "GradcheckCallback"
-    callback_class = types.new_class(name, (_FitCheck, base))
-    callback_class.__module__ = __name__
-    callback: Any = callback_class()
-    callback._gradcheck_settings = settings  # noqa: SLF001 - set once, by its maker
-    return callback
+    return _callback_class(keras_callback_class())(settings)
+
+
+@functools.cache
+def _callback_class(keras_callback_base: type) -> type:
+    """gradcheck's callback, a subclass of that Keras's own Callback class (one per Keras)."""
+    made = types.new_class("GradcheckCallback", (_FitCheck, keras_callback_base))
+    made.__module__ = __name__
+    return made
 
 
 class _FitCheck:
     """The callback's hooks (mixed with the Keras Callback class): the check installed when
     `fit` begins, removed when it ends."""
 
-    _gradcheck_settings: _Settings
-    _gradcheck: Any = None
+    def __init__(self, settings: _Settings) -> None:
+        super().__init__()
+        self._gradcheck_settings = settings
+        self._gradcheck: Any = None
 
     def on_train_begin(self, logs: object = None) -> None:
         from gradcheck_cli.run_mode.in_process import InProcessCheck

@@ -94,7 +94,7 @@ CELLS = [
     " 'hooks_gone': hooks() == before,"
     " 'none': none_gradients(fit_loss(model), model.trainable_variables)}))\n",
     # 3: a GradientTape step with tf.stop_gradient, in a with block that lets it train on
-    "with gradcheck_cli.watch(on_dead='continue'):\n"
+    "with gradcheck_cli.watch(on_dead='continue') as watching:\n"
     "    w = tf.Variable(tf.ones((3, 1)), name='w_cut')\n"
     "    v = tf.Variable(tf.ones((3, 1)), name='v_trained')\n"
     "    opt = keras.optimizers.SGD(0.1)\n"
@@ -108,7 +108,8 @@ CELLS = [
     "        grads = tape.gradient(loss, [w, v])\n"
     "        opt.apply_gradients([(g, t) for g, t in zip(grads, [w, v]) if g is not None])\n"
     "    step()\n"
-    "print(json.dumps({'cell': 'tape', 'same': same([1.0, 1.0], [w, v]),"
+    "print(json.dumps({'cell': 'tape', 'checked': watching.checked,"
+    " 'same': same([1.0, 1.0], [w, v]),"
     " 'hooks_gone': hooks() == before, 'none': none_gradients(loss_of, [w, v])}))\n",
     # 4: the Keras callback that lets fit go on
     "model = dead_model()\nstart = [v.numpy() for v in model.weights]\n"
@@ -228,6 +229,7 @@ def test_watch_as_a_context_manager_names_the_cut_and_lets_training_go_on(notebo
     assert "tf.stop_gradient(w)" in report
     assert "gradcheck: training goes on" in report
     after = _printed(notebook, 3)
+    assert after["checked"]
     assert after["same"] == [True, False]  # v trained on; w, cut off, never changes
     assert after["hooks_gone"]
     assert after["none"] == ["w_cut"]
