@@ -67,12 +67,14 @@ class Watch:
 
     def stop(self) -> None:
         """Check what was asked so far, if not checked yet, and remove every hook."""
+        __tracebackhide__ = True
         self._check.finish()
 
     def __enter__(self) -> Watch:
         return self
 
     def __exit__(self, kind: object, error: object, traceback: object) -> None:
+        __tracebackhide__ = True
         if error is not None:
             self._check.uninstall()  # the block failed: its own error, not a report, goes on
             return
@@ -148,6 +150,7 @@ class _FitCheck:
         self._gradcheck.install(getattr(self, "model", None))
 
     def on_train_end(self, logs: object = None) -> None:
+        __tracebackhide__ = True
         if self._gradcheck is not None:
             check, self._gradcheck = self._gradcheck, None
             check.finish()
@@ -173,11 +176,16 @@ def _callbacks(settings: _Settings) -> tuple[Callable[[Any], None], Callable[[st
     def failed(reason: str) -> None:
         _show_line(f"gradcheck: {reason}; {settings.what} goes on unchecked")
 
-    return (lambda result: _delivered(result, settings, failed)), failed
+    def delivered(result: Any) -> None:
+        __tracebackhide__ = True  # DeadVariablesError points at the user's own line
+        _delivered(result, settings, failed)
+
+    return delivered, failed
 
 
 def _delivered(result: Any, settings: _Settings, failed: Callable[[str], None]) -> None:
     """The step's requests, as reports: shown, then training stopped or let go on."""
+    __tracebackhide__ = True
     # TensorFlow sums a non-scalar target, as `gradcheck run` says.
     options = replace(settings.options, sum_loss=True)
     try:

@@ -214,6 +214,11 @@ def test_watch_stops_a_keras_fit_in_the_notebook_before_its_first_step(notebook:
     error = _error(notebook, 1)
     assert error is not None and error["ename"] == "DeadVariablesError", _outputs(notebook, 1)
     assert "spare/bias, spare/kernel" in error["evalue"]
+    # The traceback goes from the user's own `fit` line to the raise: gradcheck's frames on the
+    # way are hidden (IPython shows the frame that raised).
+    frames = [re.sub(r"\x1b\[[0-9;]*m", "", entry) for entry in error["traceback"]]
+    ours = [frame for frame in frames if "gradcheck_cli/" in frame]
+    assert len(ours) == 1 and "raise DeadVariablesError" in ours[0], ours
     after = _printed(notebook, 2)
     assert after["same"] == [True] * 6  # no weight changed
     assert after["hooks_gone"]

@@ -144,6 +144,9 @@ class Capture:
         self._patches.append(_Patch(owner, attribute, vars(owner)[attribute] if own else None, own))
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            # A check that stops the program in its own process (watch()) raises through here:
+            # the user's traceback (IPython's, pytest's) leaves gradcheck's frames out.
+            __tracebackhide__ = True
             return hook(original, *args, **kwargs)
 
         wrapper.__name__ = getattr(original, "__name__", attribute)
@@ -317,10 +320,12 @@ class Capture:
     # -- stopping before a weight changes ------------------------------------------------------
 
     def _function_call(self, original: Any, function: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
         self._recorder.function_called(function)
         return self._stop_before_call(original, function, *args, **kwargs)
 
     def _stop_before_call(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
         from tensorflow.python.eager import context
 
         if self.requests and not self._busy and context.executing_eagerly():
@@ -330,11 +335,13 @@ class Capture:
     _stop_before_eager_call = _stop_before_call
 
     def _stop_before_session_run(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
         if self.requests and not self._busy:
             self.finish()
         return original(*args, **kwargs)
 
     def _stop_before_assign(self, original: Any, variable: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
         from tensorflow.python.eager import context
 
         if (
@@ -348,6 +355,7 @@ class Capture:
 
     def finish(self) -> None:
         """Deliver what the script asked for; stop it unless it runs on."""
+        __tracebackhide__ = True
         if self.delivered:
             return
         self.delivered = True

@@ -57,6 +57,7 @@ class InProcessCheck:
     def finish(self) -> None:
         """Deliver the requests seen so far, if not yet (a block or a fit that ended before any
         weight changed), and remove every hook."""
+        __tracebackhide__ = True
         if self.asked and not self.delivered:
             self._capture.finish()
         self.uninstall()
@@ -73,6 +74,7 @@ class InProcessCheck:
         self._failed(f"could not read the gradient request: {type(cause).__name__}: {cause}")
 
     def _delivered(self, result: RunResult) -> None:
+        __tracebackhide__ = True
         self.uninstall()  # the capture removed its own hooks already
         self._deliver(result)
 
