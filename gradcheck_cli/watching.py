@@ -232,6 +232,8 @@ def _show_report(reports: list[Report]) -> None:
         from rich.text import Text
 
         text = render(checked, Format.TERMINAL, TerminalOptions(color=True, width=_NOTEBOOK_WIDTH))
+        for file, cell in sorted(_cell_names().items(), key=lambda item: -len(item[0])):
+            text = text.replace(file, cell)
         _jupyter_console().print(Text.from_ansi(text.rstrip("\n")), soft_wrap=True)
         return
     terminal = sys.stderr.isatty()
@@ -241,6 +243,17 @@ def _show_report(reports: list[Report]) -> None:
     )
     sys.stderr.write(render(checked, Format.TERMINAL, options))
     sys.stderr.flush()
+
+
+def _cell_names() -> dict[str, str]:
+    """The file name IPython gives each cell it ran -> `Cell In[3]`, as its own tracebacks name
+    them (from the map its tracebacks read; empty where there is none)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    names = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    if not isinstance(names, dict):
+        return {}
+    return {str(file): f"Cell In[{number}]" for file, number in names.items()}
 
 
 def _show_line(line: str) -> None:

@@ -210,7 +210,12 @@ def test_watch_stops_a_keras_fit_in_the_notebook_before_its_first_step(notebook:
     # The report is the rich HTML output of the cell that trains, naming the dead layer.
     assert "unused layer spare: kernel, bias" in report, report
     assert "2 of 6 trainable variables are dead" in report
-    assert 'model.spare = keras.layers.Dense(3, name="spare")' in report  # the cell's own line
+    # The cell's own line, its cell named as IPython's tracebacks name it.
+    assert (
+        'created at Cell In[2]:6\n        6 |     model.spare = keras.layers.Dense(3, name="spare")'
+        in report
+    )
+    assert "ipykernel" not in report
     error = _error(notebook, 1)
     assert error is not None and error["ename"] == "DeadVariablesError", _outputs(notebook, 1)
     assert "spare/bias, spare/kernel" in error["evalue"]
@@ -230,7 +235,7 @@ def test_watch_as_a_context_manager_names_the_cut_and_lets_training_go_on(notebo
     assert _error(notebook, 3) is None, _outputs(notebook, 3)
     report = _text_of(_html(notebook, 3))
     assert "blocked w_cut" in report, report
-    assert "cut 1 StopGradient (stop_gradient)" in report
+    assert "cut 1 StopGradient (stop_gradient) at Cell In[4]:7" in report
     assert "tf.stop_gradient(w)" in report
     assert "gradcheck: training goes on" in report
     after = _printed(notebook, 3)
