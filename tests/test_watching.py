@@ -139,6 +139,12 @@ CELLS = [
     "frozen.assign_add(tape.gradient(loss, [frozen])[0])\n"
     "print(json.dumps({'cell': 'unchecked', 'value': float(frozen),"
     " 'hooks_gone': hooks() == before}))\n",
+    # 9: the dead layer allowed: reported as allowed, and fit trains although stop is the default
+    "model = dead_model()\nstart = [v.numpy() for v in model.weights]\n"
+    "model.fit(x, y, epochs=1, verbose=0,"
+    " callbacks=[gradcheck_cli.keras_callback(allow_dead=['spare/*'])])\n"
+    "print(json.dumps({'cell': 'allowed', 'same': same(start, model.weights),"
+    " 'hooks_gone': hooks() == before}))\n",
 ]
 
 
@@ -367,3 +373,13 @@ def test_a_step_gradcheck_cannot_check_is_one_line_and_goes_on(notebook: Any) ->
     )
     after = _printed(notebook, 8)
     assert after == {"cell": "unchecked", "value": 3.0, "hooks_gone": True}
+
+
+def test_an_allowed_dead_variable_does_not_stop_fit(notebook: Any) -> None:
+    assert _error(notebook, 9) is None, _outputs(notebook, 9)
+    report = _text_of(_html(notebook, 9))
+    assert "spare/bias is dead, but allowed by allow-dead pattern 'spare/*'" in report, report
+    assert "gradcheck: fit goes on" in report
+    after = _printed(notebook, 9)
+    assert after["same"] == [False, False, False, False, True, True]
+    assert after["hooks_gone"]
