@@ -65,7 +65,7 @@ class Watch:
         """Whether the first training step was checked (and its report shown)."""
         return self._check.delivered
 
-    def stop(self) -> None:
+    def close(self) -> None:
         """Check what was asked so far, if not checked yet, and remove every hook."""
         __tracebackhide__ = True
         self._check.finish()
@@ -78,7 +78,7 @@ class Watch:
         if error is not None:
             self._check.uninstall()  # the block failed: its own error, not a report, goes on
             return
-        self.stop()
+        self.close()
 
 
 def watch(

@@ -145,6 +145,11 @@ CELLS = [
     " callbacks=[gradcheck_cli.keras_callback(allow_dead=['spare/*'])])\n"
     "print(json.dumps({'cell': 'allowed', 'same': same(start, model.weights),"
     " 'hooks_gone': hooks() == before}))\n",
+    # 10: a block that asks for gradients and changes no weight: checked when it ends
+    "with gradcheck_cli.watch():\n"
+    "    with tf.GradientTape() as tape:\n"
+    "        loss = loss_of()\n"
+    "    grads = tape.gradient(loss, [w, v])\n",
 ]
 
 
@@ -383,3 +388,11 @@ def test_an_allowed_dead_variable_does_not_stop_fit(notebook: Any) -> None:
     after = _printed(notebook, 9)
     assert after["same"] == [False, False, False, False, True, True]
     assert after["hooks_gone"]
+
+
+def test_a_block_that_changes_no_weight_is_checked_when_it_ends(notebook: Any) -> None:
+    report = _text_of(_html(notebook, 10))
+    assert "blocked w_cut" in report, report
+    assert "cut 1 StopGradient (stop_gradient) at Cell In[4]:7" in report
+    error = _error(notebook, 10)
+    assert error is not None and error["ename"] == "DeadVariablesError", _outputs(notebook, 10)
