@@ -169,13 +169,7 @@ def notebook(tmp_path_factory: pytest.TempPathFactory) -> Any:
         allow_errors=True,
         resources={"metadata": {"path": str(folder)}},
     )
-    saved = dict(os.environ)
-    os.environ.update(ENV)  # the kernel inherits this process's environment
-    try:
-        client.execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    client.execute(env=ENV)  # the kernel's environment (jupyter_client's start_kernel)
     return document
 
 
