@@ -144,17 +144,20 @@ def check_run(
 
         def callback(result: WorkerResult) -> None:
             assert isinstance(result, RunResult)
-            early.append(_run_reports(path, result, run_options, sources))
+            early.append(run_reports(str(path), result, run_options, sources))
             on_reports(early[0])
 
     result = run_worker(request, callback)
     assert isinstance(result, RunResult)
-    return early[0] if early else _run_reports(path, result, run_options, sources)
+    return early[0] if early else run_reports(str(path), result, run_options, sources)
 
 
-def _run_reports(
-    path: Path, result: RunResult, options: CheckOptions, texts: tuple[tuple[str, str], ...]
+def run_reports(
+    path: str, result: RunResult, options: CheckOptions, texts: tuple[tuple[str, str], ...] = ()
 ) -> list[Report]:
+    """One report per gradient request of a run (`path`: the script, as the reports name it),
+    in the order the program asked; `gradcheck run` and `watch()` alike. `texts`: as
+    `check_path`'s `sources`."""
     untrained = [v.name for v in result.untrained]
     # A variable no request lists, that a request's loss reads and would train (a codebook
     # left out of the list), is told with that request (GC213); the rest with the first
@@ -168,7 +171,7 @@ def _run_reports(
         info = RequestInfo(request.api, request.location)
         where = request.location
         label = f"{request.api} at {display_path(where.file)}:{where.line}" if where else None
-        source = SourceInfo(str(path), "run", label or request.api, info)
+        source = SourceInfo(path, "run", label or request.api, info)
         extra = Context(
             requested=True,
             never_requested=tuple(n for n in untrained if n not in told) if index == 0 else (),

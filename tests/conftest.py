@@ -75,6 +75,8 @@ HEAVY = (
     "tests/test_suppressions.py",
     "tests/test_action.py",
     "tests/legacy_keras/test_fit_batches.py",
+    "tests/legacy_keras/test_watching_keras2.py",
+    "tests/test_watching.py",
 )
 
 

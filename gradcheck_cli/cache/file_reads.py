@@ -313,14 +313,21 @@ class Recorder:
         return read, _not_among(opened.folders, self.audited_listings), whole
 
 
-def after_import(name: str, patch: Callable[[ModuleType], None]) -> None:
+def after_import(name: str, patch: Callable[[ModuleType], None]) -> Callable[[], None]:
     """Call `patch` with module `name` once it is imported: now if it is, else right after its
-    import executes it."""
+    import executes it. Returns what cancels a `patch` still waiting for the import."""
     module = sys.modules.get(name)
     if module is not None:
         patch(module)
-        return
-    sys.meta_path.insert(0, _AfterImport(name, patch))
+        return lambda: None
+    finder = _AfterImport(name, patch)
+    sys.meta_path.insert(0, finder)
+
+    def cancel() -> None:
+        if finder in sys.meta_path:
+            sys.meta_path.remove(finder)
+
+    return cancel
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):

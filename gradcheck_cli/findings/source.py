@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import linecache
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -91,6 +92,9 @@ class SourceLines:
         return False
 
     def _read(self, file: str) -> list[str] | None:
+        registered = _registered_source(file)
+        if registered is not None:
+            return registered
         cell = notebook_cell(file)
         if not self.quotable(cell[0] if cell is not None else file):
             return None
@@ -107,6 +111,15 @@ class SourceLines:
             self._notebooks[notebook] = {code.index: code.source for code in cells}
         source = self._notebooks[notebook].get(index)
         return None if source is None else source.splitlines()
+
+
+def _registered_source(file: str) -> list[str] | None:
+    """The lines of code that this process ran from no file: a Jupyter cell, which IPython
+    gives a file name it never writes and registers with linecache (watch() in a notebook)."""
+    entry = linecache.cache.get(file)
+    if entry is None or len(entry) < 3 or os.path.lexists(file):
+        return None
+    return [line.rstrip("\r\n") for line in entry[2]]
 
 
 def assigned_name(code: str | None) -> str | None:

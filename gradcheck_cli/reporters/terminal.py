@@ -81,6 +81,7 @@ def _console(buffer: io.StringIO, options: TerminalOptions) -> Console:
         color_system="standard" if options.color else None,
         highlight=False,
         emoji=False,
+        force_jupyter=False,  # in Jupyter, rich would display each line instead of writing it
     )
 
 

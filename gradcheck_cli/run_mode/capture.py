@@ -40,6 +40,7 @@ class _Patch:
     owner: Any
     attribute: str
     original: Any
+    own: bool  # the owner's own attribute, not one it inherits: removed again, not set
 
 
 @dataclass
@@ -49,6 +50,8 @@ class Capture:
 
     deliver: Callable[[RunResult], None]
     run_on: bool = False
+    # Told when a request cannot be read, instead of stopping the program (in its own process).
+    failed: Callable[[CaptureFailed], None] | None = None
     created: CreatedVariables = field(default_factory=CreatedVariables)
     requests: list[GradientRequest] = field(default_factory=list)
     # Gradient requests with respect to tensors only, no variable (a deep dream's image, an
@@ -103,18 +106,47 @@ class Capture:
                 if hasattr(owner, method):
                     self._wrap(owner, method, self._leaves.hook(method))
 
+    def track_variables(self) -> None:
+        """Record every tf.Variable created from now on, and what Keras says of its weights."""
+        from tensorflow.python.ops import resource_variable_ops
+
+        from gradcheck_cli.tracing.keras_weights import track_keras_weights
+
+        owner = resource_variable_ops.ResourceVariable
+        original = vars(owner)["__init__"]
+        created = self.created
+
+        # Called straight from the variable's constructor, as CreatedVariables.add expects: it
+        # reads the stack above this frame.
+        def init(variable: Any, *args: Any, **kwargs: Any) -> None:
+            original(variable, *args, **kwargs)
+            created.add(variable)
+
+        self._patches.append(_Patch(owner, "__init__", original, own=True))
+        owner.__init__ = init  # type: ignore[method-assign]
+        created.keras = track_keras_weights()
+
     def uninstall(self) -> None:
+        """Every hook removed: TensorFlow's and Keras's classes as they were before."""
         self._recorder.close()
         self._keras.uninstall()
+        self.created.keras.stop()
         for patch in reversed(self._patches):
-            setattr(patch.owner, patch.attribute, patch.original)
+            if patch.own:
+                setattr(patch.owner, patch.attribute, patch.original)
+            else:
+                delattr(patch.owner, patch.attribute)
         self._patches.clear()
 
     def _wrap(self, owner: Any, attribute: str, hook: Callable[..., Any]) -> None:
         original = getattr(owner, attribute)
-        self._patches.append(_Patch(owner, attribute, original))
+        own = attribute in vars(owner)
+        self._patches.append(_Patch(owner, attribute, vars(owner)[attribute] if own else None, own))
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            # A check that stops the program in its own process (watch()) raises through here:
+            # the user's traceback (IPython's, pytest's) leaves gradcheck's frames out.
+            __tracebackhide__ = True
             return hook(original, *args, **kwargs)
 
         wrapper.__name__ = getattr(original, "__name__", attribute)
@@ -161,7 +193,7 @@ class Capture:
                 if ops is not None:
                     result = self._reconstructed(result, ops, target, variables)
             else:
-                result = _reading(
+                result = self._reading(
                     location,
                     gradient_requests.graph_request,
                     target,
@@ -170,6 +202,8 @@ class Capture:
                     label,
                 )
                 gradients = original(tape, target, sources, *args, **kwargs)
+                if result is None:
+                    return gradients
                 gradient_requests.with_tensorflow_verdicts(result, variables, gradients)
         finally:
             self._busy -= 1
@@ -204,7 +238,7 @@ class Capture:
         api = _graph_api()
         self._busy += 1
         try:
-            result = _reading(
+            result = self._reading(
                 location,
                 gradient_requests.graph_request,
                 bound["ys"],
@@ -213,11 +247,29 @@ class Capture:
                 _label(api, location),
             )
             gradients = original(*args, **kwargs)
+            if result is None:
+                return gradients
             gradient_requests.with_tensorflow_verdicts(result, variables, gradients)
         finally:
             self._busy -= 1
         self._record(GradientRequest(api, location, result), variables)
         return gradients
+
+    def _reading(
+        self, location: SourceLocation | None, read: Callable[..., Any], *args: Any
+    ) -> Any:
+        """`read(*args)`; if gradcheck cannot read the request, CaptureFailed, or, when the
+        capture has `failed`, None: the hooks are gone, `failed` is told and the program goes
+        on untouched."""
+        try:
+            return _reading(location, read, *args)
+        except CaptureFailed as failure:
+            if self.failed is None:
+                raise
+            self.delivered = True
+            self.uninstall()
+            self.failed(failure)
+            return None
 
     def _inside_tensorflow(self, original: Any, *args: Any, **kwargs: Any) -> Any:
         self._busy += 1
@@ -268,10 +320,12 @@ class Capture:
     # -- stopping before a weight changes ------------------------------------------------------
 
     def _function_call(self, original: Any, function: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
         self._recorder.function_called(function)
         return self._stop_before_call(original, function, *args, **kwargs)
 
     def _stop_before_call(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
         from tensorflow.python.eager import context
 
         if self.requests and not self._busy and context.executing_eagerly():
@@ -281,11 +335,13 @@ class Capture:
     _stop_before_eager_call = _stop_before_call
 
     def _stop_before_session_run(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
         if self.requests and not self._busy:
             self.finish()
         return original(*args, **kwargs)
 
     def _stop_before_assign(self, original: Any, variable: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
         from tensorflow.python.eager import context
 
         if (
@@ -299,6 +355,7 @@ class Capture:
 
     def finish(self) -> None:
         """Deliver what the script asked for; stop it unless it runs on."""
+        __tracebackhide__ = True
         if self.delivered:
             return
         self.delivered = True

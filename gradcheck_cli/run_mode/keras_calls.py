@@ -118,6 +118,7 @@ class KerasWatch:
 
 def _before(original: Any, name: str, hook: OnTraining) -> Any:
     def training(model: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # see Capture._wrap
         hook(model, name)
         return original(model, *args, **kwargs)
 

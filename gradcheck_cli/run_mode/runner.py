@@ -15,13 +15,19 @@ from gradcheck_cli.tracing.override_maps import recording_override_maps
 from gradcheck_cli.worker import progress
 from gradcheck_cli.worker.protocol import RunResult, WorkerRequest
 
+running = False
+"""Whether this process is `gradcheck run`'s worker, running a script: its own watch() then
+leaves the check to the run."""
+
 
 def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> None:
     """Run the script with its arguments; `deliver` gets its gradient requests at its first
     weight change (or at its end). GradcheckError if it fails or never asks for gradients."""
+    global running
+    running = True
     path = request.path
     capture = Capture(deliver, run_on=request.run_on)
-    _track_variables(capture, path)
+    capture.track_variables()
     capture.install()
     sys.argv = [str(path), *request.arguments]
     sys.path.insert(0, str(path.parent))
@@ -119,23 +125,6 @@ def _finish(capture: Capture) -> None:
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
-
-
-def _track_variables(capture: Capture, path: Path) -> None:
-    """Record every tf.Variable the script creates, and what Keras says of its weights."""
-    from tensorflow.python.ops import resource_variable_ops
-
-    from gradcheck_cli.tracing.keras_weights import track_keras_weights
-
-    created = capture.created
-    original = resource_variable_ops.ResourceVariable.__init__
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        created.add(self)
-
-    resource_variable_ops.ResourceVariable.__init__ = init  # type: ignore[method-assign]
-    created.keras = track_keras_weights()
 
 
 def _notebook_cells(path: Path) -> list[Any]:

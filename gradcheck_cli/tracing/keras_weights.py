@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -36,11 +36,28 @@ class KerasWeights:
     # (Keras variable, its layer) whose tf.Variable Keras creates later: a subclassed model
     # without build() is built symbolically, its weights initialised at their first use.
     deferred: list[tuple[Any, Any]] = field(default_factory=list)
+    # What undoes the tracking: the patches on Keras's Layer, the imports still awaited.
+    undo: list[Callable[[], None]] = field(default_factory=list, repr=False)
+
+    def stop(self) -> None:
+        """Stop tracking: Keras's Layer as it was, no import awaited (what was found stays)."""
+        while self.undo:
+            self.undo.pop()()
+
+    def add_model(self, model: Any) -> None:
+        """The weights of a model built before tracking began (a Keras callback's, at `fit`),
+        each with the innermost layer that holds it."""
+        flatten = getattr(model, "_flatten_layers", None)
+        layers = list(flatten(include_self=True, recursive=True)) if flatten else [model]
+        for layer in reversed(layers):  # parents come first: a weight goes to its own layer
+            for weight in getattr(layer, "weights", ()):
+                if id(backing_variable(weight)) not in self.owners:
+                    self.add(weight, layer)
 
     def add(self, weight: Any, layer: Any) -> None:
         """A weight `layer` added (recorded once its tf.Variable exists)."""
         # Keras 2's weights are tf.Variables; Keras 3's wrap one, made at first use.
-        backing = weight if _is_tf_variable(weight) else getattr(weight, "_value", None)
+        backing = backing_variable(weight)
         if backing is None:
             self.deferred.append((weight, layer))
             return
@@ -159,7 +176,7 @@ def track_keras_weights() -> KerasWeights:
 
     found = KerasWeights()
     for name in ("keras", "tf_keras"):
-        after_import(name, lambda module: _watch_layers(module, found))
+        found.undo.append(after_import(name, lambda module: _watch_layers(module, found)))
     return found
 
 
@@ -182,8 +199,19 @@ def _watch_layers(keras: Any, found: KerasWeights) -> None:
             found.add(weight, self)
         return weight
 
+    own = vars(layer_class)
+    saved = {name: own[name] for name in ("__init__", "add_weight") if name in own}
+
+    def restore() -> None:
+        for name in ("__init__", "add_weight"):
+            if name in saved:
+                setattr(layer_class, name, saved[name])
+            else:
+                delattr(layer_class, name)
+
     layer_class.__init__ = init
     layer_class.add_weight = add_weight
+    found.undo.append(restore)
 
 
 def _construction_site(
@@ -204,6 +232,12 @@ def _construction_site(
                 return found.layer_sites[owner]
         frame = frame.f_back
     return None
+
+
+def backing_variable(weight: Any) -> Any:
+    """The tf.Variable of a Keras weight: Keras 2's weights are one; Keras 3's wrap one, made at
+    first use (None before)."""
+    return weight if _is_tf_variable(weight) else getattr(weight, "_value", None)
 
 
 def _is_tf_variable(value: Any) -> bool:

@@ -1,0 +1,98 @@
+"""`gradcheck run`'s hooks in the user's own process (watch(), the Keras callback), then gone."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from gradcheck_cli.run_mode.capture import Capture, CaptureFailed
+from gradcheck_cli.tracing.override_maps import recording_override_maps
+from gradcheck_cli.worker.protocol import RunResult
+
+# The checks installed now: a new one removes those left behind (a cell run again, a `fit`
+# that failed before its first step), so hooks never stack.
+_installed: list[InProcessCheck] = []
+
+
+class InProcessCheck:
+    """The hooks of `gradcheck run`, in this process. `deliver` gets the requests just before
+    the first weight change, once every hook is removed; the program then goes on, unless
+    `deliver` raises (the exception reaches the program's code before the weight changes)."""
+
+    def __init__(self, deliver: Callable[[RunResult], None], failed: Callable[[str], None]) -> None:
+        """`failed` gets the one line that says why a request could not be read; the program
+        goes on, unchecked."""
+        self._deliver = deliver
+        self._failed = failed
+        self._capture = Capture(self._delivered, run_on=True, failed=self._could_not_read)
+        self._override_maps = contextlib.ExitStack()
+
+    @property
+    def asked(self) -> bool:
+        """Whether the program asked for gradients (of a variable) since the install."""
+        return bool(self._capture.requests)
+
+    @property
+    def delivered(self) -> bool:
+        return self._capture.delivered
+
+    def install(self, model: Any = None) -> None:
+        """Install every hook; `model`: a Keras model built already, whose weights are then
+        named by their layers as if its building had been watched. Under `gradcheck run`,
+        nothing: the run checks the step itself."""
+        if under_gradcheck_run():
+            return
+        for other in list(_installed):
+            other.uninstall()
+        self._capture.track_variables()
+        if model is not None:
+            self._capture.created.keras.add_model(model)
+        self._capture.install()
+        self._override_maps.enter_context(recording_override_maps())
+        _installed.append(self)
+
+    def finish(self) -> None:
+        """Deliver the requests seen so far, if not yet (a block or a fit that ended before any
+        weight changed), and remove every hook."""
+        __tracebackhide__ = True
+        if self.asked and not self.delivered:
+            self._capture.finish()
+        self.uninstall()
+
+    def uninstall(self) -> None:
+        self._capture.uninstall()
+        self._override_maps.close()
+        if self in _installed:
+            _installed.remove(self)
+
+    def _could_not_read(self, failure: CaptureFailed) -> None:
+        self.uninstall()
+        cause = failure.__cause__ or failure
+        self._failed(f"could not read the gradient request: {type(cause).__name__}: {cause}")
+
+    def _delivered(self, result: RunResult) -> None:
+        __tracebackhide__ = True
+        self.uninstall()  # the capture removed its own hooks already
+        self._deliver(result)
+
+
+def under_gradcheck_run() -> bool:
+    """Whether this process is `gradcheck run`'s worker, which checks the step itself."""
+    runner = sys.modules.get("gradcheck_cli.run_mode.runner")
+    return bool(runner is not None and runner.running)
+
+
+def keras_callback_class() -> type:
+    """The Keras `Callback` class of the Keras this program trains with: Keras 2 (`tf_keras`)
+    when TF_USE_LEGACY_KERAS asks for it or it is the only one imported, else Keras 3."""
+    legacy = os.environ.get("TF_USE_LEGACY_KERAS", "").lower() in ("1", "true", "yes")
+    if legacy or ("tf_keras" in sys.modules and "keras" not in sys.modules):
+        import tf_keras
+
+        return tf_keras.callbacks.Callback  # type: ignore[no-any-return]
+    import keras
+
+    return keras.callbacks.Callback  # type: ignore[no-any-return]

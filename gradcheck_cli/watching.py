@@ -1,0 +1,287 @@
+"""`watch()` and the Keras callback: `gradcheck run`'s check of the first step, in-process."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import sys
+import types
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.findings.policy import apply_policy
+from gradcheck_cli.findings.report import Report
+from gradcheck_cli.options import CheckOptions, check_options
+from gradcheck_cli.pipeline import run_reports
+from gradcheck_cli.reporters import Format, TerminalOptions, render
+from gradcheck_cli.reporters.verdict_text import verdict_parts
+
+OnDead = Literal["stop", "continue"]
+ON_DEAD = ("stop", "continue")
+
+# The columns of the report in a notebook: a cell's output shows about this many.
+_NOTEBOOK_WIDTH = 100
+
+
+class DeadVariablesError(Exception):
+    """Raised in the program's code at its first training step, before any weight changes,
+    when a variable it trains can never get gradient (`on_dead="stop"`). `reports`: one per
+    gradient request of the step, as `gradcheck run` gives them."""
+
+    def __init__(self, reports: list[Report]) -> None:
+        self.reports = reports
+        names = sorted({verdict.name for report in reports for verdict in report.dead})
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        super().__init__(
+            f"gradcheck stopped training before its first weight change: "
+            f"{len(names)} dead variable{'' if len(names) == 1 else 's'} ({shown}); the report "
+            'is above; on_dead="continue" shows it and trains on'
+        )
+
+
+@dataclass(frozen=True)
+class _Settings:
+    on_dead: OnDead
+    options: CheckOptions
+    what: str  # what trains, in the notes: "training", "fit"
+
+
+class Watch:
+    """The check that `watch()` installed: a context manager, whose exit removes whatever is
+    left of it (and checks a step that asked for gradients but changed no weight)."""
+
+    def __init__(self, settings: _Settings) -> None:
+        from gradcheck_cli.run_mode.in_process import InProcessCheck
+
+        self._settings = settings
+        self._check = InProcessCheck(*_callbacks(settings))
+        self._check.install()
+
+    @property
+    def checked(self) -> bool:
+        """Whether the first training step was checked (and its report shown)."""
+        return self._check.delivered
+
+    def close(self) -> None:
+        """Check what was asked so far, if not checked yet, and remove every hook."""
+        __tracebackhide__ = True
+        self._check.finish()
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
+        __tracebackhide__ = True
+        if error is not None:
+            self._check.uninstall()  # the block failed: its own error, not a report, goes on
+            return
+        self.close()
+
+
+def watch(
+    on_dead: OnDead = "stop",
+    *,
+    allow_dead: Mapping[str, str] | Iterable[str] = (),
+    verify: bool = False,
+    all_cuts: bool = False,
+) -> Watch:
+    """Check this process's first training step, as `gradcheck run` checks a script's.
+
+    Call it at the top of a notebook or script, before the model is built, or use it as a
+    context manager (`with gradcheck_cli.watch(): ...`). The gradient requests of the first
+    step (a Keras `fit`, a `tf.GradientTape` step, TF1's `minimize`) are checked just before
+    the first weight changes; the report is shown (HTML in Jupyter, the terminal report on
+    stderr elsewhere), or one line when nothing is wrong. Then, if a variable is dead,
+    `on_dead="stop"` raises DeadVariablesError there, before any weight changes, and
+    `"continue"` lets training go on. Every hook is removed once the step is checked, or when
+    the `with` block ends.
+
+    `allow_dead`, `verify` and `all_cuts` do what they do for `check`.
+    """
+    return Watch(_settings("watch", on_dead, allow_dead, verify, all_cuts, "training"))
+
+
+def keras_callback(
+    on_dead: OnDead = "stop",
+    *,
+    allow_dead: Mapping[str, str] | Iterable[str] = (),
+    verify: bool = False,
+    all_cuts: bool = False,
+) -> Any:
+    """A Keras callback that checks the first step of the `fit` it is given to, as `watch()`
+    does: `model.fit(x, y, callbacks=[gradcheck_cli.keras_callback()])`.
+
+    Keras 3's callback, or Keras 2's (`tf_keras`) when TF_USE_LEGACY_KERAS is set or only
+    `tf_keras` is imported. With a dead variable, `on_dead="stop"` raises DeadVariablesError
+    from `fit` before its first weight change; `"continue"` lets it train. Every hook is
+    removed when the step is checked, or when `fit` ends.
+    """
+    from gradcheck_cli.run_mode.in_process import keras_callback_class
+
+    settings = _settings("keras_callback", on_dead, allow_dead, verify, all_cuts, "fit")
+    return _callback_class(keras_callback_class())(settings)
+
+
+@functools.cache
+def _callback_class(keras_callback_base: type) -> type:
+    """gradcheck's callback, a subclass of that Keras's own Callback class (one per Keras)."""
+    made = types.new_class("GradcheckCallback", (_FitCheck, keras_callback_base))
+    made.__module__ = __name__
+    return made
+
+
+class _FitCheck:
+    """The callback's hooks (mixed with the Keras Callback class): the check installed when
+    `fit` begins, removed when it ends."""
+
+    def __init__(self, settings: _Settings) -> None:
+        super().__init__()
+        self._gradcheck_settings = settings
+        self._gradcheck: Any = None
+
+    def on_train_begin(self, logs: object = None) -> None:
+        from gradcheck_cli.run_mode.in_process import InProcessCheck
+
+        settings = self._gradcheck_settings
+        self._gradcheck = InProcessCheck(*_callbacks(settings))
+        self._gradcheck.install(getattr(self, "model", None))
+
+    def on_train_end(self, logs: object = None) -> None:
+        __tracebackhide__ = True
+        if self._gradcheck is not None:
+            check, self._gradcheck = self._gradcheck, None
+            check.finish()
+
+
+def _settings(
+    caller: str,
+    on_dead: object,
+    allow_dead: Mapping[str, str] | Iterable[str],
+    verify: bool,
+    all_cuts: bool,
+    what: str,
+) -> _Settings:
+    if on_dead not in ON_DEAD:
+        raise ValueError(f"{caller}(on_dead={on_dead!r}): on_dead is 'stop' or 'continue'")
+    given = {"allow_dead": allow_dead, "verify": verify, "all_cuts": all_cuts}
+    return _Settings(on_dead, check_options(caller, given), what)  # type: ignore[arg-type]
+
+
+def _callbacks(settings: _Settings) -> tuple[Callable[[Any], None], Callable[[str], None]]:
+    """What the check calls with the step's requests, and with why it could not read them."""
+
+    def failed(reason: str) -> None:
+        _show_line(f"gradcheck: {reason}; {settings.what} goes on unchecked")
+
+    def delivered(result: Any) -> None:
+        __tracebackhide__ = True  # DeadVariablesError points at the user's own line
+        _delivered(result, settings, failed)
+
+    return delivered, failed
+
+
+def _delivered(result: Any, settings: _Settings, failed: Callable[[str], None]) -> None:
+    """The step's requests, as reports: shown, then training stopped or let go on."""
+    __tracebackhide__ = True
+    # TensorFlow sums a non-scalar target, as `gradcheck run` says.
+    options = replace(settings.options, sum_loss=True)
+    try:
+        reports = run_reports(_program_name(), result, options)
+    except GradcheckError as error:  # nothing to check (no trainable variable): the user's
+        failed(f"cannot check this step: {error}")  # training is not gradcheck's to break
+        return
+    except Exception as error:  # a gradcheck bug: one line, and the training goes on
+        failed(f"internal error: {type(error).__name__}: {error}")
+        return
+    if settings.options.allow_dead:
+        reports = [apply_policy(r, allow_dead=dict(settings.options.allow_dead)) for r in reports]
+    dead = any(report.dead for report in reports)
+    if not dead and not any(report.findings for report in reports):
+        _show_line(f"gradcheck: no dead variables ({_counts(reports)}); {settings.what} goes on")
+        return
+    _show_report(reports)
+    if dead and settings.on_dead == "stop":
+        raise DeadVariablesError(reports)
+    _show_line(f"gradcheck: {settings.what} goes on")
+
+
+def _program_name() -> str:
+    """What the reports name as checked: the script, or the notebook (Jupyter tells its path)."""
+    notebook = os.environ.get("JPY_SESSION_NAME")
+    if _in_jupyter():
+        return notebook or "<notebook>"
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    return str(main) if main else "<this process>"
+
+
+def _counts(reports: list[Report]) -> str:
+    """The verdict's counts, as the terminal report ends: `2 ok, 0 blocked, ...`; per request
+    when the step asked for gradients more than once."""
+    counts = [verdict_parts(report)[1] for report in reports]
+    if len(counts) == 1:
+        return counts[0]
+    return "; ".join(f"{report.source.loss}: {part}" for report, part in zip(reports, counts))
+
+
+def _show_report(reports: list[Report]) -> None:
+    checked = reports[0] if len(reports) == 1 else reports
+    if _in_jupyter():
+        from rich.text import Text
+
+        text = render(checked, Format.TERMINAL, TerminalOptions(color=True, width=_NOTEBOOK_WIDTH))
+        for file, cell in sorted(_cell_names().items(), key=lambda item: -len(item[0])):
+            text = text.replace(file, cell)
+        _jupyter_console().print(Text.from_ansi(text.rstrip("\n")), soft_wrap=True)
+        return
+    terminal = sys.stderr.isatty()
+    options = TerminalOptions(
+        color=_stderr_color(),
+        width=shutil.get_terminal_size().columns if terminal else None,
+    )
+    sys.stderr.write(render(checked, Format.TERMINAL, options))
+    sys.stderr.flush()
+
+
+def _cell_names() -> dict[str, str]:
+    """The file name IPython gives each cell it ran -> `Cell In[3]`, as its own tracebacks name
+    them (from the map its tracebacks read; empty where there is none)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    names = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    if not isinstance(names, dict):
+        return {}
+    return {str(file): f"Cell In[{number}]" for file, number in names.items()}
+
+
+def _show_line(line: str) -> None:
+    if _in_jupyter():
+        from rich.text import Text
+
+        _jupyter_console().print(Text(line), soft_wrap=True)
+        return
+    print(line, file=sys.stderr, flush=True)
+
+
+def _stderr_color() -> bool:
+    """Colour as the command line's `--color auto` chooses it, for stderr."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return sys.stderr.isatty()
+
+
+def _in_jupyter() -> bool:
+    from rich.console import Console
+
+    return bool(Console().is_jupyter)
+
+
+def _jupyter_console() -> Any:
+    from rich.console import Console
+
+    # rich shows what it prints in Jupyter as the cell's rich (HTML) output.
+    return Console(highlight=False, emoji=False)
