@@ -22,9 +22,6 @@ from gradcheck_cli.reporters.verdict_text import verdict_parts
 OnDead = Literal["stop", "continue"]
 ON_DEAD = ("stop", "continue")
 
-# The columns of the report in a notebook: a cell's output shows about this many.
-_NOTEBOOK_WIDTH = 100
-
 
 class DeadVariablesError(Exception):
     """Raised in the program's code at its first training step, before any weight changes,
@@ -231,7 +228,9 @@ def _show_report(reports: list[Report]) -> None:
     if _in_jupyter():
         from rich.text import Text
 
-        text = render(checked, Format.TERMINAL, TerminalOptions(color=True, width=_NOTEBOOK_WIDTH))
+        # Unfolded: the cells' file names are replaced after rendering, and a browser's
+        # output area scrolls a long line rather than breaking it.
+        text = render(checked, Format.TERMINAL, TerminalOptions(color=True, width=None))
         for file, cell in sorted(_cell_names().items(), key=lambda item: -len(item[0])):
             text = text.replace(file, cell)
         _jupyter_console().print(Text.from_ansi(text.rstrip("\n")), soft_wrap=True)

@@ -41,10 +41,12 @@ def cached(monkeypatch: pytest.MonkeyPatch, faulty_report: Report) -> None:
     apply after the analysis (allow_dead, then the run's policy) still run for real."""
     real = api.model_report
 
-    def model_report(model: Any, options: CheckOptions, variables: Any = None) -> Report:
-        if Path(model).resolve() == FAULTY.resolve() and options.loss == "loss":
+    def model_report(
+        model: Any, options: CheckOptions, variables: Any = None, sources: Any = ()
+    ) -> Report:
+        if Path(model).resolve() == FAULTY.resolve() and options.loss == "loss" and not sources:
             return faulty_report
-        return real(model, options, variables)
+        return real(model, options, variables, sources)
 
     monkeypatch.setattr(api, "model_report", model_report)
 

@@ -9,8 +9,8 @@ import click
 import pytest
 
 from gradcheck_cli.cli import command, run_command
-from gradcheck_cli.cli_options import COMMANDS as COMMANDS_HEADING
-from gradcheck_cli.cli_options import GROUPS, HELP
+from gradcheck_cli.cli.options import COMMANDS as COMMANDS_HEADING
+from gradcheck_cli.cli.options import GROUPS, HELP
 from gradcheck_cli.config import KEYS
 from gradcheck_cli.options import TIMEOUT_VARIABLE
 from tests.cli_runs import cli_result

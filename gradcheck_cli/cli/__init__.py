@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from gradcheck_cli.cli_options import (
+from gradcheck_cli.cli.options import (
     CONTEXT_SETTINGS,
     MODEL_OPTIONS,
     NO_MODEL,

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import click
 import cloup
 
-from gradcheck_cli.cli_usage import option_arity, plain_hint, run_hint
+from gradcheck_cli.cli.usage import option_arity, plain_hint, run_hint
 from gradcheck_cli.config import check_codes
 from gradcheck_cli.errors import error_line
 from gradcheck_cli.options import memory_bytes, timeout_seconds
