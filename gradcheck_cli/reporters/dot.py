@@ -167,14 +167,13 @@ def _add_blocked(graph: _Graph, verdict: VariableVerdict) -> None:
         graph.calls.setdefault(call.function, call)
     # The variable's own argument of the loss function is the variable: its box stands for it.
     own = verdict.variable.source.node if verdict.variable.source is not None else None
+    # (function, op, calling function, caller): op feeds an argument of a function the caller
+    # runs.
     entered = {
-        (
-            edge.source_function,
-            edge.source,
-            edge.target_function and nested[edge.target_function].caller,
-        )
+        (edge.source_function, edge.source, call.caller_function, call.caller)
         for edge in edges
         if edge.target_function in nested and edge.source_function != edge.target_function
+        for call in [nested[edge.target_function]]
     }
 
     # A function's argument is the value passed in: the variable, or the op that computes it.
@@ -203,7 +202,7 @@ def _add_blocked(graph: _Graph, verdict: VariableVerdict) -> None:
         source_function = edge.source_function if edge.source_function in nested else None
         target_function = edge.target_function if edge.target_function in nested else None
         # The edge into an op that runs a function is drawn into the function, where it goes.
-        if target_function is None and (source_function, edge.source, edge.target) in entered:
+        if (source_function, edge.source, target_function, edge.target) in entered:
             continue
         source = node(source_function, edge.source)
         target = node(target_function, edge.target)
@@ -347,21 +346,21 @@ def _edge_attrs(facts: _EdgeFacts) -> dict[str, _Value]:
 
 
 _ROLES = {
-    "then_branch": "true branch",
-    "else_branch": "false branch",
-    "branches": "branch",
-    "body": "loop body",
-    "cond": "loop condition",
-    "f": "function",
+    "then_branch": "true branch of",
+    "else_branch": "false branch of",
+    "branches": "a branch of",
+    "body": "loop body of",
+    "cond": "loop condition of",
+    "f": "called by",
 }
 
 
 def _cluster_label(report: Report, graph: _Graph, call: NestedCall) -> str:
     caller = graph.ops.get(_caller_node(call), _OpFacts())
-    role = _ROLES.get(call.role, call.role.replace("_", " "))
+    role = _ROLES.get(call.role, call.role.replace("_", " ") + " of")
     where = f", {_where(caller.location)}" if caller.location is not None else ""
-    kind = f" ({caller.op_type})" if caller.op_type else ""
-    return f"{function_name(call.function)}: {role} of {call.caller}{kind}{where}"
+    kind = f" ({caller.op_type})" if caller.op_type and caller.op_type != call.caller else ""
+    return f"{function_name(call.function)}: {role} {call.caller}{kind}{where}"
 
 
 def _caller_node(call: NestedCall) -> str:
