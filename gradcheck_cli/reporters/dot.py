@@ -25,8 +25,9 @@ _FIX_STYLE = {"shape": "note", "color": "darkgreen", "fontcolor": "darkgreen"}
 ROW = 4
 FOLD = 2 * ROW
 FIX_WIDTH = 60
-# Why a cut stops gradient, beside its edge, folded at this width.
+# Why a cut stops gradient, beside its edge, and the user's code in an op, folded at these widths.
 REASON_WIDTH = 40
+CODE_WIDTH = 48
 
 
 class _LeftAligned(tuple[str, ...]):
@@ -295,10 +296,7 @@ class _FactIndex:
 def _variable_attrs(report: Report, verdict: VariableVerdict) -> dict[str, _Value]:
     label: tuple[str, ...] = (verdict.name, verdict.status.value)
     if verdict.location is not None:
-        label += (f"created at {_where(verdict.location)}",)
-        code = report.code_at(verdict.location)
-        if code is not None and code.strip():
-            label += (code.strip(),)
+        label += (f"created at {_where(verdict.location)}", *_code(report, verdict.location))
     return {"label": label, "shape": "box", **_VARIABLE_STYLE.get(verdict.status, {})}
 
 
@@ -314,9 +312,7 @@ def _op_attrs(report: Report, name: str, facts: _OpFacts) -> dict[str, _Value]:
     else:
         label = (shown, facts.op_type)
     if facts.location is not None:
-        code = report.code_at(facts.location)
-        where = _where(facts.location)
-        label += (f"{where}: {code.strip()}" if code and code.strip() else where,)
+        label += (_where(facts.location), *_code(report, facts.location))
     attrs: dict[str, _Value] = {"label": label, "shape": "ellipse"}
     if facts.reasons or facts.cut:
         attrs.update({"color": "red", "fontcolor": "red", "penwidth": "2"})
@@ -325,6 +321,13 @@ def _op_attrs(report: Report, name: str, facts: _OpFacts) -> dict[str, _Value]:
 
 def _where(location: SourceLocation) -> str:
     return f"{display_path(location.file)}:{location.line}"
+
+
+def _code(report: Report, location: SourceLocation) -> list[str]:
+    """The user's code at `location`, folded at CODE_WIDTH (between words: a name stays
+    whole), so that a row of ops stays narrow."""
+    code = (report.code_at(location) or "").strip()
+    return textwrap.wrap(code, CODE_WIDTH, break_long_words=False, break_on_hyphens=False)
 
 
 def _edge_attrs(facts: _EdgeFacts) -> dict[str, _Value]:

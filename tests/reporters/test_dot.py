@@ -7,6 +7,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
+import pydot
+
 from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep, Status, Unreached
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.report import Report, SourceInfo
@@ -18,8 +20,14 @@ from tests.reporters.factories import verdict
 FN = "__inference_loss_17"
 
 
-# A small DOT reader: just enough of the grammar (graphviz.org/doc/info/lang.html) to check
-# the structure of what render_dot writes, without pydot or the dot binary.
+STOP = "stop_gradient hides its input from the gradient"
+CAST = "the Cast to int32 produces an integer tensor; integer tensors carry no gradient"
+ROUND = "Round has no gradient"
+ARGMAX = "ArgMax has no gradient"
+
+# A small DOT reader for what render_dot writes (graphviz.org/doc/info/lang.html): nodes, edges,
+# clusters and their members, rows. _check_structure also has pydot, a real DOT parser, read
+# every document, and the dot binary draw it where Graphviz is installed.
 
 _TOKEN = re.compile(
     r'\s*(?:(?P<string>"(?:\\.|[^"\\])*")|(?P<arrow>->)|(?P<punct>[{}\[\];=,])'
@@ -52,7 +60,10 @@ def _label_text(value: str) -> str:
 class Dot:
     nodes: dict[str, dict[str, str]] = field(default_factory=dict)
     edges: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    # Each cluster's nodes, those of the clusters inside it included.
     clusters: dict[str, list[str]] = field(default_factory=dict)
+    # Each cluster's label.
+    cluster_labels: dict[str, str] = field(default_factory=dict)
     # `{rank=same; ...}`: nodes drawn side by side.
     rows: list[list[str]] = field(default_factory=list)
 
@@ -77,7 +88,8 @@ def parse(text: str) -> Dot:
     tokens = _tokens(text)
     assert tokens[:3] == ["digraph", "gradcheck", "{"], tokens[:3]
     dot = Dot()
-    depth, cluster, i = 0, None, 2
+    # The open subgraphs, innermost last, with the depth at which each was opened.
+    depth, open_clusters, i = 0, [], 2
 
     def attributes(i: int) -> tuple[dict[str, str], int]:
         attrs: dict[str, str] = {}
@@ -106,17 +118,21 @@ def parse(text: str) -> Dot:
         elif token == "}":
             depth, i = depth - 1, i + 1
             assert depth >= 0, "unbalanced braces"
-            if depth == 1:
-                cluster = None
+            if open_clusters and open_clusters[-1][1] == depth:
+                open_clusters.pop()
         elif token == "subgraph":
             cluster = _unquote(tokens[i + 1])
+            assert cluster not in dot.clusters, f"{cluster} drawn twice"
             dot.clusters[cluster] = []
+            open_clusters.append((cluster, depth))
             i += 2
         elif token in ("graph", "node", "edge"):
             _, i = attributes(i + 1)
             assert tokens[i] == ";"
             i += 1
         elif i + 1 < len(tokens) and tokens[i + 1] == "=":
+            if token == "label" and open_clusters:
+                dot.cluster_labels[open_clusters[-1][0]] = _unquote(tokens[i + 2])
             i += 3
             assert tokens[i] == ";"
             i += 1
@@ -131,12 +147,27 @@ def parse(text: str) -> Dot:
             node = _unquote(token)
             assert node not in dot.nodes, f"{node} declared twice"
             dot.nodes[node], i = attributes(i + 1)
-            if cluster is not None:
+            for cluster, _ in open_clusters:
                 dot.clusters[cluster].append(node)
             assert tokens[i] == ";"
             i += 1
     assert depth == 0, "unbalanced braces"
     return dot
+
+
+def _pydot_nodes(graph: pydot.Graph) -> dict[str, dict[str, str]]:
+    """Every node pydot read, in every subgraph, with its attributes."""
+    found = {node.get_name(): dict(node.get_attributes()) for node in graph.get_nodes()}
+    for subgraph in graph.get_subgraphs():
+        for name, attrs in _pydot_nodes(subgraph).items():
+            found.setdefault(name, {}).update(attrs)
+    # `graph`, `node` and `edge` are the default attributes, not nodes; `{rank=same; ...}`
+    # lists nodes again, with no attributes, in an anonymous subgraph.
+    return {name: attrs for name, attrs in found.items() if name not in ("node", "edge", "graph")}
+
+
+def _edge_count(graph: pydot.Graph) -> int:
+    return len(graph.get_edges()) + sum(_edge_count(g) for g in graph.get_subgraphs())
 
 
 def _check_structure(text: str) -> Dot:
@@ -145,6 +176,15 @@ def _check_structure(text: str) -> Dot:
         assert source in dot.nodes, f"edge from undeclared {source}"
         assert target in dot.nodes, f"edge to undeclared {target}"
     assert len({(s, t) for s, t, _ in dot.edges}) == len(dot.edges), "duplicate edges"
+    # A real parser reads the same nodes, with the same labels.
+    (graph,) = pydot.graph_from_dot_data(text)
+    read = {_unquote(name): attrs for name, attrs in _pydot_nodes(graph).items()}
+    assert set(read) == set(dot.nodes)
+    for node, attrs in dot.nodes.items():
+        assert _unquote(read[node].get("label", '""')) == attrs.get("label", "")
+    assert len(graph.get_edges()) + sum(_edge_count(g) for g in graph.get_subgraphs()) == len(
+        dot.edges
+    )
     if shutil.which("dot"):  # the real parser too, where Graphviz is installed
         result = subprocess.run(
             ["dot", "-Tsvg"], input=text, capture_output=True, text=True, check=False
@@ -159,8 +199,8 @@ def _seed_report() -> Report:
         'layer1/weights_i "fixed" [0]:0',
         Status.BLOCKED,
         blockers=(
-            Blocker("layer1/StopGradient", "StopGradient", Reason.STOP_GRADIENT, "m", FN),
-            Blocker("layer1/Cast", "Cast", Reason.INTEGER_DTYPE, "m", FN),
+            Blocker("layer1/StopGradient", "StopGradient", Reason.STOP_GRADIENT, STOP, FN),
+            Blocker("layer1/Cast", "Cast", Reason.INTEGER_DTYPE, CAST, FN),
         ),
         route=(
             PathStep("weights_i", "_Arg", FN),
@@ -183,7 +223,7 @@ def _seed_report() -> Report:
     scale = verdict(
         "scale",
         Status.BLOCKED,
-        blockers=(Blocker("Round", "Round", Reason.NON_DIFFERENTIABLE_OP, "m", FN),),
+        blockers=(Blocker("Round", "Round", Reason.NON_DIFFERENTIABLE_OP, ROUND, FN),),
         subgraph=(
             Edge("scale", "Round", cut=True),
             Edge("Round", "MatMul"),
@@ -201,10 +241,12 @@ def test_the_seed_case_draws_every_path_with_the_cuts_in_red() -> None:
     mul = dot.node_labelled("layer1/Mul")
     stop = dot.node_labelled("layer1/StopGradient")
     cast = dot.node_labelled("layer1/Cast")
-    for target, reason in ((stop, "stop_gradient"), (cast, "integer_dtype")):
+    # The cut edges are red, labelled with the terminal's words for the cut, folded.
+    for target, reason in ((stop, STOP), (cast, CAST)):
         attrs = dot.edge(mul, target)
         assert attrs["color"] == "red" and "bold" in attrs["style"]
-        assert attrs["label"] == reason
+        assert " ".join(_label_text(attrs["label"]).split("\n")) == reason
+        assert dot.nodes[target]["color"] == "red"
     round_ = dot.node_labelled("Round")
     scale_op = dot.node_labelled("scale")
     dot.edge(dot.node_labelled("scale", "box"), scale_op)
@@ -219,7 +261,7 @@ def test_variables_are_boxes_with_their_status_and_lead_to_the_loss() -> None:
     weights = dot.node_labelled('layer1/weights_i "fixed" [0]:0', "box")
     assert _label_text(dot.nodes[weights]["label"]).split("\n")[1] == "blocked"
     entry = dot.node_labelled("weights_i")
-    assert _label_text(dot.nodes[entry]["label"]) == "weights_i\n_Arg"
+    assert _label_text(dot.nodes[entry]["label"]) == "weights_i"
     dot.edge(weights, entry)
     loss = [n for n, a in dot.nodes.items() if a.get("shape") == "doubleoctagon"]
     assert len(loss) == 1
@@ -255,20 +297,29 @@ def test_without_a_subgraph_the_route_or_the_blockers_are_drawn() -> None:
     bare = verdict(
         "v",
         Status.BLOCKED,
-        blockers=(Blocker("ArgMax", "ArgMax", Reason.NON_DIFFERENTIABLE_OP, "m", FN),),
+        blockers=(
+            # In the loss function itself, and inside a function it calls.
+            Blocker("ArgMax", "ArgMax", Reason.NON_DIFFERENTIABLE_OP, ARGMAX),
+            Blocker("Round", "Round", Reason.NON_DIFFERENTIABLE_OP, ROUND, "__inference_q_7"),
+        ),
     )
     report = Report(SourceInfo("m", "savedmodel", "loss"), (routed, bare))
-    dot = _check_structure(render_dot(report))
+    text = render_dot(report)
+    dot = _check_structure(text)
     variable = dot.node_labelled("w", "box")
     entry = dot.node_labelled("w")
-    assert _label_text(dot.nodes[entry]["label"]) == "w\n_Arg"
+    # A function argument is not called `_Arg`.
+    assert "_Arg" not in dot.nodes[entry]["label"]
     cast = dot.node_labelled("Cast")
     dot.edge(variable, entry)
     assert dot.edge(entry, cast)["color"] == "red"
-    assert dot.edge(entry, cast)["label"] == "integer_dtype"
+    # A cut the route alone tells (no blocker with its words) is red, without a code.
+    assert "integer_dtype" not in text
     dot.edge(cast, dot.node_labelled("loss"))
     argmax = dot.node_labelled("ArgMax")
-    assert dot.edge(dot.node_labelled("v", "box"), argmax)["label"] == "non_differentiable_op"
+    assert dot.edge(dot.node_labelled("v", "box"), argmax)["label"] == ARGMAX
+    round_ = dot.node_labelled("Round in q")
+    assert dot.edge(dot.node_labelled("v", "box"), round_)["label"] == ROUND
 
 
 def test_output_is_deterministic_and_clean_reports_are_valid() -> None:
@@ -303,7 +354,7 @@ def _chain_report(ops: int, fix: str | None = None) -> Report:
     blocked = verdict(
         "model/w",
         Status.BLOCKED,
-        blockers=(Blocker("sg", "StopGradient", Reason.STOP_GRADIENT, "m", FN),),
+        blockers=(Blocker("sg", "StopGradient", Reason.STOP_GRADIENT, STOP, FN),),
         route=steps,
     )
     fixes = {"model/w": fix} if fix else {}
