@@ -10,6 +10,7 @@ from gradcheck_cli.analysis.verdicts import Edge, NestedCall, Status, VariableVe
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.graph.model import ARG_OP, SourceLocation
 from gradcheck_cli.reporters import display_path
+from gradcheck_cli.reporters.dot_syntax import LeftAligned, Value, document, quote, statement
 from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.terminal import function_name
 
@@ -28,24 +29,6 @@ FIX_WIDTH = 60
 # Why a cut stops gradient, beside its edge, and the user's code in an op, folded at these widths.
 REASON_WIDTH = 40
 CODE_WIDTH = 48
-
-
-class _LeftAligned(tuple[str, ...]):
-    """The lines of a label, each aligned left (a fix's code keeps its indentation)."""
-
-
-# An attribute value: a string, or the lines of a label (joined with DOT's own line break).
-_Value = str | tuple[str, ...]
-
-
-def quote(text: str) -> str:
-    """`text` as a DOT double-quoted string.
-
-    Only `"` needs escaping for the DOT parser, but labels also read backslash sequences
-    (`\\n`, `\\l`, `\\N`...), so a backslash is doubled: names keep their own backslashes.
-    """
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + escaped.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n") + '"'
 
 
 @dataclass(frozen=True)
@@ -117,7 +100,7 @@ def render_dot(report: Report) -> str:
     their own cuts are marked), the loss, and an "unused" cluster; a long chain of the top
     graph folded into rows."""
     report = printable(report)
-    return _document(_title(report), _body(report, prefix="", indent="  "))
+    return document(_title(report), _body(report, prefix="", indent="  "))
 
 
 def render_dot_clusters(reports: Sequence[Report]) -> str:
@@ -131,7 +114,7 @@ def render_dot_clusters(reports: Sequence[Report]) -> str:
             *_body(report, prefix=f"model {number}/", indent="    "),
             "  }",
         ]
-    return _document(f"gradcheck, {len(reports)} models", lines)
+    return document(f"gradcheck, {len(reports)} models", lines)
 
 
 def _title(report: Report) -> str:
@@ -293,14 +276,14 @@ class _FactIndex:
         return self._facts.get(self._key(function, op), _OpFacts())
 
 
-def _variable_attrs(report: Report, verdict: VariableVerdict) -> dict[str, _Value]:
+def _variable_attrs(report: Report, verdict: VariableVerdict) -> dict[str, Value]:
     label: tuple[str, ...] = (verdict.name, verdict.status.value)
     if verdict.location is not None:
         label += (f"created at {_where(verdict.location)}", *_code(report, verdict.location))
     return {"label": label, "shape": "box", **_VARIABLE_STYLE.get(verdict.status, {})}
 
 
-def _op_attrs(report: Report, name: str, facts: _OpFacts) -> dict[str, _Value]:
+def _op_attrs(report: Report, name: str, facts: _OpFacts) -> dict[str, Value]:
     shown = facts.shown or name.removeprefix("op:")
     # The op type on a second line, unless the name already ends with it ("dense/MatMul").
     if (
@@ -313,7 +296,7 @@ def _op_attrs(report: Report, name: str, facts: _OpFacts) -> dict[str, _Value]:
         label = (shown, facts.op_type)
     if facts.location is not None:
         label += (_where(facts.location), *_code(report, facts.location))
-    attrs: dict[str, _Value] = {"label": label, "shape": "ellipse"}
+    attrs: dict[str, Value] = {"label": label, "shape": "ellipse"}
     if facts.reasons or facts.cut:
         attrs.update({"color": "red", "fontcolor": "red", "penwidth": "2"})
     return attrs
@@ -330,8 +313,8 @@ def _code(report: Report, location: SourceLocation) -> list[str]:
     return textwrap.wrap(code, CODE_WIDTH, break_long_words=False, break_on_hyphens=False)
 
 
-def _edge_attrs(facts: _EdgeFacts) -> dict[str, _Value]:
-    attrs: dict[str, _Value] = {}
+def _edge_attrs(facts: _EdgeFacts) -> dict[str, Value]:
+    attrs: dict[str, Value] = {}
     if facts.note:
         return {"style": "dotted", "arrowhead": "none", "color": "darkgreen"}
     if facts.cut:
@@ -372,25 +355,13 @@ def _caller_node(call: NestedCall) -> str:
     return f"op:{call.caller_function}/{call.caller}"
 
 
-def _document(title: str, body: list[str]) -> str:
-    lines = [
-        "digraph gradcheck {",
-        f"  graph [label={quote(title)}, labelloc=t, rankdir=TB, newrank=true];",
-        '  node [fontname="Helvetica"];',
-        '  edge [fontname="Helvetica"];',
-        *body,
-        "}",
-    ]
-    return "\n".join(lines) + "\n"
-
-
 def _statements(
     report: Report, graph: _Graph, unused: list[VariableVerdict], prefix: str, indent: str
 ) -> list[str]:
     def node_id(node: str) -> str:
         return quote(prefix + node)
 
-    nodes: dict[str, dict[str, _Value]] = {
+    nodes: dict[str, dict[str, Value]] = {
         _LOSS: {"label": f"loss: {report.source.loss}", "shape": "doubleoctagon"}
     }
     nodes.update({node: _variable_attrs(report, v) for node, v in graph.variables.items()})
@@ -408,7 +379,7 @@ def _statements(
             beside.setdefault(note, []).append(node)
     inside = {node for members in graph.members.values() for node in members}
     lines = [
-        f"{indent}{_statement(node_id(node), attrs)};"
+        f"{indent}{statement(node_id(node), attrs)};"
         for node, attrs in sorted(nodes.items())
         if node not in inside
     ]
@@ -424,7 +395,7 @@ def _statements(
             f"{pad}  color={quote('gray40')};",
         ]
         body += [
-            f"{pad}  {_statement(node_id(node), nodes[node])};"
+            f"{pad}  {statement(node_id(node), nodes[node])};"
             for node in sorted(graph.members.get(function, ()))
         ]
         for inner in sorted(graph.calls):
@@ -444,7 +415,7 @@ def _statements(
             f"{indent}  style={quote('dashed')};",
         ]
         lines += [
-            f"{indent}  {_statement(node_id(_variable_id(v)), _variable_attrs(report, v))};"
+            f"{indent}  {statement(node_id(_variable_id(v)), _variable_attrs(report, v))};"
             for v in unused
         ]
         lines.append(f"{indent}}}")
@@ -459,11 +430,11 @@ def _statements(
         attrs = _edge_attrs(facts)
         if (source, target) in wraps:
             attrs["constraint"] = "false"
-        lines.append(f"{indent}{_statement(head, attrs)};")
+        lines.append(f"{indent}{statement(head, attrs)};")
     for rows in folded:
         for row, below in zip(rows, rows[1:]):
             head = f"{node_id(row[0])} -> {node_id(below[0])}"
-            lines.append(f"{indent}{_statement(head, {'style': 'invis', 'weight': '10'})};")
+            lines.append(f"{indent}{statement(head, {'style': 'invis', 'weight': '10'})};")
     # A note on its variable's rank: beside it, not in the way of the path below.
     ranks = [row for rows in folded for row in rows]
     ranks += [[*variables, note] for note, variables in sorted(beside.items())]
@@ -473,12 +444,12 @@ def _statements(
     return lines
 
 
-def _fix_label(fix: str, still_cut: str | None = None) -> _LeftAligned:
+def _fix_label(fix: str, still_cut: str | None = None) -> LeftAligned:
     """The cuts behind the stop_gradients and `fix: ` with the fix's words, folded at
     FIX_WIDTH, then its code, each line whole."""
     head, *code = fix.splitlines()
     before = textwrap.wrap(still_cut, FIX_WIDTH) if still_cut else []
-    return _LeftAligned((*before, *textwrap.wrap(f"fix: {head}", FIX_WIDTH), *code))
+    return LeftAligned((*before, *textwrap.wrap(f"fix: {head}", FIX_WIDTH), *code))
 
 
 def _rows(chain: list[str]) -> list[list[str]]:
@@ -507,18 +478,3 @@ def _chains(edges: Iterable[tuple[str, str]]) -> list[list[str]]:
                 node = successors[node][0]
             chains.append(chain)
     return chains
-
-
-def _statement(head: str, attrs: dict[str, _Value]) -> str:
-    if not attrs:
-        return head
-    listed = ", ".join(f"{key}={_value(value)}" for key, value in sorted(attrs.items()))
-    return f"{head} [{listed}]"
-
-
-def _value(value: _Value) -> str:
-    if isinstance(value, str):
-        return quote(value)
-    if isinstance(value, _LeftAligned):
-        return '"' + "".join(quote(line)[1:-1] + "\\l" for line in value) + '"'
-    return '"' + "\\n".join(quote(line)[1:-1] for line in value) + '"'
