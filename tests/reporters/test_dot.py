@@ -9,9 +9,19 @@ from dataclasses import dataclass, field
 
 import pydot
 
-from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep, Status, Unreached
+from gradcheck_cli.analysis.verdicts import (
+    Blocker,
+    Edge,
+    NestedCall,
+    PathStep,
+    Status,
+    SubgraphOp,
+    Unreached,
+    VariableVerdict,
+)
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.report import Report, SourceInfo
+from gradcheck_cli.graph.model import SourceLocation, TensorRef, Variable
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.dot import FOLD, ROW, render_dot
 from tests.import_probe import imported_after
@@ -421,3 +431,83 @@ def test_the_fix_is_a_note_beside_its_variable_as_the_terminal_words_it() -> Non
     assert [variable, notes[0]] in dot.rows  # beside the variable, not in the path's way
     without = _check_structure(render_dot(_chain_report(2)))
     assert not any(attrs.get("shape") == "note" for attrs in without.nodes.values())
+
+
+# -- functions a cond, a loop or a call runs: a cluster each, their own cuts inside -------------
+
+
+def _nested_report() -> Report:
+    """`w` (the loss function's argument `w_arg`) goes into a called function `f`, whose tf.cond
+    rounds it in the false branch."""
+    here = SourceLocation("m.py", 3)
+    inner = SourceLocation("m.py", 7)
+    blocked = VariableVerdict(
+        Variable("w", True, "float32", (2,), source=TensorRef("w_arg"), location=here),
+        Status.BLOCKED,
+        blockers=(
+            Blocker("cond/Round", "Round", Reason.NON_DIFFERENTIABLE_OP, ROUND, "fb", inner),
+        ),
+        subgraph=(
+            Edge("w_arg", "call", cut=True),
+            Edge("call", "loss"),
+            Edge("w_arg", "x", source_function=None, target_function="__inference_f_5"),
+            Edge("x", "cond", True, "__inference_f_5", "__inference_f_5"),
+            Edge("x", "x_1", source_function="__inference_f_5", target_function="fb"),
+            Edge("x_1", "cond/Round", True, "fb", "fb"),
+            Edge("cond/Round", "cond", False, "fb", "__inference_f_5"),
+            Edge("cond", "out", False, "__inference_f_5", "__inference_f_5"),
+            Edge("out", "call", False, "__inference_f_5", None),
+        ),
+        nested=(
+            NestedCall("call", None, "__inference_f_5", "f", (("x", 0),)),
+            NestedCall("cond", "__inference_f_5", "fb", "else_branch", (("x_1", 1),)),
+        ),
+        subgraph_ops=(
+            SubgraphOp("call", "StatefulPartitionedCall", None, SourceLocation("m.py", 9)),
+            SubgraphOp("cond", "If", "__inference_f_5", inner),
+            SubgraphOp("cond/Round", "Round", "fb", inner),
+        ),
+    )
+    code = {("m.py", 3): "w = tf.Variable([1.0, 2.0])", ("m.py", 7): "    y = tf.cond(c, a, b)"}
+    return Report(SourceInfo("m.py", "script", "loss"), (blocked,), code=code)
+
+
+def test_a_nested_function_is_a_cluster_with_its_cut_inside() -> None:
+    dot = _check_structure(render_dot(_nested_report()))
+    called = "cluster_function __inference_f_5"
+    branch = "cluster_function fb"
+    assert dot.cluster_labels[called] == "f: called by call (StatefulPartitionedCall), m.py:9"
+    assert dot.cluster_labels[branch] == "fb: false branch of cond (If), m.py:7"
+    # The branch is drawn inside the function whose cond runs it.
+    assert set(dot.clusters[branch]) < set(dot.clusters[called])
+    round_ = dot.node_labelled("cond/Round")
+    assert round_ in dot.clusters[branch]
+    assert dot.nodes[round_]["color"] == "red"
+    assert _label_text(dot.nodes[round_]["label"]) == "cond/Round\nm.py:7\ny = tf.cond(c, a, b)"
+    # Arguments say what is passed in: the variable, or the value the caller's op computes.
+    outer = dot.node_labelled("w, passed as argument 0 of f")
+    branch_argument = dot.node_labelled("x, passed as argument 1 of fb")
+    assert outer in dot.clusters[called] and branch_argument in dot.clusters[branch]
+    variable = dot.node_labelled("w", "box")
+    assert _label_text(dot.nodes[variable]["label"]).split("\n")[2:] == [
+        "created at m.py:3",
+        "w = tf.Variable([1.0, 2.0])",
+    ]
+    dot.edge(variable, outer)
+    dot.edge(outer, branch_argument)
+    cut = [attrs for s, t, attrs in dot.edges if t == round_]
+    assert len(cut) == 1 and cut[0]["label"] == ROUND and cut[0]["color"] == "red"
+    # The ops that run the functions are not cuts, and nothing skips into them past the
+    # function: the function returns into its op.
+    call, cond = dot.node_labelled("call"), dot.node_labelled("cond")
+    assert "color" not in dot.nodes[call] and "color" not in dot.nodes[cond]
+    assert {s for s, t, _ in dot.edges if t == call} == {dot.node_labelled("out")}
+    assert {s for s, t, _ in dot.edges if t == cond} == {round_}
+    # The loss function's own argument for the variable is the variable's box.
+    assert not any("w_arg" in node for node in dot.nodes)
+
+
+def test_nested_clusters_stay_apart_in_each_model() -> None:
+    dot = _check_structure(render([_nested_report(), _nested_report()], Format.DOT))
+    functions = [name for name in dot.clusters if "function" in name]
+    assert len(functions) == 4 and len(set(functions)) == 4
