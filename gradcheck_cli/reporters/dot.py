@@ -179,8 +179,12 @@ def _add_blocked(graph: _Graph, verdict: VariableVerdict) -> None:
         if function is None and name == own:
             return variable
         function = function if function in nested else None
-        shown = _OpFacts(shown=arguments.get((function, name), name if function else None))
-        return graph.op(name, facts.get(function, name).merge(shown), function)
+        known = facts.get(function, name)
+        shown = arguments.get((function, name), name if function else None)
+        if known.op_type == ARG_OP and (function, name) not in arguments:
+            owner = function_name(function) if function else "the loss function"
+            shown = f"{name}, an argument of {owner}"
+        return graph.op(name, known.merge(_OpFacts(shown=shown)), function)
 
     for edge in edges:
         source_function = edge.source_function if edge.source_function in nested else None
