@@ -208,6 +208,7 @@ def _seed_report() -> Report:
     weights = verdict(
         'layer1/weights_i "fixed" [0]:0',
         Status.BLOCKED,
+        source=TensorRef("weights_i"),
         blockers=(
             Blocker("layer1/StopGradient", "StopGradient", Reason.STOP_GRADIENT, STOP, FN),
             Blocker("layer1/Cast", "Cast", Reason.INTEGER_DTYPE, CAST, FN),
@@ -270,9 +271,9 @@ def test_variables_are_boxes_with_their_status_and_lead_to_the_loss() -> None:
     dot = _check_structure(render_dot(_seed_report()))
     weights = dot.node_labelled('layer1/weights_i "fixed" [0]:0', "box")
     assert _label_text(dot.nodes[weights]["label"]).split("\n")[1] == "blocked"
-    entry = dot.node_labelled("weights_i")
-    assert _label_text(dot.nodes[entry]["label"]) == "weights_i"
-    dot.edge(weights, entry)
+    # The loss function's argument that stands for the variable is the variable's box.
+    assert not any(node.endswith(":weights_i") for node in dot.nodes)
+    dot.edge(weights, dot.node_labelled("layer1/Mul"))
     loss = [n for n, a in dot.nodes.items() if a.get("shape") == "doubleoctagon"]
     assert len(loss) == 1
     reaching = {source for source, target, _ in dot.edges if target == loss[0]}
@@ -298,6 +299,7 @@ def test_without_a_subgraph_the_route_or_the_blockers_are_drawn() -> None:
     routed = verdict(
         "w",
         Status.BLOCKED,
+        source=TensorRef("w"),
         route=(
             PathStep("w", "_Arg", FN),
             PathStep("Cast", "Cast", FN, cut=Reason.INTEGER_DTYPE),
@@ -317,12 +319,10 @@ def test_without_a_subgraph_the_route_or_the_blockers_are_drawn() -> None:
     text = render_dot(report)
     dot = _check_structure(text)
     variable = dot.node_labelled("w", "box")
-    entry = dot.node_labelled("w")
-    # A function argument is not called `_Arg`.
-    assert "_Arg" not in dot.nodes[entry]["label"]
+    # The variable's own argument of the loss function is its box: no `_Arg` node.
+    assert not any("_Arg" in attrs.get("label", "") for attrs in dot.nodes.values())
     cast = dot.node_labelled("Cast")
-    dot.edge(variable, entry)
-    assert dot.edge(entry, cast)["color"] == "red"
+    assert dot.edge(variable, cast)["color"] == "red"
     # A cut the route alone tells (no blocker with its words) is red, without a code.
     assert "integer_dtype" not in text
     dot.edge(cast, dot.node_labelled("loss"))
@@ -364,6 +364,7 @@ def _chain_report(ops: int, fix: str | None = None) -> Report:
     blocked = verdict(
         "model/w",
         Status.BLOCKED,
+        source=TensorRef("w"),
         blockers=(Blocker("sg", "StopGradient", Reason.STOP_GRADIENT, STOP, FN),),
         route=steps,
     )
@@ -384,8 +385,7 @@ def test_a_long_chain_is_laid_out_top_down_in_rows() -> None:
     text = render_dot(_chain_report(40))
     assert "rankdir=TB" in text
     dot = _check_structure(text)
-    chain = [dot.node_labelled("w")]
-    chain += [dot.node_labelled(f"block{i}/dense/MatMul") for i in range(40)]
+    chain = [dot.node_labelled(f"block{i}/dense/MatMul") for i in range(40)]
     chain += [dot.node_labelled("sg"), dot.node_labelled("loss")]
     # The chain, in order, in rows of ROW ops, each row one rank.
     assert [node for row in dot.rows for node in row] == chain
@@ -402,7 +402,7 @@ def test_a_long_chain_is_laid_out_top_down_in_rows() -> None:
 
 
 def test_a_short_chain_stays_one_column() -> None:
-    text = render_dot(_chain_report(FOLD - 3))  # with w, sg and the loss's Mean: FOLD ops
+    text = render_dot(_chain_report(FOLD - 2))  # with sg and the loss's Mean: FOLD ops
     dot = _check_structure(text)
     assert dot.rows == []
     assert not any(attrs.get("style") == "invis" for _, _, attrs in dot.edges)
