@@ -151,8 +151,7 @@ def _add_blocked(graph: _Graph, verdict: VariableVerdict) -> None:
         graph.calls.setdefault(call.function, call)
     # The variable's own argument of the loss function is the variable: its box stands for it.
     own = verdict.variable.source.node if verdict.variable.source is not None else None
-    # (function, op, calling function, caller): op feeds an argument of a function the caller
-    # runs.
+    # (function, op, calling function, caller): the op feeds an argument of what the caller runs.
     entered = {
         (edge.source_function, edge.source, call.caller_function, call.caller)
         for edge in edges

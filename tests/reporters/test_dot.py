@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -511,3 +512,42 @@ def test_nested_clusters_stay_apart_in_each_model() -> None:
     dot = _check_structure(render([_nested_report(), _nested_report()], Format.DOT))
     functions = [name for name in dot.clusters if "function" in name]
     assert len(functions) == 4 and len(set(functions)) == 4
+
+
+def test_names_in_nested_functions_are_escaped_and_still_match() -> None:
+    report = _nested_report()
+    (blocked,) = report.variables
+    renamed = dataclasses.replace(
+        blocked,
+        subgraph=tuple(
+            dataclasses.replace(
+                e, source_function=_odd(e.source_function), target_function=_odd(e.target_function)
+            )
+            for e in blocked.subgraph
+        ),
+        nested=tuple(
+            dataclasses.replace(
+                n, caller_function=_odd(n.caller_function), function=_odd(n.function)
+            )
+            for n in blocked.nested
+        ),
+        subgraph_ops=tuple(
+            dataclasses.replace(op, function=_odd(op.function)) for op in blocked.subgraph_ops
+        ),
+        blockers=tuple(dataclasses.replace(b, function=_odd(b.function)) for b in blocked.blockers),
+    )
+    text = render_dot(dataclasses.replace(report, variables=(renamed,)))
+    dot = _check_structure(text)
+    # No raw control character: no escape sequence, no line break inside a statement.
+    assert "\x1b" not in text
+    assert all(
+        line.startswith("  ") or line in ("digraph gradcheck {", "}") for line in text.splitlines()
+    )
+    branch = [name for name in dot.clusters if "fb" in name]
+    assert len(branch) == 1 and "\\x1b" in branch[0]
+    assert dot.nodes[dot.node_labelled("cond/Round")]["color"] == "red"
+
+
+def _odd(function: str | None) -> str | None:
+    """A function name with a control character in it, as a crafted model may have."""
+    return None if function is None else f"{function}\x1b[2J"
