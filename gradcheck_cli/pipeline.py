@@ -365,6 +365,7 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         locations.append(verdict.location)
         locations += [b.location for b in verdict.blockers]
         locations += [step.location for step in verdict.route]
+        locations += [op.location for op in verdict.subgraph_ops]
     code = {}
     for location in locations:
         text = lines.line(location)

@@ -56,6 +56,7 @@ HEAVY = (
     "tests/worker/test_worker_process.py",
     "tests/reporters/test_one_explanation.py::test_every_format_gives_the_seed_the_same_cuts_and_fix",
     "tests/reporters/test_terminal_golden.py",
+    "tests/reporters/test_dot_golden.py",
     "tests/test_api.py::test_assert_no_dead_variables_takes_the_worker_options",
     "tests/test_bad_input.py",
     "tests/test_security.py",

@@ -17,9 +17,11 @@ from gradcheck_cli.analysis.verdicts import (
     Concern,
     ConcernKind,
     Edge,
+    NestedCall,
     PathStep,
     Reason,
     Status,
+    SubgraphOp,
     Unreached,
     VariableVerdict,
 )
@@ -67,6 +69,8 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
         blockers: tuple[Blocker, ...] = ()
         route: tuple[PathStep, ...] = ()
         subgraph: tuple[Edge, ...] = ()
+        nested: tuple[NestedCall, ...] = ()
+        subgraph_ops: tuple[SubgraphOp, ...] = ()
         remaining: tuple[Blocker, ...] = ()
         side_cuts: tuple[Blocker, ...] = ()
         read_at = None
@@ -100,8 +104,10 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
                 ]
         elif structural.get(source, 0):
             status = Status.BLOCKED
-            cuts, route, subgraph, side = finder.explain(source)
-            blockers, side_cuts = tuple(cuts), tuple(side)
+            explanation = finder.explain(source)
+            route, subgraph = explanation.route, explanation.edges
+            nested, subgraph_ops = explanation.nested, explanation.ops
+            blockers, side_cuts = tuple(explanation.cuts), tuple(explanation.side_cuts)
             if any(b.reason is Reason.STOP_GRADIENT for b in blockers):
                 if without_stop_gradient is None:
                     without_stop_gradient = Reachability(
@@ -132,6 +138,8 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
                 unreached=unreached,
                 route=route,
                 subgraph=subgraph,
+                nested=nested,
+                subgraph_ops=subgraph_ops,
                 cuts_without_stop_gradient=remaining,
                 side_cuts=side_cuts,
                 read_at=read_at,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from gradcheck_cli.analysis.control_flow import (
     StepKind,
@@ -15,10 +16,23 @@ from gradcheck_cli.analysis.control_flow import (
     step_of,
 )
 from gradcheck_cli.analysis.reachability import Reachability, forward_reached
-from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep
+from gradcheck_cli.analysis.verdicts import Blocker, Edge, NestedCall, PathStep, SubgraphOp
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import SHAPE_OPS
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
+
+
+class Explanation(NamedTuple):
+    """Why a variable gets no gradient: its essential cuts, one shortest path to the loss,
+    every edge on the way (in the top graph and in the functions its control-flow ops run),
+    those functions, the ops at the edges' ends, and the side cuts."""
+
+    cuts: list[Blocker]
+    route: tuple[PathStep, ...]
+    edges: tuple[Edge, ...]
+    nested: tuple[NestedCall, ...]
+    ops: tuple[SubgraphOp, ...]
+    side_cuts: list[Blocker]
 
 
 class CutFinder:
@@ -28,6 +42,8 @@ class CutFinder:
         self.program = program
         self.structural = structural
         self._inside: dict[tuple[str, frozenset[int]], list[Blocker]] = {}
+        # What each walk inside a function saw, for the subgraph's nested functions.
+        self._inside_traces: dict[tuple[str, frozenset[int]], _Trace] = {}
         self._reached: set[TensorRef] | None = None
         self._layers: dict[str, str] | None = None
 
@@ -62,13 +78,10 @@ class CutFinder:
 
     def cuts(self, source: TensorRef) -> list[Blocker]:
         """Every cut between `source` and the loss in the top body and the functions it calls."""
-        return self.explain(source)[0]
+        return self.explain(source).cuts
 
-    def explain(
-        self, source: TensorRef
-    ) -> tuple[list[Blocker], tuple[PathStep, ...], tuple[Edge, ...], list[Blocker]]:
-        """The essential cuts, one shortest path to the loss, every top-level edge on the way,
-        and the side cuts.
+    def explain(self, source: TensorRef) -> Explanation:
+        """The essential cuts, one shortest path to the loss, the subgraph and the side cuts.
 
         The essential cuts are the ones on the paths to the loss that cross the fewest cuts:
         what the user must change for the variable to train (every cut of a serial chain). A
@@ -88,20 +101,99 @@ class CutFinder:
         path = trace.path(
             body, source, self.program.loss, self._trainable_reach, self._layer_of_scope
         )
-        edges = tuple(sorted(trace.edges.values(), key=_edge_key))
+        nested_edges, nested = self._nested(body, trace)
+        edges = tuple(sorted([*trace.edges.values(), *nested_edges], key=_edge_key))
+        ops = self._ops(body, edges)
         essential = trace.essential(source.node, self.program.loss.node)
         if essential is None:
-            return value_cuts, path, edges, []
+            return Explanation(value_cuts, path, edges, nested, ops, [])
         inside = {id(b) for name in essential for b in trace.inner.get(name, ())}
         on_path = [
             b for b in value_cuts if (b.function is None and b.op in essential) or id(b) in inside
         ]
         if not on_path:
-            return value_cuts, path, edges, []
+            return Explanation(value_cuts, path, edges, nested, ops, [])
         side = [b for b in value_cuts if b not in on_path]
-        return on_path, path, edges, side
+        return Explanation(on_path, path, edges, nested, ops, side)
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _ops(self, top: Body, edges: Iterable[Edge]) -> tuple[SubgraphOp, ...]:
+        ends = {
+            end
+            for edge in edges
+            for end in ((edge.source_function, edge.source), (edge.target_function, edge.target))
+        }
+        ops = []
+        for function, name in sorted(ends, key=lambda end: (end[0] or "", end[1])):
+            body = top if function is None else self.program.bodies.get(function)
+            node = None if body is None else body.nodes.get(name)
+            if node is not None:
+                ops.append(SubgraphOp(name, node.op_type, function, node.location))
+        return tuple(ops)
+
+    def _nested(self, top: Body, trace: _Trace) -> tuple[list[Edge], tuple[NestedCall, ...]]:
+        """The edges inside the functions the walk entered, and into and out of them, with
+        each function and the op that runs it; functions those functions run included."""
+        edges: dict[tuple[str | None, str, str | None, str], Edge] = {}
+        calls: dict[tuple[str, str | None, str], NestedCall] = {}
+
+        def add(edge: Edge) -> None:
+            key = (edge.source_function, edge.source, edge.target_function, edge.target)
+            if key not in edges or edge.cut:
+                edges[key] = edge
+
+        walked: set[tuple[str, frozenset[int]]] = set()
+        pending = [(top, trace)]
+        while pending:
+            body, seen = pending.pop()
+            here = None if body is top else body.name
+            for entered in seen.entered:
+                callee = self.program.bodies.get(entered.function)
+                inner = self._inside_traces.get((entered.function, entered.arguments))
+                if callee is None or inner is None:
+                    continue
+                # The arguments the walk went on from, or that the function returns as they are.
+                leading = {edge.source for edge in inner.edges.values()} | {
+                    ret.node for ret in callee.rets
+                }
+                arguments = tuple(
+                    (callee.args[i], i)
+                    for i in sorted(entered.arguments)
+                    if i < len(callee.args) and callee.args[i] in leading
+                )
+                if not arguments:
+                    continue
+                key = (entered.caller, here, entered.function)
+                known = calls.get(key)
+                merged = tuple(sorted({*arguments, *(known.arguments if known else ())}))
+                calls[key] = NestedCall(
+                    entered.caller, here, entered.function, entered.role, merged
+                )
+                if entered.argument < len(callee.args) and callee.args[entered.argument] in leading:
+                    add(
+                        Edge(
+                            entered.source,
+                            callee.args[entered.argument],
+                            source_function=here,
+                            target_function=entered.function,
+                        )
+                    )
+                reached = {name for name, _ in arguments} | {
+                    end for edge in inner.edges.values() for end in (edge.source, edge.target)
+                }
+                for ret in callee.rets:
+                    if ret.node in reached:
+                        add(Edge(ret.node, entered.caller, False, entered.function, here))
+                if (entered.function, entered.arguments) not in walked:
+                    walked.add((entered.function, entered.arguments))
+                    for edge in inner.edges.values():
+                        add(replace(edge, source_function=callee.name, target_function=callee.name))
+                    pending.append((callee, inner))
+        ordered = sorted(
+            calls.values(), key=lambda c: (c.caller_function or "", c.caller, c.function)
+        )
+        return list(edges.values()), tuple(ordered)
 
     def _inside_function(self, name: str, args: frozenset[int]) -> list[Blocker]:
         key = (name, args)
@@ -111,7 +203,9 @@ class CutFinder:
             if body is None:
                 return []
             seeds = [TensorRef(body.args[i], 0) for i in sorted(args) if i < len(body.args)]
-            self._inside[key] = self._walk(body, seeds, self.structural.body_masks(name))
+            trace = _Trace()
+            self._inside[key] = self._walk(body, seeds, self.structural.body_masks(name), trace)
+            self._inside_traces[key] = trace
         return self._inside[key]
 
     def _walk(
@@ -147,7 +241,7 @@ class CutFinder:
                         continue  # only the shape goes on: what follows is shape arithmetic
                 else:
                     before = len(found)
-                    found.extend(self._step_cuts(body, node, i))
+                    found.extend(self._step_cuts(body, node, i, ref.node, trace))
                     if trace is not None:
                         cut_here = found[before].reason if len(found) > before else None
                         trace.add(ref.node, node, cut_here)
@@ -158,8 +252,11 @@ class CutFinder:
                         queue.append(out)
         return found
 
-    def _step_cuts(self, body: Body, node: Node, i: int) -> list[Blocker]:
-        """The cuts met by input `i` of a control-flow node: at the node, or inside its callees."""
+    def _step_cuts(
+        self, body: Body, node: Node, i: int, source: str, trace: _Trace | None
+    ) -> list[Blocker]:
+        """The cuts met by input `i` of a control-flow node (fed by op `source`): at the node,
+        or inside its callees."""
         step = step_of(node)
         argument = step.argument(i)
         if argument is None:
@@ -167,25 +264,44 @@ class CutFinder:
             message = f"it only decides the {what}, which carries no gradient"
             return [_blocker(body, node, Reason.INDEX_OR_SHAPE_INPUT, message)]
         found: list[Blocker] = []
+
+        def enter(callee: str, arguments: frozenset[int]) -> None:
+            found.extend(self._inside_function(callee, arguments))
+            if trace is not None:
+                role = next((r for r, names in node.calls.items() if callee in names), "f")
+                trace.entered.append(_Entered(source, node.name, callee, role, argument, arguments))
+
         if step.kind is not StepKind.LOOP:
             for callee in step.callees:
-                found.extend(self._inside_function(callee, frozenset({argument})))
+                enter(callee, frozenset({argument}))
             return found
         # Loop variables carry over to the next iteration: follow them to a fixpoint.
         width = len(node.inputs)
         held = 1 << argument
         if step.callees:
             held = carried(self.structural.summary(step.callees[0]), held, width)
-            arguments = frozenset(set_bits(held, width))
-            found.extend(self._inside_function(step.callees[0], arguments))
+            enter(step.callees[0], frozenset(set_bits(held, width)))
         if step.condition and condition_reads(self.structural.summary(step.condition), held, width):
             message = "the loop condition reads it; a loop condition carries no gradient"
             found.append(_blocker(body, node, Reason.INDEX_OR_SHAPE_INPUT, message))
         return found
 
 
+@dataclass(frozen=True)
+class _Entered:
+    """A walk entering a function: op `source` feeds argument `argument` of the function that
+    op `caller` runs in its `role`; `arguments` are every argument the walk inside starts from."""
+
+    source: str
+    caller: str
+    function: str
+    role: str
+    argument: int
+    arguments: frozenset[int]
+
+
 class _Trace:
-    """What a walk through the top body saw: its edges and the first way it reached each op."""
+    """What a walk through a body saw: its edges and the first way it reached each op."""
 
     def __init__(self) -> None:
         self.edges: dict[tuple[str, str], Edge] = {}
@@ -193,6 +309,8 @@ class _Trace:
         self.cut_at: dict[str, Reason] = {}
         # The cuts met inside the functions each control-flow node calls.
         self.inner: dict[str, list[Blocker]] = {}
+        # The functions the walk entered, in the order it entered them.
+        self.entered: list[_Entered] = []
 
     def essential(self, source: str, loss: str) -> set[str] | None:
         """The ops whose cut lies on a path from `source` to `loss` that crosses the fewest
@@ -353,8 +471,8 @@ def _fewest_cuts(start: str, edges: dict[str, list[tuple[str, int]]]) -> dict[st
     return cost
 
 
-def _edge_key(edge: Edge) -> tuple[str, str]:
-    return (edge.source, edge.target)
+def _edge_key(edge: Edge) -> tuple[str, str, str, str]:
+    return (edge.source_function or "", edge.source, edge.target_function or "", edge.target)
 
 
 def _blocker(body: Body, node: Node, reason: Reason, message: str) -> Blocker:

@@ -69,12 +69,44 @@ class PathStep:
 
 @dataclass(frozen=True)
 class Edge:
-    """A data edge on a dead variable's way to the loss, between ops named `function/op`
-    (`function` is empty in the top graph); `cut` when gradient cannot cross it."""
+    """A data edge on a dead variable's way to the loss; `cut` when gradient cannot cross it.
+
+    Each end is an op of the function body its `..._function` names (None: the top graph). An
+    edge into a function that a control-flow op runs ends at the function's argument; an edge
+    out of it starts at the op whose value the function returns and ends at the running op.
+    """
 
     source: str
     target: str
     cut: bool = False
+    source_function: str | None = None
+    target_function: str | None = None
+
+
+@dataclass(frozen=True)
+class SubgraphOp:
+    """An op at an end of a subgraph edge: what it is and the user's line that made it."""
+
+    op: str
+    op_type: str
+    function: str | None = None
+    location: SourceLocation | None = None
+
+
+@dataclass(frozen=True)
+class NestedCall:
+    """A function that a control-flow op on a dead variable's way runs (a tf.cond branch, a
+    while body, a called tf.function), whose edges the subgraph holds."""
+
+    caller: str
+    # The body the caller lies in (None: the top graph), and the body it runs.
+    caller_function: str | None
+    function: str
+    # Which of the caller's functions it is, as the graph names the role: "then_branch",
+    # "else_branch", "branches", "body", "f".
+    role: str
+    # The function's arguments that the variable's value reaches: (_Arg op name, index).
+    arguments: tuple[tuple[str, int], ...] = ()
 
 
 def _of_variable(field: str) -> Any:
@@ -97,6 +129,10 @@ class VariableVerdict:
     # edge on any of its paths to the loss (the subgraph `--format dot` draws).
     route: tuple[PathStep, ...] = ()
     subgraph: tuple[Edge, ...] = ()
+    # The functions the subgraph enters, each drawn inside the op that runs it.
+    nested: tuple[NestedCall, ...] = ()
+    # The ops at the ends of the subgraph's edges, in the order of their names.
+    subgraph_ops: tuple[SubgraphOp, ...] = ()
     # The cuts that would remain if every stop_gradient were removed (empty if none would).
     cuts_without_stop_gradient: tuple[Blocker, ...] = ()
     # Cuts on the variable's other paths to the loss: removing them alone would not train it.

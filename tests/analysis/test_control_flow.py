@@ -133,7 +133,22 @@ def test_a_call_forwards_an_argument_only_to_the_outputs_it_reaches() -> None:
         "v": (Status.BLOCKED, [("stopped", Reason.STOP_GRADIENT, None)]),
     }
     (w_verdict, _) = analysis.verdicts
-    assert {(e.source, e.target) for e in w_verdict.subgraph} == {("w", "call"), ("call", "loss")}
+    in_top = [e for e in w_verdict.subgraph if e.source_function is e.target_function is None]
+    assert {(e.source, e.target) for e in in_top} == {("w", "call"), ("call", "loss")}
+    # Inside the call: w's argument, the cut cast, and out of the function to the call op.
+    assert {
+        (e.source_function, e.source, e.target_function, e.target, e.cut)
+        for e in w_verdict.subgraph
+        if "inner" in (e.source_function, e.target_function)
+    } == {
+        (None, "w", "inner", "a", False),
+        ("inner", "a", "inner", "as_int", True),
+        ("inner", "as_int", "inner", "back", False),
+        ("inner", "back", None, "call", False),
+    }
+    assert [(n.caller, n.function, n.role, n.arguments) for n in w_verdict.nested] == [
+        ("call", "inner", "f", (("a", 0),))
+    ]
 
 
 def test_a_stop_gradient_after_a_call_that_already_cuts_is_redundant() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
-from gradcheck_cli.graph.model import SourceLocation, Variable
+from gradcheck_cli.graph.model import SourceLocation, TensorRef, Variable
 
 
 def verdict(
@@ -12,7 +12,9 @@ def verdict(
     *,
     location: SourceLocation | None = None,
     path: str | None = None,
+    source: TensorRef | None = None,
     **fields: object,
 ) -> VariableVerdict:
-    variable = Variable(name, True, "float32", (2, 2), source=None, path=path, location=location)
+    """A verdict on a float32 [2, 2] variable; `source`: where it enters the loss function."""
+    variable = Variable(name, True, "float32", (2, 2), source=source, path=path, location=location)
     return VariableVerdict(variable, status, **fields)  # type: ignore[arg-type]

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep, Status, Unreached
+import pydot
+
+from gradcheck_cli.analysis.verdicts import (
+    Blocker,
+    Edge,
+    NestedCall,
+    PathStep,
+    Status,
+    SubgraphOp,
+    Unreached,
+    VariableVerdict,
+)
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.report import Report, SourceInfo
+from gradcheck_cli.graph.model import SourceLocation, TensorRef, Variable
 from gradcheck_cli.reporters import Format, render
 from gradcheck_cli.reporters.dot import FOLD, ROW, render_dot
 from tests.import_probe import imported_after
@@ -18,8 +31,14 @@ from tests.reporters.factories import verdict
 FN = "__inference_loss_17"
 
 
-# A small DOT reader: just enough of the grammar (graphviz.org/doc/info/lang.html) to check
-# the structure of what render_dot writes, without pydot or the dot binary.
+STOP = "stop_gradient hides its input from the gradient"
+CAST = "the Cast to int32 produces an integer tensor; integer tensors carry no gradient"
+ROUND = "Round has no gradient"
+ARGMAX = "ArgMax has no gradient"
+
+# A small DOT reader for what render_dot writes (graphviz.org/doc/info/lang.html): nodes, edges,
+# clusters and their members, rows. _check_structure also has pydot, a real DOT parser, read
+# every document, and the dot binary draw it where Graphviz is installed.
 
 _TOKEN = re.compile(
     r'\s*(?:(?P<string>"(?:\\.|[^"\\])*")|(?P<arrow>->)|(?P<punct>[{}\[\];=,])'
@@ -52,7 +71,10 @@ def _label_text(value: str) -> str:
 class Dot:
     nodes: dict[str, dict[str, str]] = field(default_factory=dict)
     edges: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    # Each cluster's nodes, those of the clusters inside it included.
     clusters: dict[str, list[str]] = field(default_factory=dict)
+    # Each cluster's label.
+    cluster_labels: dict[str, str] = field(default_factory=dict)
     # `{rank=same; ...}`: nodes drawn side by side.
     rows: list[list[str]] = field(default_factory=list)
 
@@ -77,7 +99,8 @@ def parse(text: str) -> Dot:
     tokens = _tokens(text)
     assert tokens[:3] == ["digraph", "gradcheck", "{"], tokens[:3]
     dot = Dot()
-    depth, cluster, i = 0, None, 2
+    # The open subgraphs, innermost last, with the depth at which each was opened.
+    depth, open_clusters, i = 0, [], 2
 
     def attributes(i: int) -> tuple[dict[str, str], int]:
         attrs: dict[str, str] = {}
@@ -106,17 +129,21 @@ def parse(text: str) -> Dot:
         elif token == "}":
             depth, i = depth - 1, i + 1
             assert depth >= 0, "unbalanced braces"
-            if depth == 1:
-                cluster = None
+            if open_clusters and open_clusters[-1][1] == depth:
+                open_clusters.pop()
         elif token == "subgraph":
             cluster = _unquote(tokens[i + 1])
+            assert cluster not in dot.clusters, f"{cluster} drawn twice"
             dot.clusters[cluster] = []
+            open_clusters.append((cluster, depth))
             i += 2
         elif token in ("graph", "node", "edge"):
             _, i = attributes(i + 1)
             assert tokens[i] == ";"
             i += 1
         elif i + 1 < len(tokens) and tokens[i + 1] == "=":
+            if token == "label" and open_clusters:
+                dot.cluster_labels[open_clusters[-1][0]] = _unquote(tokens[i + 2])
             i += 3
             assert tokens[i] == ";"
             i += 1
@@ -131,12 +158,27 @@ def parse(text: str) -> Dot:
             node = _unquote(token)
             assert node not in dot.nodes, f"{node} declared twice"
             dot.nodes[node], i = attributes(i + 1)
-            if cluster is not None:
+            for cluster, _ in open_clusters:
                 dot.clusters[cluster].append(node)
             assert tokens[i] == ";"
             i += 1
     assert depth == 0, "unbalanced braces"
     return dot
+
+
+def _pydot_nodes(graph: pydot.Graph) -> dict[str, dict[str, str]]:
+    """Every node pydot read, in every subgraph, with its attributes."""
+    found = {node.get_name(): dict(node.get_attributes()) for node in graph.get_nodes()}
+    for subgraph in graph.get_subgraphs():
+        for name, attrs in _pydot_nodes(subgraph).items():
+            found.setdefault(name, {}).update(attrs)
+    # `graph`, `node` and `edge` are the default attributes, not nodes; `{rank=same; ...}`
+    # lists nodes again, with no attributes, in an anonymous subgraph.
+    return {name: attrs for name, attrs in found.items() if name not in ("node", "edge", "graph")}
+
+
+def _edge_count(graph: pydot.Graph) -> int:
+    return len(graph.get_edges()) + sum(_edge_count(g) for g in graph.get_subgraphs())
 
 
 def _check_structure(text: str) -> Dot:
@@ -145,6 +187,15 @@ def _check_structure(text: str) -> Dot:
         assert source in dot.nodes, f"edge from undeclared {source}"
         assert target in dot.nodes, f"edge to undeclared {target}"
     assert len({(s, t) for s, t, _ in dot.edges}) == len(dot.edges), "duplicate edges"
+    # A real parser reads the same nodes, with the same labels.
+    (graph,) = pydot.graph_from_dot_data(text)
+    read = {_unquote(name): attrs for name, attrs in _pydot_nodes(graph).items()}
+    assert set(read) == set(dot.nodes)
+    for node, attrs in dot.nodes.items():
+        assert _unquote(read[node].get("label", '""')) == attrs.get("label", "")
+    assert len(graph.get_edges()) + sum(_edge_count(g) for g in graph.get_subgraphs()) == len(
+        dot.edges
+    )
     if shutil.which("dot"):  # the real parser too, where Graphviz is installed
         result = subprocess.run(
             ["dot", "-Tsvg"], input=text, capture_output=True, text=True, check=False
@@ -158,9 +209,10 @@ def _seed_report() -> Report:
     weights = verdict(
         'layer1/weights_i "fixed" [0]:0',
         Status.BLOCKED,
+        source=TensorRef("weights_i"),
         blockers=(
-            Blocker("layer1/StopGradient", "StopGradient", Reason.STOP_GRADIENT, "m", FN),
-            Blocker("layer1/Cast", "Cast", Reason.INTEGER_DTYPE, "m", FN),
+            Blocker("layer1/StopGradient", "StopGradient", Reason.STOP_GRADIENT, STOP, FN),
+            Blocker("layer1/Cast", "Cast", Reason.INTEGER_DTYPE, CAST, FN),
         ),
         route=(
             PathStep("weights_i", "_Arg", FN),
@@ -183,7 +235,7 @@ def _seed_report() -> Report:
     scale = verdict(
         "scale",
         Status.BLOCKED,
-        blockers=(Blocker("Round", "Round", Reason.NON_DIFFERENTIABLE_OP, "m", FN),),
+        blockers=(Blocker("Round", "Round", Reason.NON_DIFFERENTIABLE_OP, ROUND, FN),),
         subgraph=(
             Edge("scale", "Round", cut=True),
             Edge("Round", "MatMul"),
@@ -201,10 +253,12 @@ def test_the_seed_case_draws_every_path_with_the_cuts_in_red() -> None:
     mul = dot.node_labelled("layer1/Mul")
     stop = dot.node_labelled("layer1/StopGradient")
     cast = dot.node_labelled("layer1/Cast")
-    for target, reason in ((stop, "stop_gradient"), (cast, "integer_dtype")):
+    # The cut edges are red, labelled with the terminal's words for the cut, folded.
+    for target, reason in ((stop, STOP), (cast, CAST)):
         attrs = dot.edge(mul, target)
         assert attrs["color"] == "red" and "bold" in attrs["style"]
-        assert attrs["label"] == reason
+        assert " ".join(_label_text(attrs["label"]).split("\n")) == reason
+        assert dot.nodes[target]["color"] == "red"
     round_ = dot.node_labelled("Round")
     scale_op = dot.node_labelled("scale")
     dot.edge(dot.node_labelled("scale", "box"), scale_op)
@@ -218,9 +272,9 @@ def test_variables_are_boxes_with_their_status_and_lead_to_the_loss() -> None:
     dot = _check_structure(render_dot(_seed_report()))
     weights = dot.node_labelled('layer1/weights_i "fixed" [0]:0', "box")
     assert _label_text(dot.nodes[weights]["label"]).split("\n")[1] == "blocked"
-    entry = dot.node_labelled("weights_i")
-    assert _label_text(dot.nodes[entry]["label"]) == "weights_i\n_Arg"
-    dot.edge(weights, entry)
+    # The loss function's argument that stands for the variable is the variable's box.
+    assert not any(node.endswith(":weights_i") for node in dot.nodes)
+    dot.edge(weights, dot.node_labelled("layer1/Mul"))
     loss = [n for n, a in dot.nodes.items() if a.get("shape") == "doubleoctagon"]
     assert len(loss) == 1
     reaching = {source for source, target, _ in dot.edges if target == loss[0]}
@@ -246,6 +300,7 @@ def test_without_a_subgraph_the_route_or_the_blockers_are_drawn() -> None:
     routed = verdict(
         "w",
         Status.BLOCKED,
+        source=TensorRef("w"),
         route=(
             PathStep("w", "_Arg", FN),
             PathStep("Cast", "Cast", FN, cut=Reason.INTEGER_DTYPE),
@@ -255,20 +310,27 @@ def test_without_a_subgraph_the_route_or_the_blockers_are_drawn() -> None:
     bare = verdict(
         "v",
         Status.BLOCKED,
-        blockers=(Blocker("ArgMax", "ArgMax", Reason.NON_DIFFERENTIABLE_OP, "m", FN),),
+        blockers=(
+            # In the loss function itself, and inside a function it calls.
+            Blocker("ArgMax", "ArgMax", Reason.NON_DIFFERENTIABLE_OP, ARGMAX),
+            Blocker("Round", "Round", Reason.NON_DIFFERENTIABLE_OP, ROUND, "__inference_q_7"),
+        ),
     )
     report = Report(SourceInfo("m", "savedmodel", "loss"), (routed, bare))
-    dot = _check_structure(render_dot(report))
+    text = render_dot(report)
+    dot = _check_structure(text)
     variable = dot.node_labelled("w", "box")
-    entry = dot.node_labelled("w")
-    assert _label_text(dot.nodes[entry]["label"]) == "w\n_Arg"
+    # The variable's own argument of the loss function is its box: no `_Arg` node.
+    assert not any("_Arg" in attrs.get("label", "") for attrs in dot.nodes.values())
     cast = dot.node_labelled("Cast")
-    dot.edge(variable, entry)
-    assert dot.edge(entry, cast)["color"] == "red"
-    assert dot.edge(entry, cast)["label"] == "integer_dtype"
+    assert dot.edge(variable, cast)["color"] == "red"
+    # A cut the route alone tells (no blocker with its words) is red, without a code.
+    assert "integer_dtype" not in text
     dot.edge(cast, dot.node_labelled("loss"))
     argmax = dot.node_labelled("ArgMax")
-    assert dot.edge(dot.node_labelled("v", "box"), argmax)["label"] == "non_differentiable_op"
+    assert dot.edge(dot.node_labelled("v", "box"), argmax)["label"] == ARGMAX
+    round_ = dot.node_labelled("Round in q")
+    assert dot.edge(dot.node_labelled("v", "box"), round_)["label"] == ROUND
 
 
 def test_output_is_deterministic_and_clean_reports_are_valid() -> None:
@@ -303,7 +365,8 @@ def _chain_report(ops: int, fix: str | None = None) -> Report:
     blocked = verdict(
         "model/w",
         Status.BLOCKED,
-        blockers=(Blocker("sg", "StopGradient", Reason.STOP_GRADIENT, "m", FN),),
+        source=TensorRef("w"),
+        blockers=(Blocker("sg", "StopGradient", Reason.STOP_GRADIENT, STOP, FN),),
         route=steps,
     )
     fixes = {"model/w": fix} if fix else {}
@@ -323,8 +386,7 @@ def test_a_long_chain_is_laid_out_top_down_in_rows() -> None:
     text = render_dot(_chain_report(40))
     assert "rankdir=TB" in text
     dot = _check_structure(text)
-    chain = [dot.node_labelled("w")]
-    chain += [dot.node_labelled(f"block{i}/dense/MatMul") for i in range(40)]
+    chain = [dot.node_labelled(f"block{i}/dense/MatMul") for i in range(40)]
     chain += [dot.node_labelled("sg"), dot.node_labelled("loss")]
     # The chain, in order, in rows of ROW ops, each row one rank.
     assert [node for row in dot.rows for node in row] == chain
@@ -341,7 +403,7 @@ def test_a_long_chain_is_laid_out_top_down_in_rows() -> None:
 
 
 def test_a_short_chain_stays_one_column() -> None:
-    text = render_dot(_chain_report(FOLD - 3))  # with w, sg and the loss's Mean: FOLD ops
+    text = render_dot(_chain_report(FOLD - 2))  # with sg and the loss's Mean: FOLD ops
     dot = _check_structure(text)
     assert dot.rows == []
     assert not any(attrs.get("style") == "invis" for _, _, attrs in dot.edges)
@@ -370,3 +432,122 @@ def test_the_fix_is_a_note_beside_its_variable_as_the_terminal_words_it() -> Non
     assert [variable, notes[0]] in dot.rows  # beside the variable, not in the path's way
     without = _check_structure(render_dot(_chain_report(2)))
     assert not any(attrs.get("shape") == "note" for attrs in without.nodes.values())
+
+
+# -- functions a cond, a loop or a call runs: a cluster each, their own cuts inside -------------
+
+
+def _nested_report() -> Report:
+    """`w` (the loss function's argument `w_arg`) goes into a called function `f`, whose tf.cond
+    rounds it in the false branch."""
+    here = SourceLocation("m.py", 3)
+    inner = SourceLocation("m.py", 7)
+    blocked = VariableVerdict(
+        Variable("w", True, "float32", (2,), source=TensorRef("w_arg"), location=here),
+        Status.BLOCKED,
+        blockers=(
+            Blocker("cond/Round", "Round", Reason.NON_DIFFERENTIABLE_OP, ROUND, "fb", inner),
+        ),
+        subgraph=(
+            Edge("w_arg", "call", cut=True),
+            Edge("call", "loss"),
+            Edge("w_arg", "x", source_function=None, target_function="__inference_f_5"),
+            Edge("x", "cond", True, "__inference_f_5", "__inference_f_5"),
+            Edge("x", "x_1", source_function="__inference_f_5", target_function="fb"),
+            Edge("x_1", "cond/Round", True, "fb", "fb"),
+            Edge("cond/Round", "cond", False, "fb", "__inference_f_5"),
+            Edge("cond", "out", False, "__inference_f_5", "__inference_f_5"),
+            Edge("out", "call", False, "__inference_f_5", None),
+        ),
+        nested=(
+            NestedCall("call", None, "__inference_f_5", "f", (("x", 0),)),
+            NestedCall("cond", "__inference_f_5", "fb", "else_branch", (("x_1", 1),)),
+        ),
+        subgraph_ops=(
+            SubgraphOp("call", "StatefulPartitionedCall", None, SourceLocation("m.py", 9)),
+            SubgraphOp("cond", "If", "__inference_f_5", inner),
+            SubgraphOp("cond/Round", "Round", "fb", inner),
+        ),
+    )
+    code = {("m.py", 3): "w = tf.Variable([1.0, 2.0])", ("m.py", 7): "    y = tf.cond(c, a, b)"}
+    return Report(SourceInfo("m.py", "script", "loss"), (blocked,), code=code)
+
+
+def test_a_nested_function_is_a_cluster_with_its_cut_inside() -> None:
+    dot = _check_structure(render_dot(_nested_report()))
+    called = "cluster_function __inference_f_5"
+    branch = "cluster_function fb"
+    assert dot.cluster_labels[called] == "f: called by call (StatefulPartitionedCall), m.py:9"
+    assert dot.cluster_labels[branch] == "fb: false branch of cond (If), m.py:7"
+    # The branch is drawn inside the function whose cond runs it.
+    assert set(dot.clusters[branch]) < set(dot.clusters[called])
+    round_ = dot.node_labelled("cond/Round")
+    assert round_ in dot.clusters[branch]
+    assert dot.nodes[round_]["color"] == "red"
+    assert _label_text(dot.nodes[round_]["label"]) == "cond/Round\nm.py:7\ny = tf.cond(c, a, b)"
+    # Arguments say what is passed in: the variable, or the value the caller's op computes.
+    outer = dot.node_labelled("w, passed as argument 0 of f")
+    branch_argument = dot.node_labelled("x, passed as argument 1 of fb")
+    assert outer in dot.clusters[called] and branch_argument in dot.clusters[branch]
+    variable = dot.node_labelled("w", "box")
+    assert _label_text(dot.nodes[variable]["label"]).split("\n")[2:] == [
+        "created at m.py:3",
+        "w = tf.Variable([1.0, 2.0])",
+    ]
+    dot.edge(variable, outer)
+    dot.edge(outer, branch_argument)
+    cut = [attrs for s, t, attrs in dot.edges if t == round_]
+    assert len(cut) == 1 and cut[0]["label"] == ROUND and cut[0]["color"] == "red"
+    # The ops that run the functions are not cuts, and nothing skips into them past the
+    # function: the function returns into its op.
+    call, cond = dot.node_labelled("call"), dot.node_labelled("cond")
+    assert "color" not in dot.nodes[call] and "color" not in dot.nodes[cond]
+    assert {s for s, t, _ in dot.edges if t == call} == {dot.node_labelled("out")}
+    assert {s for s, t, _ in dot.edges if t == cond} == {round_}
+    # The loss function's own argument for the variable is the variable's box.
+    assert not any("w_arg" in node for node in dot.nodes)
+
+
+def test_nested_clusters_stay_apart_in_each_model() -> None:
+    dot = _check_structure(render([_nested_report(), _nested_report()], Format.DOT))
+    functions = [name for name in dot.clusters if "function" in name]
+    assert len(functions) == 4 and len(set(functions)) == 4
+
+
+def test_names_in_nested_functions_are_escaped_and_still_match() -> None:
+    report = _nested_report()
+    (blocked,) = report.variables
+    renamed = dataclasses.replace(
+        blocked,
+        subgraph=tuple(
+            dataclasses.replace(
+                e, source_function=_odd(e.source_function), target_function=_odd(e.target_function)
+            )
+            for e in blocked.subgraph
+        ),
+        nested=tuple(
+            dataclasses.replace(
+                n, caller_function=_odd(n.caller_function), function=_odd(n.function)
+            )
+            for n in blocked.nested
+        ),
+        subgraph_ops=tuple(
+            dataclasses.replace(op, function=_odd(op.function)) for op in blocked.subgraph_ops
+        ),
+        blockers=tuple(dataclasses.replace(b, function=_odd(b.function)) for b in blocked.blockers),
+    )
+    text = render_dot(dataclasses.replace(report, variables=(renamed,)))
+    dot = _check_structure(text)
+    # No raw control character: no escape sequence, no line break inside a statement.
+    assert "\x1b" not in text
+    assert all(
+        line.startswith("  ") or line in ("digraph gradcheck {", "}") for line in text.splitlines()
+    )
+    branch = [name for name in dot.clusters if "fb" in name]
+    assert len(branch) == 1 and "\\x1b" in branch[0]
+    assert dot.nodes[dot.node_labelled("cond/Round")]["color"] == "red"
+
+
+def _odd(function: str | None) -> str | None:
+    """A function name with a control character in it, as a crafted model may have."""
+    return None if function is None else f"{function}\x1b[2J"
