@@ -214,3 +214,11 @@ def test_flags_that_cannot_go_with_fix_are_one_line(
     assert returncode == 2
     assert stdout == ""
     assert stderr.count("\n") == 1 and message in stderr
+
+
+def test_a_model_that_cannot_be_checked_is_one_line_with_fix(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.py"
+    returncode, stdout, stderr = invoke(command, [missing, "--loss", "loss", "--fix"])
+    assert returncode == 2
+    assert stdout == ""
+    assert stderr == f"gradcheck: error: {missing}: no such file or directory\n"

@@ -334,11 +334,9 @@ def _fixed(
             f"gradcheck: {verb} {fixed.variable} at {display_path(fixed.file)}:{fixed.line}: "
             f"{fixed.what}"
         )
-    if not fixes.fixed:
+    if not fixes.fixed and any(outcome.report is not None for outcome in outcomes):
         say("gradcheck: no fix gradcheck can write: the report's fixes are in words")
-    failed = [outcome for outcome in fixes.outcomes if outcome.report is None]
-    for outcome in failed:
-        say(outcome.message)
+    # A model that could not be checked was told before, by the run.
     code = exit_code(fixes.outcomes, options.settings.fail_on, options.exit_zero)
     if options.diff:
         left = sum(len(o.report.dead) for o in fixes.outcomes if o.report is not None)
