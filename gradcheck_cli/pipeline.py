@@ -25,6 +25,7 @@ from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import display_path
 from gradcheck_cli.source_code.keras_archive import check_keras_archive
 from gradcheck_cli.tracing.tf_verification import SAVED_MODEL_TAPE, TAPE
+from gradcheck_cli.worker.progress import Steps
 from gradcheck_cli.worker.protocol import (
     EagerResult,
     Job,
@@ -70,15 +71,22 @@ def check_path(path: Path, options: CheckOptions) -> Report:
 def _saved_model_report(path: Path, options: CheckOptions) -> Report:
     from gradcheck_cli.savedmodel.loading import load_saved_model
 
-    program, loss_name = load_saved_model(path, options.loss, sum_loss=options.sum_loss)
-    tf1 = program.kind is GraphKind.TF1_GRAPH
-    source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
-    analysis = analyse(program, cuts_of_live=options.all_cuts)
+    # Each step shown on stderr as it goes (the worker that --verify starts shows its own).
+    steps = Steps(options.progress)
+    with steps:
+        program, loss_name = load_saved_model(
+            path, options.loss, sum_loss=options.sum_loss, progress=steps
+        )
+        tf1 = program.kind is GraphKind.TF1_GRAPH
+        source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
+        analysis = analyse(program, cuts_of_live=options.all_cuts, progress=steps)
     verification = (
         _verify_saved_model(path, loss_name, analysis.verdicts, options) if options.verify else None
     )
     context = Context(tuple(program.notes), verification, located=program.located)
-    return _report(source, analysis, context)
+    with steps:
+        steps("building the findings")
+        return _report(source, analysis, context)
 
 
 def _file_kind(path: Path) -> str:
