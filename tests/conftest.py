@@ -54,6 +54,8 @@ HEAVY = (
     "tests/savedmodel/test_saved_model.py::test_verify_asks_tensorflow_in_its_own_process",
     "tests/worker/test_worker_process.py",
     "tests/worker/test_progress.py",
+    "tests/tracing/test_keras_warnings.py",
+    "tests/legacy_keras/test_keras_warnings.py",
     "tests/reporters/test_one_explanation.py::test_every_format_gives_the_seed_the_same_cuts_and_fix",
     "tests/reporters/test_terminal_golden.py",
     "tests/test_api.py::test_assert_no_dead_variables_takes_the_worker_options",
