@@ -71,20 +71,19 @@ def check_path(path: Path, options: CheckOptions) -> Report:
 def _saved_model_report(path: Path, options: CheckOptions) -> Report:
     from gradcheck_cli.savedmodel.loading import load_saved_model
 
-    # Each step shown on stderr as it goes (the worker that --verify starts shows its own).
-    steps = Steps(options.progress)
-    with steps:
+    with Steps(options.progress) as steps:  # each step shown on stderr as it goes
         program, loss_name = load_saved_model(
             path, options.loss, sum_loss=options.sum_loss, progress=steps
         )
         tf1 = program.kind is GraphKind.TF1_GRAPH
         source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
         analysis = analyse(program, cuts_of_live=options.all_cuts, progress=steps)
-    verification = (
-        _verify_saved_model(path, loss_name, analysis.verdicts, options) if options.verify else None
-    )
-    context = Context(tuple(program.notes), verification, located=program.located)
-    with steps:
+        verification = None
+        if options.verify:
+            steps("asking TensorFlow for its own gradients (--verify)")
+            with steps.aside():  # the worker shows its own status on a terminal
+                verification = _verify_saved_model(path, loss_name, analysis.verdicts, options)
+        context = Context(tuple(program.notes), verification, located=program.located)
         steps("building the findings")
         return _report(source, analysis, context)
 

@@ -10,10 +10,12 @@ A check gradcheck runs in its own process (a SavedModel) hears its steps as they
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
@@ -128,8 +130,7 @@ class Steps:
         self.enabled = enabled
         self.seconds = _progress_seconds() if seconds is None and enabled else seconds
         self._console = console
-        self._step = ""
-        self._detail = ""
+        self._now = ("", "")  # (step, detail), one value: the drawing thread reads it whole
         self._live: Any = None
         self._stream: TextIO | None = None
         self._done = threading.Event()
@@ -137,14 +138,15 @@ class Steps:
         self._started = 0.0
 
     def __call__(self, step: str, detail: str = "") -> None:
-        new = step != self._step
-        self._step, self._detail = step, detail
+        new = step != self._now[0]
+        self._now = (step, detail)
         if new and self._live is not None:
             self._live.refresh()  # drawn now, not at the next frame: a short step still shows
 
     def line(self) -> str:
         """The step under way, as shown: "building the graph model (3 functions, 40 nodes)"."""
-        return f"{self._step} ({self._detail})" if self._detail else self._step
+        step, detail = self._now
+        return f"{step} ({detail})" if detail else step
 
     def __enter__(self) -> Steps:
         if not self.enabled:
@@ -157,9 +159,9 @@ class Steps:
             from rich.console import Console
             from rich.live import Live
 
-            console = self._console or Console(stderr=True, highlight=False, emoji=False)
+            self._console = self._console or Console(stderr=True, highlight=False, emoji=False)
             self._live = Live(
-                _Spinning(self), console=console, transient=True, refresh_per_second=12.5
+                _Spinning(self), console=self._console, transient=True, refresh_per_second=12.5
             )
             self._live.start()
         else:
@@ -169,10 +171,24 @@ class Steps:
             self._teller.start()
         return self
 
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        """For a step a worker takes (`--verify`): on a terminal, the worker's own status line
+        shows meanwhile, so this one is taken away and back; in a log, it goes on."""
+        if self._live is None:
+            yield
+            return
+        self._live.stop()
+        self._live = None
+        try:
+            yield
+        finally:
+            self.__enter__()
+
     def _tell(self) -> None:
         assert self._stream is not None and self.seconds is not None
         while not self._done.wait(self.seconds):
-            if not self._step:
+            if not self._now[0]:
                 continue
             elapsed = time.monotonic() - self._started
             try:

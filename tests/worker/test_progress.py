@@ -25,17 +25,26 @@ STEPS = ("reading saved_model.pb", "building the graph model", "analysing", "bui
 # A plain line in a log: the step, how far it is, how long the check has taken.
 LOG_LINE = re.compile(
     r"gradcheck: (reading saved_model\.pb|building the graph model \([\d,]+ functions?, [\d,]+ "
-    r"nodes\)|analysing: [a-z' ]+( \([\d,]+ of [\d,]+\))?|building the findings)\.\.\. \(\d+ s\)"
+    r"nodes\)|analysing: [a-z' ]+( \([\d,]+ of [\d,]+\))?|building the findings"
+    r"|asking TensorFlow for its own gradients \(--verify\))\.\.\. \(\d+ s\)"
 )
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SavedModel whose loss calls about a thousand functions (20k ops): a second or so to
-    check, long enough for several lines at a short interval. TensorFlow writes the template
-    in a process of its own."""
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """SavedModels whose loss calls functions: about a thousand (20k ops), a second or so to
+    check, long enough for several lines at a short interval; and a few (50 ops), for TensorFlow
+    to load in seconds. TensorFlow writes their template in a process of its own."""
     root = tmp_path_factory.mktemp("calls")
-    return synthetic.write(synthetic.Shape.CALLS, 20_000, root / "model", root / "cache").parent
+    return {
+        size: synthetic.write(synthetic.Shape.CALLS, ops, root / size, root / "cache").parent
+        for size, ops in (("large", 20_000), ("small", 50))
+    }
+
+
+@pytest.fixture(scope="module")
+def model(models: dict[str, Path]) -> Path:
+    return models["large"]
 
 
 def _environment(**extra: str) -> dict[str, str]:
@@ -140,3 +149,24 @@ def test_a_bad_interval_is_one_line_and_exit_2(
         assert code == 2
         assert err.count("\n") == 1 and "GRADCHECK_PROGRESS_SECONDS" in err, err
         assert json.loads(out)["error"]  # the JSON document is still written
+
+
+@pytest.mark.heavy
+def test_a_log_hears_of_tensorflow_s_own_check_while_it_runs(models: dict[str, Path]) -> None:
+    done = _piped(models["small"], "--verify", GRADCHECK_PROGRESS_SECONDS="0.2")
+    assert done.returncode == 1, done.stderr
+    assert _statuses(done.stdout) == synthetic.EXPECTED
+    lines = done.stderr.splitlines()
+    assert not [line for line in lines if not LOG_LINE.fullmatch(line)], done.stderr
+    # TensorFlow's import alone takes seconds: the log hears of it meanwhile.
+    assert any("asking TensorFlow for its own gradients" in line for line in lines), done.stderr
+
+
+@pytest.mark.heavy
+def test_a_terminal_hands_the_status_to_the_worker_and_takes_it_back(
+    models: dict[str, Path], tmp_path: Path
+) -> None:
+    code, shown, report = _on_a_terminal(models["small"], tmp_path, "--verify")
+    assert code == 1 and _statuses(report) == synthetic.EXPECTED, shown
+    worker_s = shown.find("asking TensorFlow for the gradients of small...")
+    assert -1 < shown.find("analysing") < worker_s < shown.rfind("building the findings"), shown
