@@ -293,7 +293,8 @@ def warnings_told_by_their_cause() -> Iterator[None]:
         file: Any = None,
         line: str | None = None,
     ) -> None:
-        if not _raised_on_gradcheck_s_call(sys._getframe(1)):
+        warner = _warner_on_gradcheck_s_call(sys._getframe(1))
+        if warner is None:
             shown(message, category, filename, lineno, file, line)
             return
         text = " ".join(str(message).split())  # one line: the parent labels every other line
@@ -302,7 +303,7 @@ def warnings_told_by_their_cause() -> Iterator[None]:
         stream = file if file is not None else sys.stderr
         with contextlib.suppress(Exception):  # no stderr left: Python drops a warning too
             stream.write(
-                f"gradcheck: {_library_of(filename)} warned when gradcheck called it: "
+                f"gradcheck: {_library_of(warner)} warned when gradcheck called it: "
                 f"{category.__name__}: {text}\n"
             )
 
@@ -317,24 +318,28 @@ def warnings_told_by_their_cause() -> Iterator[None]:
 _GRADCHECK_FOLDER = f"{os.sep}gradcheck_cli{os.sep}"
 
 
-def _raised_on_gradcheck_s_call(frame: Any) -> bool:
-    """Whether the innermost frame from `frame` outwards that is not a library's is
-    gradcheck's own (the user's script, or a notebook cell, is not)."""
+def _warner_on_gradcheck_s_call(frame: Any) -> str | None:
+    """The file that called `warnings.warn`, when the innermost frame from `frame` outwards
+    that is not a library's is gradcheck's own; None when it is the user's (the script, a
+    notebook cell, a module of theirs)."""
     from gradcheck_cli.source_code.debug_info import is_user_file
 
+    warner = None
     while frame is not None:
         filename = frame.f_code.co_filename
         if _GRADCHECK_FOLDER in filename:
-            return True
+            return warner or filename
         if is_user_file(filename):
-            return False
+            return None
+        if warner is None and filename != warnings.__file__:
+            warner = filename
         frame = frame.f_back
-    return False
+    return None
 
 
 def _library_of(filename: str) -> str:
-    """Who raised a warning attributed to `filename`: "Keras", "TensorFlow", another installed
-    package's folder name, else "Python"."""
+    """Who warned from `filename`: "Keras", "TensorFlow", another installed package's folder
+    name, else "Python"."""
     parts = Path(filename).parts
     if "keras" in parts or "tf_keras" in parts:
         return "Keras"
