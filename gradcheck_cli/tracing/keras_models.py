@@ -273,16 +273,18 @@ def _not_caused_by_gradcheck(record: Any) -> bool:
 
 @contextlib.contextmanager
 def warnings_told_by_their_cause() -> Iterator[None]:
-    """In the worker: a warning that a library (Keras, TensorFlow) raises on a call gradcheck's
-    own code made (tracing a model's objective, computing its loss, building it, loading a
-    file) is told as gradcheck's line (`gradcheck: Keras warned when gradcheck called it: ...`),
-    which the parent never labels with the script's name, or left out when it is about that
-    call alone (_CAUSED_BY_GRADCHECK); a warning that the user's own code raised, itself or
-    in a library it called, is shown as Python shows it, as the script's.
+    """In the worker, around the job: a warning that a library (Keras, TensorFlow) raises on a
+    call gradcheck's own code made (tracing a model's objective, computing its loss, building
+    it, loading a file) is told as gradcheck's line (`gradcheck: Keras warned when gradcheck
+    called it: ...`), which the parent never labels with the script's name, or left out when
+    it is about that call alone (_CAUSED_BY_GRADCHECK); a warning that the user's own code
+    raised, itself or in a library it called (through gradcheck's hooks too, as `gradcheck
+    run` watches a `fit`), is shown as Python shows it, as the script's.
 
-    Who caused it is read off the stack: the innermost frame that is neither a library's nor
-    the standard library's is gradcheck's own, or the user's.
+    Who caused it is read off the stack: gradcheck's call when no frame of the user's code
+    lies between the one that warned and the job's own (the `with` of this).
     """
+    job = sys._getframe(2)  # past contextlib's __enter__
     shown = warnings.showwarning
 
     def showwarning(
@@ -293,7 +295,7 @@ def warnings_told_by_their_cause() -> Iterator[None]:
         file: Any = None,
         line: str | None = None,
     ) -> None:
-        warner = _warner_on_gradcheck_s_call(sys._getframe(1))
+        warner = _warner_on_gradcheck_s_call(sys._getframe(1), job)
         if warner is None:
             shown(message, category, filename, lineno, file, line)
             return
@@ -315,26 +317,28 @@ def warnings_told_by_their_cause() -> Iterator[None]:
             warnings.showwarning = shown
 
 
-_GRADCHECK_FOLDER = f"{os.sep}gradcheck_cli{os.sep}"
+# What autograph made of a function it converted: the user's code (gradcheck converts its own
+# only to reach a user's train_step).
+_AUTOGRAPH = "__autograph_generated_file"
 
 
-def _warner_on_gradcheck_s_call(frame: Any) -> str | None:
-    """The file that called `warnings.warn`, when the innermost frame from `frame` outwards
-    that is not a library's is gradcheck's own; None when it is the user's (the script, a
-    notebook cell, a module of theirs)."""
+def _warner_on_gradcheck_s_call(frame: Any, job: Any) -> str | None:
+    """The file that called `warnings.warn`, when walking out from `frame` reaches the `job`'s
+    frame before any frame of the user's code (the script, a notebook cell, a module of
+    theirs); else None."""
     from gradcheck_cli.source_code.debug_info import is_user_file
 
     warner = None
     while frame is not None:
         filename = frame.f_code.co_filename
-        if _GRADCHECK_FOLDER in filename:
+        if frame is job:
             return warner or filename
-        if is_user_file(filename):
+        if is_user_file(filename) or _AUTOGRAPH in filename:  # the user's code, converted
             return None
         if warner is None and filename != warnings.__file__:
             warner = filename
         frame = frame.f_back
-    return None
+    return None  # another thread's warning
 
 
 def _library_of(filename: str) -> str:

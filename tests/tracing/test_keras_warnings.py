@@ -1,13 +1,12 @@
 """A warning Keras raises on gradcheck's own call (computing a model's compiled loss while
 gradcheck traces its objective) is gradcheck's line, never labelled with the script's name; a
-warning the script's own code raises stays the script's."""
+warning the script's own code raises stays the script's, also when gradcheck's hooks watch the
+call (`gradcheck run`: the script's own `fit` computes the loss)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import pytest
 
 from gradcheck_cli.cli import command, run_command
 from tests.cli_runs import invoke
@@ -47,27 +46,30 @@ def _lines(err: str, script: str) -> tuple[list[str], list[str]]:
     )
 
 
-def _told_apart(err: str, script: str) -> None:
-    scripts, gradcheck_s = _lines(err, script)
+def test_keras_s_warning_on_gradcheck_s_call_is_gradcheck_s_and_the_script_s_stays_its(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "classifier.py"
+    script.write_text(MODEL + FIT)
+    arguments = [str(script), "--loss", "model", "-f", "json", "--no-cache"]
+    code, out, err = invoke(command, arguments)
+    assert code in (0, 1), err
+    json.loads(out)  # stdout: the report alone
+    scripts, gradcheck_s = _lines(err, script.name)
     assert KERAS_S in gradcheck_s, err
     assert not [line for line in scripts if "from_logits" in line], err
     assert any(line.endswith("UserWarning: the script's own warning") for line in scripts), err
 
 
-@pytest.mark.parametrize("route", ["--loss model", "run"])
-def test_keras_s_warning_on_gradcheck_s_call_is_gradcheck_s_and_the_script_s_stays_its(
-    route: str, tmp_path: Path
-) -> None:
+def test_the_same_warning_from_the_script_s_own_fit_stays_the_script_s(tmp_path: Path) -> None:
     script = tmp_path / "classifier.py"
     script.write_text(MODEL + FIT)
-    if route == "run":  # fit, caught at its first step
-        code, out, err = invoke(run_command, [str(script), "-f", "json"])
-    else:
-        arguments = [str(script), "--loss", "model", "-f", "json", "--no-cache"]
-        code, out, err = invoke(command, arguments)
+    code, out, err = invoke(run_command, [str(script), "-f", "json"])  # fit, caught at its step
     assert code in (0, 1), err
-    json.loads(out)  # stdout: the report alone
-    _told_apart(err, script.name)
+    json.loads(out)
+    scripts, gradcheck_s = _lines(err, script.name)
+    assert not [line for line in gradcheck_s if "from_logits" in line], err
+    assert any("received `from_logits=True`" in line for line in scripts), err
 
 
 def test_quiet_keeps_the_script_s_warning_out_and_gradcheck_s_in(tmp_path: Path) -> None:
