@@ -54,6 +54,8 @@ def _environment(**extra: str) -> dict[str, str]:
 
 
 def _statuses(report: str) -> dict[str, str]:
+    """The report's verdicts, to compare with the generator's (synthetic.EXPECTED, which
+    TensorFlow's gradients confirm in tests/test_benchmark_synthetic.py)."""
     return {v["name"]: v["status"] for v in json.loads(report)["variables"]}
 
 
