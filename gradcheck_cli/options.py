@@ -83,8 +83,9 @@ class CheckOptions:
     )
     progress: bool = _option(
         False,
-        "when stderr is a terminal, show there what gradcheck is doing while TensorFlow "
-        "imports, loads and traces the model",
+        "show on stderr what gradcheck is doing: on a terminal, a status line while TensorFlow "
+        "imports, loads and traces the model or while gradcheck reads and analyses a "
+        "SavedModel; elsewhere, a line every few seconds of a long SavedModel check",
     )
     cache: bool = _option(
         True,

@@ -25,6 +25,7 @@ from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import display_path
 from gradcheck_cli.source_code.keras_archive import check_keras_archive
 from gradcheck_cli.tracing.tf_verification import SAVED_MODEL_TAPE, TAPE
+from gradcheck_cli.worker.progress import Steps
 from gradcheck_cli.worker.protocol import (
     EagerResult,
     Job,
@@ -75,15 +76,21 @@ def check_path(
 def _saved_model_report(path: Path, options: CheckOptions) -> Report:
     from gradcheck_cli.savedmodel.loading import load_saved_model
 
-    program, loss_name = load_saved_model(path, options.loss, sum_loss=options.sum_loss)
-    tf1 = program.kind is GraphKind.TF1_GRAPH
-    source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
-    analysis = analyse(program, cuts_of_live=options.all_cuts)
-    verification = (
-        _verify_saved_model(path, loss_name, analysis.verdicts, options) if options.verify else None
-    )
-    context = Context(tuple(program.notes), verification, located=program.located)
-    return _report(source, analysis, context)
+    with Steps(options.progress) as steps:  # each step shown on stderr as it goes
+        program, loss_name = load_saved_model(
+            path, options.loss, sum_loss=options.sum_loss, progress=steps
+        )
+        tf1 = program.kind is GraphKind.TF1_GRAPH
+        source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
+        analysis = analyse(program, cuts_of_live=options.all_cuts, progress=steps)
+        verification = None
+        if options.verify:
+            steps("asking TensorFlow for its own gradients (--verify)")
+            with steps.aside():  # the worker shows its own status on a terminal
+                verification = _verify_saved_model(path, loss_name, analysis.verdicts, options)
+        context = Context(tuple(program.notes), verification, located=program.located)
+        steps("building the findings")
+        return _report(source, analysis, context)
 
 
 def _file_kind(path: Path) -> str:

@@ -246,7 +246,8 @@ def test_flags_that_shape_the_check_become_one_options_value(
     assert options.quiet and options.verbose
     assert "GRADCHECK_DEBUG" not in os.environ  # --debug travels with the options
     _run("model.py", "--config", str(_empty_config(tmp_path)))
-    assert seen[1].check == CheckOptions(timeout=600.0, cache_dir="/cache")
+    # Progress on stderr, wherever it goes (a status line on a terminal, lines in a log).
+    assert seen[1].check == CheckOptions(timeout=600.0, cache_dir="/cache", progress=True)
 
 
 def _empty_config(folder: Path) -> Path:

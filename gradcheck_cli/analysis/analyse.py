@@ -29,19 +29,23 @@ from gradcheck_cli.differentiability.rules import is_assign_op
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.memory import without_cyclic_gc
 from gradcheck_cli.graph.model import Program, SourceLocation, TensorRef, Variable
+from gradcheck_cli.graph.progress import Progress, silent
 
 
-def analyse(program: Program, *, cuts_of_live: bool = False) -> Analysis:
+def analyse(
+    program: Program, *, cuts_of_live: bool = False, progress: Progress = silent
+) -> Analysis:
     """One verdict per candidate variable, in the program's variable order, and the concerns.
 
     `cuts_of_live`: also walk forward from every live variable to name the cuts on its other
-    paths (GC204); one walk per variable, so only when asked for (`--verbose`).
+    paths (GC204); one walk per variable, so only when asked for (`--verbose`). `progress`
+    hears each pass.
     """
     with without_cyclic_gc():
-        return _analyse(program, cuts_of_live=cuts_of_live)
+        return _analyse(program, cuts_of_live=cuts_of_live, progress=progress)
 
 
-def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
+def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Analysis:
     # Function summaries recurse once per level of nesting (calls, conds, loops): deep models
     # need more than Python's default limit, and a crafted one must not reach the C stack's.
     depth = nesting_depth(program)
@@ -52,18 +56,22 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
             f"analyses at most {MAX_NESTING} levels of nested functions, conds and loops"
         )
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 50 * depth + 1000))
+    progress("analysing: the paths that carry gradient to the loss")
     program = unfold_shape_reads(program)
     index = ProgramIndex(program)
     gradient_pass = Reachability(program, gradient=True, index=index)
     gradient = gradient_pass.top_masks()
+    progress("analysing: every path to the loss")
     structural_pass = Reachability(program, gradient=False, index=index)
     structural = structural_pass.top_masks()
+    progress("analysing: each variable's verdict")
     finder = CutFinder(program, structural_pass)
     called_layers = CalledLayers(program)
     without_stop_gradient: dict[TensorRef, int] | None = None
     verdicts = []
     partly_cut: list[Concern] = []
-    for variable in program.variables:
+    for number, variable in enumerate(program.variables, 1):
+        progress("analysing: each variable's verdict", f"{number:,} of {len(program.variables):,}")
         source = variable.source
         unreached = None
         blockers: tuple[Blocker, ...] = ()
@@ -148,6 +156,7 @@ def _analyse(program: Program, *, cuts_of_live: bool) -> Analysis:
             )
         )
     judged = tuple(verdicts)
+    progress("analysing: patterns that train less than intended")
     concerns = find_concerns(program, gradient_pass, structural_pass, judged)
     # A dead term is told once, not as a cut on some paths of each variable behind it.
     told = {c.op for c in concerns if c.kind is ConcernKind.DEAD_LOSS_TERM}

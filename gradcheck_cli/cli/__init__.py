@@ -194,8 +194,9 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
             *("write_baseline", "fix", "diff"),
         )
     }
-    # Every flag left is named after a CheckOptions field (--verify, --debug...). The status
-    # line shows on a terminal's stderr, but not with -q, nor for models checked side by side.
+    # Every flag left is named after a CheckOptions field (--verify, --debug...). Progress shows
+    # on stderr (a status line on a terminal), but not with -q, nor for models checked side by
+    # side.
     # No MODEL argument: the config's `models`.
     chosen = models or settings.models
     alone = extra.get("jobs", 1) == 1 or len(chosen) == 1
@@ -204,7 +205,7 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
         timeout=seconds,
         memory_limit=memory_limit,
         quiet=display["quiet"],
-        progress=alone and not display["quiet"] and sys.stderr.isatty(),
+        progress=alone and not display["quiet"],
         cache=settings.cache and not no_cache,
         cache_dir=resolve_cache_dir(settings),
         **flags,

@@ -91,7 +91,10 @@ def main(argv: list[str]) -> int:
     result: WorkerResult | None
     try:
         _limit_memory(request.options.memory_limit)
-        result = run_job(request, lambda delivered: _deliver(result_path, delivered))
+        from gradcheck_cli.tracing.keras_models import warnings_told_by_their_cause
+
+        with warnings_told_by_their_cause():
+            result = run_job(request, lambda delivered: _deliver(result_path, delivered))
     except Exception as error:
         result = _failure(error, request)
     exit_code = 0

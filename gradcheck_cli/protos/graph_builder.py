@@ -20,6 +20,7 @@ from gradcheck_cli.graph.model import (
     SourceLocation,
     TensorRef,
 )
+from gradcheck_cli.graph.progress import NODES_PER_REPORT, BuiltCount, Progress, silent
 from gradcheck_cli.protos.constant_inputs import mark_constant_inputs
 from gradcheck_cli.protos.limits import ExpansionBudget, Refused, malformed
 from gradcheck_cli.protos.missed_overrides import (
@@ -88,7 +89,7 @@ class GraphBuilder:
     Everything a node expands from its attributes (outputs from `num`, `N`, type lists, a
     callee's signature, output indices its consumers read) is drawn from `budget`; without
     one, the budget is proportional to the functions' serialized size. `what` names the input
-    in refusals ("malformed SavedModel: ...").
+    in refusals ("malformed SavedModel: ..."); `progress` hears how much is built, as it goes.
     """
 
     def __init__(
@@ -100,6 +101,7 @@ class GraphBuilder:
         shapes: ShapeLookup = _no_shapes,
         budget: ExpansionBudget | None = None,
         what: str = "model",
+        progress: Progress = silent,
     ) -> None:
         self._functions = functions
         self._op_defs = op_defs
@@ -109,6 +111,7 @@ class GraphBuilder:
         self._budget = budget or ExpansionBudget(sum(f.ByteSize() for f in functions.values()))
         self._sized_by_functions = budget is None
         self._what = what
+        self._built = BuiltCount(progress)  # told after each function, every so many nodes
         self.bodies: dict[str, Body] = {}
         self.notes: list[str] = []
         self._unknown_ops: set[str] = set()
@@ -141,6 +144,7 @@ class GraphBuilder:
                 continue
             body = self._function_body(fdef)
             self.bodies[current] = body
+            self._built.body_done(len(body.nodes))
             pending.extend(self._callees(body))
         if name not in self.bodies:
             raise GradcheckError(f"the model is malformed: function {name} has no body")
@@ -155,7 +159,9 @@ class GraphBuilder:
         if self._sized_by_functions:
             self._budget = ExpansionBudget(self._budget.serialized_bytes + graph_def.ByteSize())
         nodes: dict[str, Node] = {}
-        for node_def in graph_def.node:
+        for count, node_def in enumerate(graph_def.node, 1):
+            if not count % NODES_PER_REPORT:
+                self._built.tell(under_way=count)
             inputs = tuple(_graph_ref(text) for text in node_def.input if not text.startswith("^"))
             with self._refusing(node_def.name, ""):
                 node = self._node(
@@ -167,6 +173,7 @@ class GraphBuilder:
         self._charge_read_outputs(body, "")
         mark_constant_inputs(body)
         self.bodies[name] = body
+        self._built.body_done(len(nodes))
         for callee in self._callees(body):
             self.add_function(callee)
         return body
@@ -187,7 +194,9 @@ class GraphBuilder:
         waiting: list[tuple[Node, list[str]]] = []  # nodes read before their producers
         name = ""
         try:
-            for node_def in node_defs(fdef, self._what):
+            for count, node_def in enumerate(node_defs(fdef, self._what), 1):
+                if not count % NODES_PER_REPORT:
+                    self._built.tell(under_way=count)
                 # One string per name: the node's, its keys and every reference to it.
                 name = sys.intern(node_def.name)
                 layout = self._output_layout(node_def)

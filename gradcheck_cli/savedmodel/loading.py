@@ -19,6 +19,7 @@ from gradcheck_cli.graph.model import (
     Variable,
     make_names_unique,
 )
+from gradcheck_cli.graph.progress import Progress, silent
 from gradcheck_cli.loss.checks import validate_loss
 from gradcheck_cli.loss.names import (
     ambiguous_name,
@@ -75,10 +76,11 @@ def compiled_by_keras_2(path: Path) -> bool:
 
 
 def load_saved_model(
-    path: Path, loss: str | None, *, sum_loss: bool = False
+    path: Path, loss: str | None, *, sum_loss: bool = False, progress: Progress = silent
 ) -> tuple[Program, str]:
-    """The program of the loss `loss` in the SavedModel at `path`, and the loss's full name."""
-    saved_model, size = _parse(path)
+    """The program of the loss `loss` in the SavedModel at `path`, and the loss's full name;
+    `progress` hears each step (reading the file, building the graph model)."""
+    saved_model, size = _parse(path, progress)
     budget = ExpansionBudget(size, "saved_model.pb")
     if not saved_model.meta_graphs:
         raise GradcheckError(f"{path} holds no MetaGraph")
@@ -92,6 +94,7 @@ def load_saved_model(
         locations or _no_locations,
         budget=budget,
         what=_WHAT,
+        progress=progress,
     )
     object_graph = meta_graph.object_graph_def
     if object_graph.nodes:
@@ -141,12 +144,14 @@ def _sized(file: Path, what: str) -> int:
     return info.st_size
 
 
-def _parse(path: Path) -> tuple[Any, int]:
+def _parse(path: Path, progress: Progress) -> tuple[Any, int]:
     binary = path / "saved_model.pb"
     if binary.exists():
         _sized(binary, "saved_model.pb")
+        progress("reading saved_model.pb")
     elif (path / "saved_model.pbtxt").exists():
         _sized(path / "saved_model.pbtxt", "saved_model.pbtxt")
+        progress("reading saved_model.pbtxt")
     if not binary.is_file() and (path / "saved_model.cpb").is_file():
         raise GradcheckError(
             f"{path} is a chunked SavedModel (saved_model.cpb, the format for models over 2 GiB), "

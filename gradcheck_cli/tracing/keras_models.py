@@ -252,12 +252,109 @@ _CAUSED_BY_GRADCHECK = (
 
 @contextlib.contextmanager
 def without_warnings_gradcheck_causes() -> Iterator[None]:
-    """Keras's warnings about gradcheck's own loading and tracing calls left out; any other
-    warning still shows."""
-    with warnings.catch_warnings():
-        for message in _CAUSED_BY_GRADCHECK:
-            warnings.filterwarnings("ignore", message=message, category=UserWarning)
+    """Keras's warnings about gradcheck's own loading and tracing calls left out (Keras 2 logs
+    them through absl); any other warning still shows."""
+    import logging
+
+    absl = logging.getLogger("absl")
+    absl.addFilter(_not_caused_by_gradcheck)
+    try:
+        with warnings.catch_warnings():
+            for message in _CAUSED_BY_GRADCHECK:
+                warnings.filterwarnings("ignore", message=message, category=UserWarning)
+            yield
+    finally:
+        absl.removeFilter(_not_caused_by_gradcheck)
+
+
+def _not_caused_by_gradcheck(record: Any) -> bool:
+    """A logging filter: False for a record that says what _CAUSED_BY_GRADCHECK matches."""
+    text = record.getMessage()
+    return not any(re.match(message, text) for message in _CAUSED_BY_GRADCHECK)
+
+
+@contextlib.contextmanager
+def warnings_told_by_their_cause() -> Iterator[None]:
+    """In the worker, around the job: a warning that a library (Keras, TensorFlow) raises on a
+    call gradcheck's own code made (tracing a model's objective, computing its loss, building
+    it, loading a file) is told as gradcheck's line (`gradcheck: Keras warned when gradcheck
+    called it: ...`), which the parent never labels with the script's name, or left out when
+    it is about that call alone (_CAUSED_BY_GRADCHECK); a warning that the user's own code
+    raised, itself or in a library it called (through gradcheck's hooks too, as `gradcheck
+    run` watches a `fit`), is shown as Python shows it, as the script's.
+
+    Who caused it is read off the stack: gradcheck's call when no frame of the user's code
+    lies between the one that warned and the job's own (the `with` of this).
+    """
+    job = sys._getframe(2)  # past contextlib's __enter__
+    shown = warnings.showwarning
+
+    def showwarning(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        warner = _warner_on_gradcheck_s_call(sys._getframe(1), job)
+        if warner is None:
+            shown(message, category, filename, lineno, file, line)
+            return
+        text = " ".join(str(message).split())  # one line: the parent labels every other line
+        if any(re.match(caused, text) for caused in _CAUSED_BY_GRADCHECK):
+            return
+        stream = file if file is not None else sys.stderr
+        with contextlib.suppress(Exception):  # no stderr left: Python drops a warning too
+            stream.write(
+                f"gradcheck: {_library_of(warner)} warned when gradcheck called it: "
+                f"{category.__name__}: {text}\n"
+            )
+
+    warnings.showwarning = showwarning
+    try:
         yield
+    finally:
+        if warnings.showwarning is showwarning:  # unless the user's code replaced it since
+            warnings.showwarning = shown
+
+
+# What autograph made of a function it converted: the user's code (gradcheck converts its own
+# only to reach a user's train_step).
+_AUTOGRAPH = "__autograph_generated_file"
+
+
+def _warner_on_gradcheck_s_call(frame: Any, job: Any) -> str | None:
+    """The file that called `warnings.warn`, when walking out from `frame` reaches the `job`'s
+    frame before any frame of the user's code (the script, a notebook cell, a module of
+    theirs); else None."""
+    from gradcheck_cli.source_code.debug_info import is_user_file
+
+    warner = None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if frame is job:
+            return warner or filename
+        if is_user_file(filename) or _AUTOGRAPH in filename:  # the user's code, converted
+            return None
+        if warner is None and filename != warnings.__file__:
+            warner = filename
+        frame = frame.f_back
+    return None  # another thread's warning
+
+
+def _library_of(filename: str) -> str:
+    """Who warned from `filename`: "Keras", "TensorFlow", another installed package's folder
+    name, else "Python"."""
+    parts = Path(filename).parts
+    if "keras" in parts or "tf_keras" in parts:
+        return "Keras"
+    if "tensorflow" in parts:
+        return "TensorFlow"
+    for index, part in enumerate(parts[:-1]):
+        if part in ("site-packages", "dist-packages"):
+            return parts[index + 1].removesuffix(".py")
+    return "Python"
 
 
 def _code_refused_by_safe_mode(error: str) -> str | None:
