@@ -48,7 +48,9 @@ def model(models: dict[str, Path]) -> Path:
 
 
 def _environment(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    # The terminal's own size, not the COLUMNS and LINES of the shell that runs the tests.
+    dropped = ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.pop("GRADCHECK_PROGRESS_SECONDS", None)
     return {**env, "PYTHONPATH": str(REPO), **extra}
 
