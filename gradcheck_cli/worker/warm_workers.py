@@ -190,7 +190,7 @@ def start_worker(
     cwd = os.getcwd()
     key: _Key = (
         sys.executable,
-        cwd,
+        _import_folder(cwd, env),
         # The trees this process belongs to mark its launcher too.
         os.environ.get(MARK_VARIABLE, ""),
         frozenset((k, v) for k, v in env.items() if not per_launch(k)),
@@ -217,6 +217,25 @@ def start_worker(
     )
 
 
+# Variables whose relative paths Python or TensorFlow resolve against the working folder at import.
+_PATH_PREFIXES = ("PYTHON", "TF_", "TENSORFLOW", "KERAS", "XLA_", "CUDA", "LD_")
+
+
+def _import_folder(cwd: str, env: Mapping[str, str]) -> str:
+    """The folder a launcher imports TensorFlow in: `/`, shared by every working folder, unless
+    the environment holds a relative path that the import would resolve against `cwd`
+    (`PYTHONPATH=.`); each worker it forks then moves to its own working folder."""
+    for name, value in env.items():
+        if not name.startswith(_PATH_PREFIXES) or per_launch(name):
+            continue
+        entries = value.split(os.pathsep) if name == "PYTHONPATH" else [value]
+        for entry in entries:
+            looks_like_path = name == "PYTHONPATH" or "/" in entry or entry.startswith(".")
+            if looks_like_path and not os.path.isabs(entry):
+                return cwd
+    return os.sep
+
+
 def _launcher_for(key: _Key, env: Mapping[str, str], cwd: str) -> Launcher | None:
     """The idle launcher for `key`, started if this is the key's second launch; None: plain."""
     when = os.environ.get(WARM_VARIABLE, "")
@@ -237,7 +256,7 @@ def _launcher_for(key: _Key, env: Mapping[str, str], cwd: str) -> Launcher | Non
             base = {k: v for k, v in env.items() if not per_launch(k)}
             if MARK_VARIABLE in os.environ:
                 base[MARK_VARIABLE] = os.environ[MARK_VARIABLE]
-            launcher = _launchers[key] = Launcher(base, cwd)
+            launcher = _launchers[key] = Launcher(base, key[1])
         elif launcher.busy:  # another thread's worker: its tree would end this one's
             return None
         _launchers.move_to_end(key)

@@ -158,3 +158,57 @@ def test_an_unknown_warm_workers_setting_is_refused(monkeypatch: pytest.MonkeyPa
     request = WorkerRequest(Job.SCRIPT, SCRIPTS / "raises.py", CheckOptions(loss="loss"))
     with pytest.raises(GradcheckError, match="^GRADCHECK_WARM_WORKERS: 'sometimes' is neither"):
         run_worker(request)
+
+
+# Checks one script from each folder given, in turn, then says which processes were launchers.
+FOLDERS = """
+import json, os, sys
+import psutil
+from gradcheck_cli import api
+script, *folders = sys.argv[1:]
+for folder in folders:
+    os.chdir(folder)
+    api.check(script, "loss", cache=False)
+launcher = "gradcheck_cli.jobs.warm_launcher"
+print(json.dumps([p.pid for p in psutil.Process().children() if launcher in p.cmdline()]))
+"""
+WHERE_AM_I = """import os
+import tensorflow as tf
+
+with open(os.environ["GRADCHECK_TEST_FOLDERS"], "a") as record:
+    record.write(os.getcwd() + "\\n")
+w = tf.Variable(1.0)
+
+
+def loss():
+    return w * w
+"""
+
+
+@pytest.mark.parametrize("relative", [False, True], ids=["absolute paths", "PYTHONPATH=."])
+def test_one_launcher_serves_every_working_folder_unless_a_relative_path_needs_its_own(
+    tmp_path: Path, relative: bool
+) -> None:
+    script = tmp_path / "where.py"
+    script.write_text(WHERE_AM_I)
+    folders = [tmp_path / name for name in ("a", "b", "c")]
+    for folder in folders:
+        folder.mkdir()
+    record = tmp_path / "folders"
+    path = [str(ROOT), *([os.curdir] if relative else [])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "GRADCHECK_TEST_FOLDERS": str(record)}
+    env.pop(warm_workers.WARM_VARIABLE, None)
+    done = subprocess.run(
+        [sys.executable, "-c", FOLDERS, str(script), *map(str, folders)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    # Each worker ran in its own working folder, forked or not.
+    assert record.read_text().split() == [str(folder) for folder in folders]
+    launchers = json.loads(done.stdout)
+    # The first check is plain, the next ones fork from one launcher; a relative PYTHONPATH
+    # means each folder imports differently: no launcher is shared, each check is plain.
+    assert len(launchers) == (0 if relative else 1)
