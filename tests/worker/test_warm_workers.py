@@ -185,18 +185,14 @@ def loss():
 """
 
 
-@pytest.mark.parametrize("relative", [False, True], ids=["absolute paths", "PYTHONPATH=."])
-def test_one_launcher_serves_every_working_folder_unless_a_relative_path_needs_its_own(
-    tmp_path: Path, relative: bool
-) -> None:
+def test_one_launcher_serves_every_working_folder(tmp_path: Path) -> None:
     script = tmp_path / "where.py"
     script.write_text(WHERE_AM_I)
     folders = [tmp_path / name for name in ("a", "b", "c")]
     for folder in folders:
         folder.mkdir()
     record = tmp_path / "folders"
-    path = [str(ROOT), *([os.curdir] if relative else [])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "GRADCHECK_TEST_FOLDERS": str(record)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GRADCHECK_TEST_FOLDERS": str(record)}
     env.pop(warm_workers.WARM_VARIABLE, None)
     done = subprocess.run(
         [sys.executable, "-c", FOLDERS, str(script), *map(str, folders)],
@@ -208,7 +204,26 @@ def test_one_launcher_serves_every_working_folder_unless_a_relative_path_needs_i
     assert done.returncode == 0, done.stderr
     # Each worker ran in its own working folder, forked or not.
     assert record.read_text().split() == [str(folder) for folder in folders]
-    launchers = json.loads(done.stdout)
-    # The first check is plain, the next ones fork from one launcher; a relative PYTHONPATH
-    # means each folder imports differently: no launcher is shared, each check is plain.
-    assert len(launchers) == (0 if relative else 1)
+    # The first check is plain, the next two fork from one launcher.
+    assert len(json.loads(done.stdout)) == 1
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "own_folder"),
+    [
+        ("PYTHONPATH", ".", True),
+        ("PYTHONPATH", "/opt/lib:src", True),
+        ("PYTHONPATH", "/opt/lib", False),
+        ("TF_CONFIG_DIR", "./config", True),
+        ("TF_CPP_MIN_LOG_LEVEL", "2", False),
+        ("HOME", "relative/home", False),  # not read as a path by the import
+        ("GRADCHECK_PROGRESS_FILE", "./progress", False),  # passed at each launch
+    ],
+)
+def test_a_relative_path_the_import_resolves_keys_the_launcher_by_folder(
+    variable: str, value: str, own_folder: bool
+) -> None:
+    """With `PYTHONPATH=.` TensorFlow's import would see the launcher's folder, not the
+    worker's: such an environment gets a launcher per working folder."""
+    folder = warm_workers._import_folder("/work/here", {variable: value})  # noqa: SLF001
+    assert folder == ("/work/here" if own_folder else os.sep)
