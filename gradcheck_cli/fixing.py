@@ -95,15 +95,15 @@ def _code_fixes(outcomes: Sequence[Outcome]) -> dict[str, CodeFix]:
         report = outcome.report
         if report is None or report.source.kind not in _SCRIPT_KINDS:
             continue
-        for verdict in report.dead:
-            fix = report.code_fixes.get(verdict.name)
-            if fix is not None and all(_editable(file) for file in fix.files):
-                fixes.setdefault(verdict.name, fix)
+        for name in report.fixable:
+            fix = report.code_fixes[name]
+            if all(_editable(file) for file in fix.files):
+                fixes.setdefault(name, fix)
     return fixes
 
 
 def _editable(file: str) -> bool:
-    return file.endswith(".py") and is_user_file(file) and os.path.isfile(file)
+    return is_user_file(file) and os.path.isfile(file)
 
 
 Recheck = Callable[[tuple[tuple[str, str], ...]], list[Outcome]]

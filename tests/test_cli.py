@@ -35,7 +35,7 @@ def test_dead_variable_exits_1_and_json_follows_the_schema(saved: Path) -> None:
     assert report["source"] == {"path": str(saved), "kind": "savedmodel", "loss": "loss"}
     every = {"name", "path", "trainable", "dtype", "shape", "status", "blockers"}
     # A dead variable's explanation: its fix always, the others where they apply.
-    explained = {"fix", "still_cut", "side_cuts", "intended"}
+    explained = {"fix", "still_cut", "side_cuts", "intended", "code_fix"}
     for variable in report["variables"]:
         dead = variable["status"] in ("blocked", "unused")
         assert every | ({"fix"} if dead else set()) <= set(variable)
@@ -46,7 +46,10 @@ def test_dead_variable_exits_1_and_json_follows_the_schema(saved: Path) -> None:
         keys = {"code", "severity", "message", "variable", "op", "location"}
         assert set(finding) == keys | ({"suppressed"} if "suppressed" in finding else set())
     counts = {"trainable", "ok", "blocked", "unused", "frozen", "dead", "allowed", "suppressed"}
-    assert set(report["summary"]) == counts
+    assert set(report["summary"]) == counts | {"fixable"}
+    # A SavedModel has no script gradcheck could edit.
+    assert report["summary"]["fixable"] == 0
+    assert not any("code_fix" in variable for variable in report["variables"])
     # `dead`: the dead variables that fail the run (none here is accepted).
     statuses = [v["status"] for v in report["variables"]]
     assert report["summary"]["dead"] == statuses.count("blocked") + statuses.count("unused") > 0

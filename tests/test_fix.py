@@ -6,6 +6,7 @@ gradient; advice in words never touches a file, and `--diff` writes nothing."""
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import shutil
 import subprocess
@@ -222,3 +223,28 @@ def test_a_model_that_cannot_be_checked_is_one_line_with_fix(tmp_path: Path) -> 
     assert returncode == 2
     assert stdout == ""
     assert stderr == f"gradcheck: error: {missing}: no such file or directory\n"
+
+
+def test_the_report_tells_what_fix_would_write_in_json_and_on_the_terminal(
+    fixed_copies: tuple[Path, Path, object], tmp_path: Path
+) -> None:
+    _, fixed_folder, _ = fixed_copies
+    script = tmp_path / "faulty_weights_tf1.py"
+    shutil.copy(SOURCES["faulty_weights_tf1.py"] / script.name, script)
+    returncode, stdout, _ = invoke(command, [script, "--loss", "loss", "-f", "json"])
+    assert returncode == 1
+    report = json.loads(stdout)
+    assert report["summary"]["fixable"] == 1
+    [dead] = [v for v in report["variables"] if v["status"] == "blocked"]
+    code_fix = dead["code_fix"]
+    assert code_fix["kind"] == "the straight-through estimator"
+    [edit] = code_fix["edits"]
+    # The edit, made by hand where it says, is the file `--fix` wrote.
+    lines = script.read_text().splitlines(keepends=True)
+    lines[edit["line"] - 1] = lines[edit["line"] - 1].replace(edit["original"], edit["replacement"])
+    assert "".join(lines) == (fixed_folder / script.name).read_text()
+    _, terminal, _ = invoke(command, [script, "--loss", "loss", "--color", "never"])
+    assert terminal.rstrip().endswith(
+        "1 dead variable can be fixed by gradcheck: run it again with --fix to write its fix "
+        "(--diff shows the change first)"
+    )

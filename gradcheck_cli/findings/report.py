@@ -95,6 +95,18 @@ class Report:
             if v.dead and not self.accepted(v.name) and v.name not in self.intended
         )
 
+    @property
+    def fixable(self) -> tuple[str, ...]:
+        """Dead variables of a script whose fix is code gradcheck can write (`--fix`)."""
+        if self.source.kind not in ("script", "run"):
+            return ()
+        return tuple(
+            v.name
+            for v in self.dead
+            if v.name in self.code_fixes
+            and all(file.endswith(".py") for file in self.code_fixes[v.name].files)
+        )
+
     def accepted(self, name: str) -> bool:
         """Whether the dead variable `name` is accepted: allowed or suppressed."""
         return name in self.allowed or name in self.suppressed

@@ -46,14 +46,29 @@ def _source(source: SourceInfo) -> dict[str, Any]:
     return found
 
 
-def _explained(report: Report, name: str) -> dict[str, str]:
+def _explained(report: Report, name: str) -> dict[str, Any]:
     """A dead variable's optional keys, its explanation as every format gives it: `intended`
-    (why its cut looks intended), `still_cut` (the cuts its tf.stop_gradients hide), `fix`."""
-    told = {
+    (why its cut looks intended), `still_cut` (the cuts its tf.stop_gradients hide), `fix`,
+    and `code_fix` (the exact edits `--fix` writes, when its fix is such code)."""
+    told: dict[str, Any] = {
         "intended": report.intended.get(name),
         "still_cut": report.still_cut.get(name),
         "fix": report.fixes.get(name),
     }
+    if name in report.fixable:
+        fix = report.code_fixes[name]
+        told["code_fix"] = {
+            "kind": fix.what,
+            "edits": [
+                {
+                    "file": edit.file,
+                    "line": edit.line,
+                    "original": edit.original,
+                    "replacement": edit.replacement,
+                }
+                for edit in fix.edits
+            ],
+        }
     return {key: text for key, text in told.items() if text is not None}
 
 
@@ -98,6 +113,8 @@ def as_dict(report: Report) -> dict[str, Any]:
             "dead": len(report.dead),
             "allowed": len(report.allowed),
             "suppressed": len(report.suppressed),
+            # Dead variables whose fix is code `--fix` writes.
+            "fixable": len(report.fixable),
         },
     }
 

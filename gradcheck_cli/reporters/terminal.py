@@ -43,6 +43,7 @@ from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.verdict_text import (
     NOT_TRAINED_HERE,
     failing,
+    fixable_text,
     request_label,
     route_items,
     total_parts,
@@ -142,6 +143,8 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
     _write_summary(console, report, options)
     console.print()
     _print(console, _verdict_text(report, options.fail_on))
+    if (fixable := fixable_text(report)) is not None:
+        _print(console, escape(fixable))
 
 
 # -- a group of variables with one root cause ----------------------------------------------------

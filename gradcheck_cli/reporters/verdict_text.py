@@ -188,3 +188,16 @@ def request_label(source: SourceInfo) -> str:
     if request_file == path or request_file.startswith(f"{path}#"):  # a notebook's cell
         return f"{request_file}:{where.line}: {api}"
     return f"{path}: {api} at {request_file}:{where.line}"
+
+
+def fixable_text(report: Report) -> str | None:
+    """The hint that `--fix` can write the fix of some dead variables, as ruff tells its
+    fixable findings; None when it can write none."""
+    count = len(report.fixable)
+    if not count:
+        return None
+    which = "its fix" if count == 1 else "their fixes"
+    return (
+        f"{plural(count, 'dead variable')} can be fixed by gradcheck: run it again with --fix to "
+        f"write {which} (--diff shows the change first)"
+    )
