@@ -67,7 +67,14 @@ def find_fixes(
     found = Fixes()
     for check in checks:
         own = [o for o in outcomes if o.model == check.model]
-        wanted = _code_fixes(own)
+        # A file an earlier model's fixes change is left to that model's fixes (checked with
+        # them); this model's report then still tells its own in words.
+        changed = {change.path for change in found.changes}
+        wanted = {
+            name: fix
+            for name, fix in _code_fixes(own).items()
+            if not changed.intersection(fix.files)
+        }
         if not wanted:
             found.outcomes += own
             continue
@@ -147,6 +154,8 @@ def _fixed_texts(fixes: dict[str, CodeFix]) -> dict[str, tuple[str, str]]:
     texts = {}
     for path, edits in by_file.items():
         before = bounded_text(path)
+        if before is not None and "\ufffd" in before:  # not UTF-8: written back, it would not be
+            before = None
         after = None if before is None else applied(before, edits)
         if before is not None and after is not None and after != before:
             texts[path] = (before, after)
@@ -167,26 +176,34 @@ def _checked(
 
 
 def write_changes(changes: Sequence[FileChange]) -> list[str]:
-    """Write each changed file whose text is still what gradcheck read (atomically, keeping its
-    mode); the one-line reason for each file left unwritten."""
-    problems = []
+    """Write every changed file (atomically, keeping its mode) if each still holds the text
+    gradcheck read; else write none. The one-line reason for each file left unwritten."""
+    problems = [
+        f"{display_path(change.path)} changed since gradcheck read it; nothing written "
+        "(run the check again)"
+        for change in changes
+        if bounded_text(change.path) != change.before
+    ]
+    if problems:
+        return problems
     for change in changes:
         path = Path(change.path)
-        if bounded_text(change.path) != change.before:
-            problems.append(
-                f"{display_path(change.path)} changed since gradcheck read it; nothing written "
-                "to it (run the check again)"
-            )
-            continue
+        handle = None
         try:
             mode = path.stat().st_mode
             with tempfile.NamedTemporaryFile(
-                "w", dir=path.parent, prefix=f".{path.name}.", delete=False, encoding="utf-8"
+                "w",
+                dir=path.parent,
+                prefix=f".{path.name}.",
+                delete=False,
+                encoding="utf-8",
+                newline="",  # the text's own line breaks, as read
             ) as handle:
                 handle.write(change.after)
             os.chmod(handle.name, mode & 0o7777)
             os.replace(handle.name, path)
         except OSError as error:
-            Path(handle.name).unlink(missing_ok=True)
+            if handle is not None:
+                Path(handle.name).unlink(missing_ok=True)
             problems.append(f"cannot write {display_path(change.path)}: {error.strerror}")
     return problems

@@ -187,9 +187,16 @@ def test_a_file_changed_since_it_was_read_is_not_written(tmp_path: Path) -> None
     problems = write_changes([change])
     assert len(problems) == 1
     assert problems[0].endswith(
-        "train.py changed since gradcheck read it; nothing written to it (run the check again)"
+        "train.py changed since gradcheck read it; nothing written (run the check again)"
     )
     assert script.read_text() == "x = 2\n"
+    # One stale file among several: none of them is written.
+    other = tmp_path / "other.py"
+    other.write_text("y = 1\n")
+    fresh = FileChange(str(other), before="y = 1\n", after="y = 2\n")
+    assert len(write_changes([fresh, change])) == 1
+    assert other.read_text() == "y = 1\n"
+    other.unlink()
     written = FileChange(str(script), before="x = 2\n", after="x = 3\n")
     script.chmod(0o640)
     assert write_changes([written]) == []
