@@ -13,7 +13,6 @@ from gradcheck_cli.findings.report import Report
 from gradcheck_cli.options import CheckOptions, check_options, takes_check_options
 from gradcheck_cli.pipeline import check_live_function, check_live_keras_model, check_path
 from gradcheck_cli.pipeline import check_run as run_pipeline
-from gradcheck_cli.tracing.keras_models import is_keras_model
 
 
 @takes_check_options()
@@ -73,6 +72,9 @@ def model_report(
     """The report on one model of any kind `check` takes, before `allow_dead` is applied."""
     if isinstance(model, (str, os.PathLike)):
         return check_path(Path(model), options, sources)
+    # Imported only for a live object: a check of a path needs none of the tracing code.
+    from gradcheck_cli.tracing.keras_models import is_keras_model
+
     if is_keras_model(model):
         return check_live_keras_model(model, options)
     if callable(model) or hasattr(model, "get_concrete_function"):
