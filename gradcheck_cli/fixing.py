@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gradcheck_cli.findings.advice.edits import CodeFix, Edit, applied, unified_diff
+from gradcheck_cli.findings.advice.edits import CodeFix, applied, unified_diff
+from gradcheck_cli.findings.advice.transform_source import Rewrite
 from gradcheck_cli.reporters import display_path
 from gradcheck_cli.run import ModelCheck, Outcome, Policy, check_models, check_script
 from gradcheck_cli.source_code.debug_info import is_user_file
 from gradcheck_cli.source_code.files import bounded_text
-
-# The kinds of report whose locations are the user's scripts (a SavedModel's and a Keras file's
-# name the code that built them, which the check did not run).
-_SCRIPT_KINDS = frozenset({"script", "run"})
 
 
 @dataclass(frozen=True)
@@ -75,14 +72,8 @@ def find_fixes(
             for name, fix in _code_fixes(own).items()
             if not changed.intersection(fix.files)
         }
-        if not wanted:
-            found.outcomes += own
-            continue
-
-        def recheck(sources: tuple[tuple[str, str], ...], item: ModelCheck = check) -> list:
-            return _checked(item, sources, policy, script_arguments)
-
-        kept, texts, after = _verified(wanted, recheck, found.unverified, check.model)
+        kept, texts, after, unconfirmed = _verified(wanted, check, policy, script_arguments)
+        found.unverified += [(check.model, name) for name in unconfirmed]
         if not kept:
             found.outcomes += own
             continue
@@ -90,7 +81,8 @@ def find_fixes(
         found.changes += [FileChange(path, *texts[path]) for path in texts]
         for variable, fix in kept.items():
             first = fix.edits[0]
-            found.fixed.append(Fixed(check.model, variable, fix.what, first.file, first.line))
+            where = first.location
+            found.fixed.append(Fixed(check.model, variable, fix.what, where.file, where.line))
     return found
 
 
@@ -98,10 +90,7 @@ def _code_fixes(outcomes: Sequence[Outcome]) -> dict[str, CodeFix]:
     """The code fix of each dead variable of the outcomes' script reports, by variable, where
     every file it edits is one of the user's Python files."""
     fixes: dict[str, CodeFix] = {}
-    for outcome in outcomes:
-        report = outcome.report
-        if report is None or report.source.kind not in _SCRIPT_KINDS:
-            continue
+    for report in (outcome.report for outcome in outcomes if outcome.report is not None):
         for name in report.fixable:
             fix = report.code_fixes[name]
             if all(_editable(file) for file in fix.files):
@@ -113,18 +102,16 @@ def _editable(file: str) -> bool:
     return is_user_file(file) and os.path.isfile(file)
 
 
-Recheck = Callable[[tuple[tuple[str, str], ...]], list[Outcome]]
-
-
 def _verified(
     wanted: dict[str, CodeFix],
-    recheck: Recheck,
-    unverified: list[tuple[str, str]],
-    model: str,
-) -> tuple[dict[str, CodeFix], dict[str, tuple[str, str]], list[Outcome]]:
+    check: ModelCheck,
+    policy: Policy,
+    script_arguments: tuple[str, ...] | None,
+) -> tuple[dict[str, CodeFix], dict[str, tuple[str, str]], list[Outcome], list[str]]:
     """The fixes a check of the fixed text confirms, the (before, after) text of each file they
-    change, and that check's outcomes."""
+    change, that check's outcomes, and the variables whose fixes it did not confirm."""
     candidates = dict(wanted)
+    unconfirmed: list[str] = []
     for _ in range(2):
         texts = _fixed_texts(candidates)
         # A fix whose edits are no longer found in its file is left to the words.
@@ -134,23 +121,23 @@ def _verified(
         if not candidates:
             break
         sources = tuple((path, after) for path, (_, after) in texts.items())
-        after_outcomes = recheck(sources)
+        after_outcomes = _checked(check, sources, policy, script_arguments)
         still_dead = {v.name for o in after_outcomes if o.report is not None for v in o.report.dead}
         failed = any(o.report is None for o in after_outcomes)
         confirmed = {n: f for n, f in candidates.items() if n not in still_dead and not failed}
         if confirmed == candidates:
-            return candidates, texts, after_outcomes
-        unverified += [(model, name) for name in candidates if name not in confirmed]
+            return candidates, texts, after_outcomes, unconfirmed
+        unconfirmed += [name for name in candidates if name not in confirmed]
         candidates = confirmed
-    return {}, {}, []
+    return {}, {}, [], unconfirmed
 
 
 def _fixed_texts(fixes: dict[str, CodeFix]) -> dict[str, tuple[str, str]]:
     """(before, after) of each file the fixes edit, where every edit of that file applies."""
-    by_file: dict[str, list[Edit]] = {}
+    by_file: dict[str, list[Rewrite]] = {}
     for fix in fixes.values():
         for edit in fix.edits:
-            by_file.setdefault(edit.file, []).append(edit)
+            by_file.setdefault(edit.location.file, []).append(edit)
     texts = {}
     for path, edits in by_file.items():
         before = bounded_text(path)

@@ -16,7 +16,7 @@ from gradcheck_cli.findings.policy import apply_policy
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.options import CheckOptions, check_options
 from gradcheck_cli.pipeline import run_reports
-from gradcheck_cli.reporters import Format, TerminalOptions, render
+from gradcheck_cli.reporters import Format, TerminalOptions, auto_color, render
 from gradcheck_cli.reporters.verdict_text import verdict_parts
 
 OnDead = Literal["stop", "continue"]
@@ -237,7 +237,7 @@ def _show_report(reports: list[Report]) -> None:
         return
     terminal = sys.stderr.isatty()
     options = TerminalOptions(
-        color=_stderr_color(),
+        color=auto_color(sys.stderr),
         width=shutil.get_terminal_size().columns if terminal else None,
     )
     sys.stderr.write(render(checked, Format.TERMINAL, options))
@@ -262,15 +262,6 @@ def _show_line(line: str) -> None:
         _jupyter_console().print(Text(line), soft_wrap=True)
         return
     print(line, file=sys.stderr, flush=True)
-
-
-def _stderr_color() -> bool:
-    """Colour as the command line's `--color auto` chooses it, for stderr."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    return sys.stderr.isatty()
 
 
 def _in_jupyter() -> bool:

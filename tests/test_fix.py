@@ -16,8 +16,8 @@ import pytest
 
 from gradcheck_cli.cli import command, run_command
 from gradcheck_cli.fixing import FileChange, write_changes
-from tests.cli_runs import invoke
-from tests.oracle import start_dead_in_script
+from tests.cli_runs import Ran, invoke
+from tests.oracle import dead_in_script, start_dead_in_script
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "tests" / "scripts"
@@ -72,7 +72,7 @@ def _expected_files() -> dict[str, dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def fixed_copies(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
+def fixed_copies(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Ran]:
     """The scripts before (`originals`) and after one `gradcheck ... --fix` over all of them."""
     originals = tmp_path_factory.mktemp("originals")
     _copies(originals)
@@ -83,10 +83,10 @@ def fixed_copies(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, 
 
 
 def test_fix_writes_each_verified_fix_and_tensorflow_then_trains_the_variable(
-    fixed_copies: tuple[Path, Path, object],
+    fixed_copies: tuple[Path, Path, Ran],
 ) -> None:
     originals, folder, ran = fixed_copies
-    returncode, stdout, stderr = ran  # type: ignore[misc]
+    returncode, stdout, stderr = ran
     assert _told(stderr) == _expected_files(), stderr
     # What is left is reported: the teacher (intended), the unused variable, the others.
     assert returncode == 1, stderr
@@ -118,7 +118,7 @@ def test_fix_writes_each_verified_fix_and_tensorflow_then_trains_the_variable(
             assert now[key] == "gradient" or name == "cond_lambda_comparison.py"
 
 
-def test_fix_leaves_every_other_line_as_it_was(fixed_copies: tuple[Path, Path, object]) -> None:
+def test_fix_leaves_every_other_line_as_it_was(fixed_copies: tuple[Path, Path, Ran]) -> None:
     originals, folder, _ = fixed_copies
     for name in _expected_files():
         before = (originals / name).read_text().splitlines()
@@ -138,7 +138,7 @@ def test_fix_leaves_every_other_line_as_it_was(fixed_copies: tuple[Path, Path, o
 
 
 def test_diff_prints_what_fix_writes_and_writes_nothing(
-    fixed_copies: tuple[Path, Path, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fixed_copies: tuple[Path, Path, Ran], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, fixed_folder, _ = fixed_copies
     _copies(tmp_path)
@@ -167,6 +167,8 @@ def test_run_mode_fixes_the_training_script_at_its_first_step(tmp_path: Path) ->
     assert _told(stderr) == {"train.py": FIXED["faulty_weights_tf1.py"]}
     assert "every trainable variable gets gradient" in stdout
     assert "weights_i + tf.stop_gradient(" in script.read_text()
+    # TensorFlow's own gradients on the file as --fix left it.
+    assert dead_in_script(str(script), "loss")["hidden1/weights_i"] == "gradient"
 
 
 def test_advice_in_words_only_touches_no_file(tmp_path: Path) -> None:
@@ -233,7 +235,7 @@ def test_a_model_that_cannot_be_checked_is_one_line_with_fix(tmp_path: Path) -> 
 
 
 def test_the_report_tells_what_fix_would_write_in_json_and_on_the_terminal(
-    fixed_copies: tuple[Path, Path, object], tmp_path: Path
+    fixed_copies: tuple[Path, Path, Ran], tmp_path: Path
 ) -> None:
     _, fixed_folder, _ = fixed_copies
     script = tmp_path / "faulty_weights_tf1.py"

@@ -41,7 +41,7 @@ from gradcheck_cli.report_output import (
     write_report,
     write_stdout,
 )
-from gradcheck_cli.reporters import Format, TerminalOptions, render
+from gradcheck_cli.reporters import Format, TerminalOptions, auto_color, render
 from gradcheck_cli.run import (
     ExitCode,
     FailOn,
@@ -94,13 +94,7 @@ def _use_color(choice: str, to_file: bool = False) -> bool:
     FORCE_COLOR (any value but empty), else colour on a terminal only."""
     if choice != "auto":
         return choice == "always"
-    if to_file:
-        return False
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    return sys.stdout.isatty()
+    return not to_file and auto_color(sys.stdout)
 
 
 def _explain(ctx: click.Context, _param: click.Parameter, code: str | None) -> None:

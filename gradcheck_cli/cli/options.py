@@ -13,7 +13,7 @@ import cloup
 from gradcheck_cli.cli.usage import option_arity, plain_hint, run_hint
 from gradcheck_cli.config import check_codes
 from gradcheck_cli.errors import error_line
-from gradcheck_cli.options import memory_bytes, timeout_seconds
+from gradcheck_cli.options import MAX_TIMEOUT, memory_bytes, timeout_seconds
 from gradcheck_cli.reporters import Format
 from gradcheck_cli.run import ExitCode, FailOn
 
@@ -261,7 +261,7 @@ def _timeout_option(bounded: str) -> Decorator:
     return click.option(
         "--timeout",
         type=Seconds(),
-        help=f"Seconds {bounded}, more than 0 and at most 86400.  "
+        help=f"Seconds {bounded}, more than 0 and at most {MAX_TIMEOUT:g}.  "
         "[default: GRADCHECK_TIMEOUT, else the config's timeout, else 600]",
     )
 

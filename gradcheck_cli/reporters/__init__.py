@@ -6,7 +6,7 @@ import enum
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from gradcheck_cli.findings.policy import FailOn
 
@@ -112,3 +112,13 @@ def display_path(path: str) -> str:
     except ValueError:  # another drive on Windows
         return path
     return path if relative.startswith("..") else relative
+
+
+def auto_color(stream: TextIO) -> bool:
+    """Colour as `--color auto` chooses it for `stream`: none with NO_COLOR, colour with
+    FORCE_COLOR (any value but empty), else colour on a terminal only."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return stream.isatty()

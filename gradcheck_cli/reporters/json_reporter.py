@@ -61,8 +61,8 @@ def _explained(report: Report, name: str) -> dict[str, Any]:
             "kind": fix.what,
             "edits": [
                 {
-                    "file": edit.file,
-                    "line": edit.line,
+                    "file": edit.location.file,
+                    "line": edit.location.line,
                     "original": edit.original,
                     "replacement": edit.replacement,
                 }

@@ -10,43 +10,26 @@ from dataclasses import dataclass
 
 from gradcheck_cli.analysis.verdicts import Blocker, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.findings.advice.fixes import offered_rewrite
-from gradcheck_cli.findings.advice.thresholds import THRESHOLDS
+from gradcheck_cli.findings.advice.fixes import missed_override, offered_rewrite
+from gradcheck_cli.findings.advice.transform_source import STOP_REMOVED, Rewrite, expression_at
 from gradcheck_cli.findings.source import SourceLines
-from gradcheck_cli.protos.missed_overrides import MISSED_OVERRIDE
-from gradcheck_cli.source_code.op_expressions import called_name, parsed, statement_at
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.source_code.op_expressions import called_name, parsed
 
-# What a code fix does, by the kind of cut (the words of the report's summary of fixes).
-STOP_REMOVED = "the tf.stop_gradient removed"
-STRAIGHT_THROUGH = "the straight-through estimator"
-SOFT_ARGMAX = "a soft-argmax"
-SOFT_THRESHOLD = "a soft threshold"
 # Operands that keep their meaning in any expression without parentheses.
 _TIGHT = (ast.Call, ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.List, ast.Tuple)
 
 
 @dataclass(frozen=True)
-class Edit:
-    """Write `replacement` in place of the expression `original`, which starts on `line` of
-    `file` (at `column`, in UTF-8 bytes as `ast` counts, when known)."""
-
-    file: str
-    line: int
-    original: str
-    replacement: str
-    column: int | None = None
-
-
-@dataclass(frozen=True)
 class CodeFix:
-    """The edits that give one dead variable its gradient, and what they do (`what`)."""
+    """The rewrites that give one dead variable its gradient, and what they do (`what`)."""
 
     what: str
-    edits: tuple[Edit, ...]
+    edits: tuple[Rewrite, ...]
 
     @property
     def files(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(edit.file for edit in self.edits))
+        return tuple(dict.fromkeys(edit.location.file for edit in self.edits))
 
 
 def code_fix(verdict: VariableVerdict, source: SourceLines) -> CodeFix | None:
@@ -63,61 +46,39 @@ def code_fix(verdict: VariableVerdict, source: SourceLines) -> CodeFix | None:
         removed = [_stop_removed(stop, source) for stop in stops]
         if None in removed:
             return None
-        what = f"the gradient_override_map keyed by {missed.replacement}"
-        what += f" and {STOP_REMOVED}" if stops else ""
+        what = f"{missed.what} and {STOP_REMOVED}" if stops else missed.what
         return CodeFix(what, (missed, *(e for e in removed if e is not None)))
     if len(stops) == len(blockers) and not verdict.cuts_without_stop_gradient:
         removed = [_stop_removed(stop, source) for stop in stops]
         if None not in removed:
             return CodeFix(STOP_REMOVED, tuple(e for e in removed if e is not None))
     rewrite = offered_rewrite(verdict, source)
-    if rewrite is None:
-        return None
-    # The kinds in the order offered_rewrite tries them.
-    types = {b.op_type for b in blockers}
-    if types & {"ArgMax", "ArgMin"}:
-        what = SOFT_ARGMAX
-    elif types <= THRESHOLDS:
-        what = SOFT_THRESHOLD
-    else:
-        what = STRAIGHT_THROUGH
-    location = rewrite.location
-    return CodeFix(
-        what, (Edit(location.file, location.line, rewrite.original, rewrite.replacement),)
-    )
+    return None if rewrite is None else CodeFix(rewrite.what, (rewrite,))
 
 
-def _stop_removed(stop: Blocker, source: SourceLines) -> Edit | None:
+def _stop_removed(stop: Blocker, source: SourceLines) -> Rewrite | None:
     """`x` in place of the user's own `tf.stop_gradient(x)` that made this cut."""
     location = stop.location
     if location is None or location.inside is not None:  # a library's: not the user's code
         return None
-    tree = source.tree(location.file)
-    statement = statement_at(tree, location.line) if tree is not None else None
-    if statement is None:
+    found = expression_at(source, location, "StopGradient")
+    if found is None:
         return None
-    parents = {
-        child: parent for parent in ast.walk(statement) for child in ast.iter_child_nodes(parent)
-    }
-    calls = [
-        node
-        for node in ast.walk(statement)
-        if isinstance(node, ast.Call)
-        and called_name(node.func) == "stop_gradient"
-        and len(node.args) == 1
-        and all(keyword.arg == "name" for keyword in node.keywords)
-    ]
-    on_line = [c for c in calls if c.lineno <= location.line <= (c.end_lineno or c.lineno)]
-    if len(on_line) != 1:
+    call, parent, _ = found
+    if (
+        not isinstance(call, ast.Call)
+        or len(call.args) != 1
+        or any(keyword.arg != "name" for keyword in call.keywords)
+    ):
         return None
-    call = on_line[0]
     original = source.segment(location.file, call)
     argument = source.segment(location.file, call.args[0])
     if original is None or argument is None:
         return None
-    if not isinstance(call.args[0], _TIGHT) and _operand(call, parents.get(call)):
+    if not isinstance(call.args[0], _TIGHT) and _operand(call, parent):
         argument = f"({argument})"
-    return Edit(location.file, call.lineno, original, argument, call.col_offset)
+    where = SourceLocation(location.file, call.lineno)
+    return Rewrite(where, original, argument, STOP_REMOVED, column=call.col_offset)
 
 
 def _operand(node: ast.expr, parent: ast.AST | None) -> bool:
@@ -129,41 +90,37 @@ def _operand(node: ast.expr, parent: ast.AST | None) -> bool:
     return isinstance(parent, ast.Call) and parent.func is node
 
 
-def _override_key(verdict: VariableVerdict, source: SourceLines) -> Edit | None:
+def _override_key(verdict: VariableVerdict, source: SourceLines) -> Rewrite | None:
     """The one key of the gradient_override_map that missed the cut's op, rekeyed by its type."""
-    for step in verdict.route:
-        node = step.node
-        wanted = step.cut is not None and step.cut is not Reason.STOP_GRADIENT
-        missed = node.attrs.get(MISSED_OVERRIDE) if node is not None and wanted else None
-        if not isinstance(missed, tuple):
-            continue
-        mapping, file, line = missed
-        if len(mapping) != 1 or file is None or line is None:
-            return None
-        tree = source.tree(file)
-        if tree is None:
-            return None
-        # The map is entered by a `with` statement: its call is on the line TensorFlow names.
-        keys = [
-            key
-            for call in ast.walk(tree)
-            if isinstance(call, ast.Call)
-            and called_name(call.func) == "gradient_override_map"
-            and call.lineno <= line <= (call.end_lineno or call.lineno)
-            for argument in (*call.args, *(k.value for k in call.keywords))
-            if isinstance(argument, ast.Dict)
-            for key in argument.keys
-            if isinstance(key, ast.Constant) and key.value == mapping[0][0]
-        ]
-        original = source.segment(file, keys[0]) if len(keys) == 1 else None
-        if original is None:
-            return None
-        quote = original[0] if original[0] in "'\"" else '"'
-        return Edit(file, keys[0].lineno, original, f"{quote}{step.op_type}{quote}")
-    return None
+    found = missed_override(verdict)
+    if found is None:
+        return None
+    step, (mapping, file, line) = found
+    tree = source.tree(file) if file is not None else None
+    if len(mapping) != 1 or tree is None or line is None:
+        return None
+    # The map is entered by a `with` statement: its call is on the line TensorFlow names.
+    keys = [
+        key
+        for call in ast.walk(tree)
+        if isinstance(call, ast.Call)
+        and called_name(call.func) == "gradient_override_map"
+        and call.lineno <= line <= (call.end_lineno or call.lineno)
+        for argument in (*call.args, *(k.value for k in call.keywords))
+        if isinstance(argument, ast.Dict)
+        for key in argument.keys
+        if isinstance(key, ast.Constant) and key.value == mapping[0][0]
+    ]
+    original = source.segment(file, keys[0]) if len(keys) == 1 else None
+    if original is None:
+        return None
+    quote = original[0] if original[0] in "'\"" else '"'
+    rekeyed = f"{quote}{step.op_type}{quote}"
+    what = f"the gradient_override_map keyed by {rekeyed}"
+    return Rewrite(SourceLocation(file, keys[0].lineno), original, rekeyed, what)
 
 
-def applied(text: str, edits: Iterable[Edit]) -> str | None:
+def applied(text: str, edits: Iterable[Rewrite]) -> str | None:
     """`text` with every edit applied; None when one of them is not found exactly once where it
     says it starts, or two of them overlap (the text changed, or the fix is ambiguous)."""
     tree = parsed(text)
@@ -184,7 +141,7 @@ def applied(text: str, edits: Iterable[Edit]) -> str | None:
             node
             for node in ast.walk(tree)
             if isinstance(node, ast.expr)
-            and node.lineno == edit.line
+            and node.lineno == edit.location.line
             and (edit.column is None or node.col_offset == edit.column)
             and ast.dump(node) == wanted
         ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradcheck_cli.analysis.verdicts import Blocker, Unreached, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Unreached, VariableVerdict
 from gradcheck_cli.differentiability.reasons import LEAVE_WORDS, Reason
 from gradcheck_cli.findings.advice.overwrites import overwritten_output
 from gradcheck_cli.findings.advice.selection import selection_use
@@ -13,7 +13,7 @@ from gradcheck_cli.findings.advice.transform_source import (
     straight_through_rewrite,
 )
 from gradcheck_cli.findings.source import SourceLines, assigned_layer, assigned_name
-from gradcheck_cli.protos.missed_overrides import MISSED_OVERRIDE
+from gradcheck_cli.protos.missed_overrides import MISSED_OVERRIDE, MissedOverride
 
 # Ops that transform values (quantize, round, flip bits): the straight-through estimator keeps
 # the transformed value forward and passes the gradient through unchanged backward.
@@ -165,32 +165,40 @@ def left_tensorflow_fix(blocker: Blocker) -> str:
     return "compute the loss with TensorFlow ops only: no .numpy(), float() or NumPy on tensors"
 
 
-def missed_override_fix(verdict: VariableVerdict) -> str | None:
-    """A cut made under a gradient_override_map that does not key its op type (`"Floor"` over
-    a tf.round): the map is the bug, and the key it needs is the op's type."""
+def missed_override(verdict: VariableVerdict) -> tuple[PathStep, MissedOverride] | None:
+    """The first cut on the variable's route made under a gradient_override_map that does not
+    key its op type, with that map (its items, file and line)."""
     for step in verdict.route:
         node = step.node
         # A stop_gradient under the map is meant to stop: the map is for the other cut.
         wanted = step.cut is not None and step.cut is not Reason.STOP_GRADIENT
         missed = node.attrs.get(MISSED_OVERRIDE) if node is not None and wanted else None
-        if not isinstance(missed, tuple):
-            continue
-        mapping, _, line = missed
-        where = f" at line {line}" if line else ""
-        keys = ", ".join(f'"{key}": "{value}"' for key, value in mapping)
-        values = {value for _, value in mapping}
-        fix = (
-            f"the gradient_override_map{where} keys {{{keys}}}, but the op that cuts is "
-            f"{step.op_type}: TensorFlow looks a gradient up by the op's type, so the map never "
-            f'applies to it; key it by "{step.op_type}"'
-        )
-        if len(values) == 1:
-            fix += f' ({{"{step.op_type}": "{next(iter(values))}"}})'
-        stops = [b for b in verdict.blockers if b.reason is Reason.STOP_GRADIENT]
-        if stops:
-            fix += f", and remove the tf.stop_gradient{_at(stops[-1])}"
-        return fix
+        if isinstance(missed, tuple):
+            return step, missed
     return None
+
+
+def missed_override_fix(verdict: VariableVerdict) -> str | None:
+    """A cut made under a gradient_override_map that does not key its op type (`"Floor"` over
+    a tf.round): the map is the bug, and the key it needs is the op's type."""
+    found = missed_override(verdict)
+    if found is None:
+        return None
+    step, (mapping, _, line) = found
+    where = f" at line {line}" if line else ""
+    keys = ", ".join(f'"{key}": "{value}"' for key, value in mapping)
+    values = {value for _, value in mapping}
+    fix = (
+        f"the gradient_override_map{where} keys {{{keys}}}, but the op that cuts is "
+        f"{step.op_type}: TensorFlow looks a gradient up by the op's type, so the map never "
+        f'applies to it; key it by "{step.op_type}"'
+    )
+    if len(values) == 1:
+        fix += f' ({{"{step.op_type}": "{next(iter(values))}"}})'
+    stops = [b for b in verdict.blockers if b.reason is Reason.STOP_GRADIENT]
+    if stops:
+        fix += f", and remove the tf.stop_gradient{_at(stops[-1])}"
+    return fix
 
 
 def offered_rewrite(verdict: VariableVerdict, source: SourceLines) -> Rewrite | None:

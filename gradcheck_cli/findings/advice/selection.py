@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from gradcheck_cli.analysis.verdicts import PathStep, VariableVerdict
-from gradcheck_cli.findings.advice.transform_source import Rewrite
+from gradcheck_cli.findings.advice.transform_source import SOFT_ARGMAX, Rewrite
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.source_code.op_expressions import called_name, statement_at
@@ -111,7 +111,9 @@ def _soft_argmax(argmax: PathStep, cast: PathStep, source: SourceLines) -> Rewri
         f"tf.reduce_sum(tf.nn.softmax({sign}{scores}) * tf.range(tf.shape({scores})[-1], "
         f"dtype=tf.{dtype}), axis=-1)"
     )
-    return Rewrite(SourceLocation(location.file, found[0].lineno), original, replacement)
+    return Rewrite(
+        SourceLocation(location.file, found[0].lineno), original, replacement, SOFT_ARGMAX
+    )
 
 
 def _last_axis(call: ast.Call, argmax: PathStep) -> bool:

@@ -6,7 +6,11 @@ from __future__ import annotations
 import ast
 
 from gradcheck_cli.analysis.verdicts import VariableVerdict
-from gradcheck_cli.findings.advice.transform_source import Rewrite, expression_at
+from gradcheck_cli.findings.advice.transform_source import (
+    SOFT_THRESHOLD,
+    Rewrite,
+    expression_at,
+)
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.source_code.op_expressions import called_name
@@ -65,7 +69,9 @@ def soft_threshold(verdict: VariableVerdict, source: SourceLines) -> Rewrite | s
     larger, smaller = (left, right) if _LEFT_LARGER[blocker.op_type] else (right, left)
     distance = f"{_operand(larger)} - {_operand(smaller, right_of_minus=True)}"
     replacement = f"tf.sigmoid(({distance}) / {TEMPERATURE})"
-    return Rewrite(SourceLocation(location.file, parent.lineno), original, replacement)
+    return Rewrite(
+        SourceLocation(location.file, parent.lineno), original, replacement, SOFT_THRESHOLD
+    )
 
 
 def _one_line(code: str) -> str:

@@ -20,14 +20,24 @@ _TIGHT = (ast.Call, ast.Name, ast.Attribute, ast.Subscript, ast.Constant)
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.MatMult, ast.Pow)
 
 
+# What a rewrite does (the words `--fix` reports it with).
+STRAIGHT_THROUGH = "the straight-through estimator"
+SOFT_ARGMAX = "a soft-argmax"
+SOFT_THRESHOLD = "a soft threshold"
+STOP_REMOVED = "the tf.stop_gradient removed"
+
+
 @dataclass(frozen=True)
 class Rewrite:
-    """Write `replacement` in place of `original`, which starts at `location`."""
+    """Write `replacement` in place of the expression `original`, which starts at `location`
+    (at `column`, in UTF-8 bytes as `ast` counts, when known); `what` it does."""
 
     location: SourceLocation
     original: str
     replacement: str
+    what: str
     target: str | None = None  # the assigned name, when `original` is a statement's whole value
+    column: int | None = None
 
 
 @dataclass(frozen=True)
@@ -135,7 +145,9 @@ def _rewrite(
         target = source.segment(file, statement.targets[0])
     elif not isinstance(parent, (ast.Call, ast.keyword, ast.Assign, ast.Return, ast.Tuple)):
         replacement = f"({replacement})"
-    return Rewrite(SourceLocation(file, node.lineno), original, replacement, target)
+    return Rewrite(
+        SourceLocation(file, node.lineno), original, replacement, STRAIGHT_THROUGH, target
+    )
 
 
 def _keeps(step: PathStep, verdict: VariableVerdict) -> bool:
