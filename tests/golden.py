@@ -72,3 +72,37 @@ def assert_matches_golden(text: str, name: str, request: pytest.FixtureRequest) 
         golden.write_text(text, encoding="utf-8")
     assert golden.is_file(), f"no golden file {name}; run with --update-goldens"
     assert text == golden.read_text(encoding="utf-8")
+
+
+def report_text(report: Report, scratch: Path | None = None) -> str:
+    """Everything a report says, as goldens hold it: its JSON (verdicts, blockers, explanations,
+    findings) and its terminal rendering, with `scratch` named `<tmp>`."""
+    from gradcheck_cli.reporters.json_reporter import render_json
+
+    if scratch is not None:
+        report = redacted(report, scratch)
+    # Wide, so that no line wraps: TensorFlow numbers custom gradients by a counter of the
+    # process, redacted below, and the counter's digits must not move a line break.
+    text = render_json(report) + "\n" + golden_terminal(report, width=1000)
+    return re.sub(r"CustomGradient-\d+", "CustomGradient-<n>", text)
+
+
+def assert_reports_match_golden(
+    texts: dict[str, str], name: str, request: pytest.FixtureRequest
+) -> None:
+    """Compare several reports' `report_text`s, by key, with the golden file `name` (one
+    JSON object), or rewrite it under --update-goldens. A changed report is named by its key."""
+    import json
+
+    leaked = {key: leaked_machine_paths(text) for key, text in texts.items()}
+    leaked = {key: paths for key, paths in leaked.items() if paths}
+    assert not leaked, f"machine paths in the reports of {name}: {leaked}; redact them first"
+    golden = GOLDEN / name
+    if request.config.getoption("--update-goldens"):
+        golden.write_text(json.dumps(texts, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    assert golden.is_file(), f"no golden file {name}; run with --update-goldens"
+    expected = json.loads(golden.read_text(encoding="utf-8"))
+    assert sorted(texts) == sorted(expected), name
+    changed = [key for key in sorted(texts) if texts[key] != expected[key]]
+    for key in changed:
+        assert texts[key] == expected[key], f"{name}: the report of {key} changed"

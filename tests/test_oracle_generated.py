@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests import generated_models
+from tests.golden import assert_reports_match_golden, fixed_machine, report_text
 from tests.tf_oracle_inprocess import dead_names, tf_verdicts, variable_name
 
 SEEDS = range(int(os.environ.get("GRADCHECK_TEST_PROGRAMS", "80")))
@@ -128,6 +129,21 @@ def group_id(seeds: range) -> str:
     return f"seeds{seeds[0]:03d}-{seeds[-1]:03d}"
 
 
+GOLDEN_SEEDS = range(80)
+"""The seeds whose reports are kept as goldens: what each report says (verdicts, blockers,
+explanations, findings, JSON and terminal) must not change unless a change means it to (for
+example, work on speed must leave every byte as it was). Seeds beyond these, run with
+GRADCHECK_TEST_PROGRAMS, are judged by TensorFlow only."""
+
+
+def compare_with_golden(
+    cases: list[Case], texts: dict[str, str], form: str, request: pytest.FixtureRequest
+) -> None:
+    seeds = range(cases[0].seed, cases[-1].seed + 1)
+    if seeds[-1] in GOLDEN_SEEDS:
+        assert_reports_match_golden(texts, f"generated/{group_id(seeds)}-{form}.json", request)
+
+
 @pytest.fixture(scope="class")
 def cases(seeds: range) -> list[Case]:
     """The group's programs with TensorFlow's verdicts, for the tests of one `TestSeeds`."""
@@ -136,23 +152,39 @@ def cases(seeds: range) -> list[Case]:
 
 @pytest.mark.parametrize("seeds", GROUPS, ids=group_id, scope="class")
 class TestSeeds:
-    def test_check_function_agrees_with_tensorflow(self, cases: list[Case]) -> None:
+    def test_check_function_agrees_with_tensorflow(
+        self, cases: list[Case], request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         from gradcheck_cli.api import check_function
+
+        fixed_machine(monkeypatch)
+        texts = {}
 
         def check(case: Case) -> list[str]:
             try:
                 report = check_function(case.loss, variables=case.module.trainable_variables)
             except Exception as error:
                 return [failure(case, "check_function", error)]
+            texts[f"seed {case.seed}"] = report_text(report)
             problem = disagreement(case, "check_function", report)
             return [problem] if problem else []
 
         check_group(cases, check)
+        compare_with_golden(cases, texts, "check_function", request)
 
-    def test_savedmodel_agrees_with_tensorflow(self, cases: list[Case], tmp_path: Path) -> None:
+    def test_savedmodel_agrees_with_tensorflow(
+        self,
+        cases: list[Case],
+        tmp_path: Path,
+        request: pytest.FixtureRequest,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
         import tensorflow as tf
 
         from gradcheck_cli.api import check
+
+        fixed_machine(monkeypatch)
+        texts = {}
 
         def check_saved(case: Case) -> list[str]:
             if not saved_as_savedmodel(case.seed):
@@ -166,6 +198,7 @@ class TestSeeds:
                 report = check(directory, loss="loss")
             except Exception as error:
                 return [failure(case, "SavedModel", error)]
+            texts[f"seed {case.seed}"] = report_text(report, tmp_path)
             problems = [disagreement(case, "SavedModel", report)]
             if checked_without_variables(case.seed):
                 shutil.rmtree(directory / "variables")
@@ -189,6 +222,7 @@ class TestSeeds:
             return [p for p in problems if p]
 
         check_group(cases, check_saved)
+        compare_with_golden(cases, texts, "savedmodel", request)
 
     def test_generated_verdicts_are_structural(self, cases: list[Case]) -> None:
         """The generator's premise: TensorFlow's verdicts do not depend on the input values, and
