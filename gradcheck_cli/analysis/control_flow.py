@@ -16,6 +16,7 @@ from typing import Any
 
 from gradcheck_cli.differentiability.rules import Cut
 from gradcheck_cli.differentiability.structural_zeros import Surroundings
+from gradcheck_cli.graph.arrays import BodyArrays
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
@@ -210,31 +211,43 @@ def outputs_reached(
 
 
 class BodyIndex:
-    """Facts about one body every walker reads: who consumes each tensor, how wide each op is."""
+    """Facts about one body every walker reads: its flat arrays (who reads each tensor, how
+    wide each op is), and what the walkers learn once for every pass."""
 
     def __init__(self, body: Body, extra: Iterable[TensorRef] = ()) -> None:
         """`extra`: tensors read from outside the body besides its rets (the loss)."""
-        self.consumers: dict[TensorRef, list[tuple[Node, int]]] = {}
-        widest: dict[str, int] = {}
-        for node in body.nodes.values():
-            for i, ref in enumerate(node.inputs):
-                self.consumers.setdefault(ref, []).append((node, i))
-                widest[ref.node] = max(widest.get(ref.node, 0), ref.index + 1)
-        for ref in (*body.rets, *extra):
-            widest[ref.node] = max(widest.get(ref.node, 0), ref.index + 1)
-        self.consumed: frozenset[TensorRef] = frozenset(self.consumers) | frozenset(body.rets)
-        self._widest = widest
+        self.arrays = arrays = BodyArrays(body, extra)
+        self.consumers = arrays.readers()
+        self.consumed = arrays.read()
         # Filled by the walkers, shared by every pass over the body: the differentiability
-        # rules' verdict on each node input (by node name), and ancestor orders by their seeds.
-        self.input_cuts: dict[str, tuple[Cut | None, ...]] = {}
+        # rules' verdict on each node's inputs (by node number), ancestor orders by their
+        # seeds, and which tensors can carry gradient.
+        self.input_cuts: list[tuple[Cut | None, ...] | None] = [None] * len(arrays.nodes)
         self.orders: dict[frozenset[TensorRef], Any] = {}  # reachability's plans
         self.surroundings: Surroundings | None = None
+        self._carries: bytearray | None = None
+        self._plain: bytearray | None = None
 
     def width(self, node: Node) -> int:
         """How many outputs of `node` exist: its declared ones and any that is read."""
-        declared = len(node.output_dtypes)
-        read = self._widest.get(node.name, 0)
-        return read if read > declared else declared
+        n = self.arrays.ids.get(node.name)
+        return self.arrays.widths[n] if n is not None else len(node.output_dtypes)
+
+    @property
+    def plain(self) -> bytearray:
+        """Per node number, 1 for an ordinary op (no control flow: `StepKind.PLAIN`)."""
+        if self._plain is None:
+            self._plain = bytearray(
+                step_of(node).kind is StepKind.PLAIN for node in self.arrays.nodes
+            )
+        return self._plain
+
+    @property
+    def carries(self) -> bytearray:
+        """Per tensor number, 1 if its dtype can carry gradient."""
+        if self._carries is None:
+            self._carries = self.arrays.carries_gradient()
+        return self._carries
 
 
 class ProgramIndex:

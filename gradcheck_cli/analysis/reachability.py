@@ -25,15 +25,10 @@ from gradcheck_cli.analysis.control_flow import (
     union,
 )
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.differentiability.rules import Cut, input_cut
+from gradcheck_cli.differentiability.rules import Cut, input_cut, passes_trainable_inputs
 from gradcheck_cli.differentiability.structural_zeros import Surroundings
-from gradcheck_cli.graph.model import (
-    CARRIES_GRADIENT,
-    Body,
-    Node,
-    Program,
-    TensorRef,
-)
+from gradcheck_cli.graph.arrays import TensorMap, TensorSet
+from gradcheck_cli.graph.model import CARRIES_GRADIENT, Body, Node, Program, TensorRef
 
 
 class Reachability:
@@ -54,20 +49,20 @@ class Reachability:
         self.ignore = ignore
         self.index = index or ProgramIndex(program)
         self._summaries: dict[str, list[int]] = {}
-        self._masks: dict[str, dict[TensorRef, int]] = {}
+        self._masks: dict[str, TensorMap] = {}
         self._in_progress: set[str] = set()
         self._steps: dict[tuple[Step, int], list[Summary]] = {}
 
     # -- public -------------------------------------------------------------------------------
 
-    def top_masks(self) -> dict[TensorRef, int]:
+    def top_masks(self) -> TensorMap:
         """Masks of the top body's tensors: bit 0 set when the tensor reaches the loss."""
         key = "\0top"
         if key not in self._masks:
             self._masks[key] = self._propagate(self.program.top_body, {self.program.loss: 1})
         return self._masks[key]
 
-    def body_masks(self, name: str) -> dict[TensorRef, int]:
+    def body_masks(self, name: str) -> TensorMap:
         """Masks of a function body's tensors against its own rets."""
         if name not in self._masks:
             body = self.program.bodies[name]
@@ -103,7 +98,12 @@ class Reachability:
             summaries = self.step_summaries(step, node)
             yield from inputs_reaching(step, summaries, out_masks, gradient=self.gradient)
         elif self.gradient:
-            yield from self._plain_gradient(body, node, out_masks)
+            live = _live(node, out_masks)
+            if live:
+                ignore = self.ignore
+                for i, cut in enumerate(self._cuts(body, node)):
+                    if cut is None or cut.reason in ignore:
+                        yield i, live
         else:
             everything = union(out_masks)
             if everything:
@@ -135,11 +135,22 @@ class Reachability:
         return self._cuts(body, node)[input_index]
 
     def _cuts(self, body: Body, node: Node) -> tuple[Cut | None, ...]:
-        """The cut of each of `node`'s inputs. Every pass asks for the same edges: each node is
-        judged once, for all of them."""
-        known = self.index.of(body).input_cuts
-        cuts = known.get(node.name)
+        """The cut of each of `node`'s inputs."""
+        facts = self.index.of(body)
+        return self._cuts_of(body, facts, facts.arrays.ids[node.name])
+
+    def _cuts_of(self, body: Body, facts: BodyIndex, n: int) -> tuple[Cut | None, ...]:
+        """The cut of each input of node number `n`. Every pass asks for the same edges: each
+        node is judged once, for all of them."""
+        cuts = facts.input_cuts[n]
         if cuts is None:
+            arrays = facts.arrays
+            node = arrays.nodes[n]
+            carries = facts.carries
+            inputs = arrays.input_tensors[arrays.input_start[n] : arrays.input_start[n + 1]]
+            if passes_trainable_inputs(node) and all(carries[t] for t in inputs):
+                facts.input_cuts[n] = cuts = _UNCUT.setdefault(len(inputs), (None,) * len(inputs))
+                return cuts
             around = self.surroundings(body)
             custom = self.program.custom_gradients
             cuts = tuple(
@@ -147,7 +158,9 @@ class Reachability:
                 for i, ref in enumerate(node.inputs)
             )
             # Most nodes pass gradient to every input: they share one tuple of Nones.
-            known[node.name] = cuts = _UNCUT.setdefault(cuts, cuts) if not any(cuts) else cuts
+            if not any(cuts):
+                cuts = _UNCUT.setdefault(len(cuts), cuts)
+            facts.input_cuts[n] = cuts
         return cuts
 
     def surroundings(self, body: Body) -> Surroundings:
@@ -182,103 +195,153 @@ class Reachability:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _plain_gradient(
-        self, body: Body, node: Node, out_masks: list[int]
-    ) -> list[tuple[int, int]]:
-        """(input index, mask) for the inputs of an ordinary op that gradient reaches."""
-        live = _live(node, out_masks)
-        if not live:
-            return []
-        ignore = self.ignore
-        return [
-            (i, live)
-            for i, cut in enumerate(self._cuts(body, node))
-            if cut is None or cut.reason in ignore
-        ]
-
-    def _propagate(self, body: Body, seeds: dict[TensorRef, int]) -> dict[TensorRef, int]:
-        masks: dict[TensorRef, int] = {}
-        for ref, bits in seeds.items():
-            masks[ref] = masks.get(ref, 0) | bits
+    def _propagate(self, body: Body, seeds: dict[TensorRef, int]) -> TensorMap:
         facts = self.index.of(body)
+        arrays = facts.arrays
+        masks = [0] * arrays.tensor_count
+        for ref, bits in seeds.items():
+            t = arrays.tensor(ref)
+            if t is not None:
+                masks[t] |= bits
         key = frozenset(seeds)
         if key not in facts.orders:
-            facts.orders[key] = _plan(body, seeds, facts)
+            facts.orders[key] = _consumers_first(facts, seeds)
         plan = facts.orders[key]
-        for step in plan:
-            self._visit(body, step, masks, facts)
+        self._visit(body, facts, plan, masks)
         if plan.cyclic:
             # TF1 while loops (NextIteration) form cycles: iterate until nothing grows.
-            steps = {step[0].name: step for step in plan}
+            planned = set(plan)
             pending = deque(plan)
-            queued = set(steps)
+            queued = set(plan)
             while pending:
-                step = pending.popleft()
-                queued.discard(step[0].name)
-                grown: list[Node] = []
-                self._visit(body, step, masks, facts, grown)
+                n = pending.popleft()
+                queued.discard(n)
+                grown: list[int] = []
+                self._visit(body, facts, (n,), masks, grown)
                 for producer in grown:
-                    if producer.name not in queued and producer.name in steps:
-                        queued.add(producer.name)
-                        pending.append(steps[producer.name])
-        return masks
+                    if producer not in queued and producer in planned:
+                        queued.add(producer)
+                        pending.append(producer)
+        return TensorMap(arrays, masks)
 
     def _visit(
         self,
         body: Body,
-        step: _PlanStep,
-        masks: dict[TensorRef, int],
         facts: BodyIndex,
-        grown: list[Node] | None = None,
+        plan: Iterable[int],
+        masks: list[int],
+        grown: list[int] | None = None,
     ) -> None:
-        """Carry a node's output masks to its inputs; the producers whose masks grew go to
-        `grown`. Runs for every ancestor of the loss in every pass: plain ops take a short way."""
-        node, width, plain = step
-        name = node.name
-        # A mask is keyed by TensorRef, equal to the plain tuple (name, index).
-        if width == 1:
-            only = masks.get((name, 0), 0)
-            if not only:
-                return
-            out_masks = [only]
-        else:
-            out_masks = [masks.get((name, k), 0) for k in range(width)]
-            if not any(out_masks):
-                return
-        inputs = node.inputs
-        reaching: Iterable[tuple[int, int]]
-        if not plain:
-            reaching = self.input_masks(body, node, out_masks)
-        elif self.gradient:
-            reaching = self._plain_gradient(body, node, out_masks)
-        else:
-            everything = union(out_masks)
-            reaching = [(i, everything) for i in range(len(inputs))]
-        for i, mask in reaching:
-            if i >= len(inputs):
-                continue
-            ref = inputs[i]
-            old = masks.get(ref, 0)
-            if old | mask != old:
-                masks[ref] = old | mask
-                if grown is not None and ref.node in body.nodes:
-                    grown.append(body.nodes[ref.node])
+        """Carry each planned node's output masks to its inputs; the producers whose masks grew
+        go to `grown`. Runs for every ancestor of the loss in every pass, so ordinary ops take
+        a short way over the body's arrays."""
+        arrays = facts.arrays
+        offsets, starts = arrays.offsets, arrays.input_start
+        tensors, producers = arrays.input_tensors, arrays.input_nodes
+        plain, cuts = facts.plain, facts.input_cuts
+        gradient, ignore = self.gradient, self.ignore
+        carries = facts.carries if gradient else b""
+        for n in plan:
+            first, stop = offsets[n], offsets[n + 1]
+            if stop - first == 1:
+                everything = masks[first]
+                if not everything:
+                    continue
+            else:
+                everything = 0
+                for t in range(first, stop):
+                    everything |= masks[t]
+                if not everything:
+                    continue
+            edges = range(starts[n], starts[n + 1])
+            reaching: Iterable[tuple[int, int]]
+            if not plain[n]:
+                out_masks = masks[first:stop]
+                reaching = (
+                    (starts[n] + i, mask)
+                    for i, mask in self.input_masks(body, arrays.nodes[n], out_masks)
+                    if i < len(edges)
+                )
+            elif gradient:
+                live = 0
+                for t in range(first, stop):
+                    if carries[t]:
+                        live |= masks[t]
+                if not live:
+                    continue
+                judged = cuts[n]
+                if judged is None:
+                    judged = self._cuts_of(body, facts, n)
+                if judged is _UNCUT.get(len(judged)):
+                    reaching = ((edge, live) for edge in edges)
+                else:
+                    reaching = (
+                        (edge, live)
+                        for edge, cut in zip(edges, judged)
+                        if cut is None or cut.reason in ignore
+                    )
+            else:
+                reaching = ((edge, everything) for edge in edges)
+            for edge, mask in reaching:
+                t = tensors[edge]
+                old = masks[t]
+                if old | mask != old:
+                    masks[t] = old | mask
+                    if grown is not None and producers[edge] >= 0:
+                        grown.append(producers[edge])
 
 
-def forward_reached(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> set[TensorRef]:
+def forward_reached(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> TensorSet:
     """Tensors of `body` that the seeds reach, over every edge or only gradient-carrying ones."""
-    consumers = reach.index.of(body).consumers
-    seen = set(seeds)
-    queue = deque(seen)
+    facts = reach.index.of(body)
+    arrays = facts.arrays
+    offsets, starts = arrays.offsets, arrays.input_start
+    reader_start, reader_edges, edge_nodes = (
+        arrays.reader_start,
+        arrays.reader_edges,
+        arrays.edge_nodes,
+    )
+    plain, cuts = facts.plain, facts.input_cuts
+    gradient, ignore = reach.gradient, reach.ignore
+    carries = facts.carries if gradient else b""
+    seen = bytearray(arrays.tensor_count)
+    unnumbered = set()
+    queue: deque[int] = deque()
+    for ref in seeds:
+        t = arrays.tensor(ref)
+        if t is None:
+            unnumbered.add(ref)
+        elif not seen[t]:
+            seen[t] = 1
+            queue.append(t)
     while queue:
-        ref = queue.popleft()
-        for node, i in consumers.get(ref, ()):
-            for k in reach.outputs_from(body, node, i):
-                out = TensorRef(node.name, k)
-                if out not in seen:
-                    seen.add(out)
-                    queue.append(out)
-    return seen
+        t = queue.popleft()
+        for edge in reader_edges[reader_start[t] : reader_start[t + 1]]:
+            n = edge_nodes[edge]
+            first, stop = offsets[n], offsets[n + 1]
+            outputs: Iterable[int]
+            if not plain[n]:
+                node = arrays.nodes[n]
+                outputs = [first + k for k in reach.outputs_from(body, node, edge - starts[n])]
+            elif gradient:
+                judged = cuts[n]
+                if judged is None:
+                    judged = reach._cuts_of(body, facts, n)
+                cut = judged[edge - starts[n]]
+                if cut is not None and cut.reason not in ignore:
+                    continue
+                outputs = [u for u in range(first, stop) if carries[u]]
+            else:
+                outputs = range(first, stop)
+            for u in outputs:
+                if not seen[u]:
+                    seen[u] = 1
+                    queue.append(u)
+    return TensorSet(arrays, seen, frozenset(unnumbered))
+
+
+_UNCUT: dict[int, tuple[Cut | None, ...]] = {}
+"""(None,) * n: the cuts of a node whose every input gets gradient, one tuple per n."""
 
 
 def _live(node: Node, out_masks: list[int]) -> int:
@@ -297,88 +360,82 @@ def _carries_gradient(node: Node, index: int) -> bool:
     return index >= len(dtypes) or dtypes[index] in CARRIES_GRADIENT
 
 
-_UNCUT: dict[tuple[Cut | None, ...], tuple[Cut | None, ...]] = {}
-"""(None,) * n: the cuts of a node whose every input gets gradient, one tuple per n."""
-
-_PlanStep = tuple[Node, int, bool]
-"""A node as every pass visits it: the node, how many outputs it has, whether it is plain."""
-
-
 class _Order(list):  # type: ignore[type-arg]
+    """Node numbers in the order a backward pass visits them."""
+
     cyclic = False
 
 
-def _plan(body: Body, seeds: dict[TensorRef, int], facts: BodyIndex) -> _Order:
-    """The ancestors of the seeds in the order a backward pass visits them, with what each
-    visit needs that does not change between passes."""
-    order = _consumers_first(body, seeds)
-    plan = _Order((node, facts.width(node), step_of(node).kind is StepKind.PLAIN) for node in order)
-    plan.cyclic = order.cyclic
-    return plan
-
-
-def _consumers_first(body: Body, seeds: dict[TensorRef, int]) -> _Order:
+def _consumers_first(facts: BodyIndex, seeds: Iterable[TensorRef]) -> _Order:
     """Ancestors of the seeds, each after all of its consumers: a depth-first walk up the
     inputs, in reverse post-order. A cycle (a TF1 while loop) takes Kahn's algorithm instead,
     which places what it can and leaves the rest to iteration."""
-    nodes = body.nodes
-    done: set[str] = set()
-    on_path: set[str] = set()
-    post_order: list[Node] = []
-    for seed in seeds:
-        if seed.node not in nodes or seed.node in done:
+    arrays = facts.arrays
+    starts, producers = arrays.input_start, arrays.input_nodes
+    seed_nodes = [n for ref in seeds if (n := arrays.ids.get(ref.node)) is not None]
+    # 0: not met yet, 1: on the walk's path, 2: done.
+    state = bytearray(len(arrays.nodes))
+    post_order: list[int] = []
+    for seed in seed_nodes:
+        if state[seed]:
             continue
-        on_path.add(seed.node)
-        path = [(nodes[seed.node], iter(nodes[seed.node].inputs))]
+        state[seed] = 1
+        path, positions = [seed], [starts[seed]]
         while path:
-            node, inputs = path[-1]
-            for ref in inputs:
-                producer = ref.node
-                if producer in done or producer not in nodes:
+            n, edge = path[-1], positions[-1]
+            stop = starts[n + 1]
+            while edge < stop:
+                producer = producers[edge]
+                edge += 1
+                if producer < 0 or state[producer] == 2:
                     continue
-                if producer in on_path:
-                    return _kahn(body, seeds)
-                on_path.add(producer)
-                path.append((nodes[producer], iter(nodes[producer].inputs)))
+                if state[producer] == 1:
+                    return _kahn(facts, seed_nodes)
+                state[producer] = 1
+                positions[-1] = edge
+                path.append(producer)
+                positions.append(starts[producer])
                 break
             else:
                 path.pop()
-                on_path.discard(node.name)
-                done.add(node.name)
-                post_order.append(node)
+                positions.pop()
+                state[n] = 2
+                post_order.append(n)
     post_order.reverse()
     return _Order(post_order)
 
 
-def _kahn(body: Body, seeds: dict[TensorRef, int]) -> _Order:
+def _kahn(facts: BodyIndex, seed_nodes: list[int]) -> _Order:
     """Ancestors of the seeds, each after all of its consumers (Kahn's algorithm); the nodes
-    on a cycle go last, and the order is marked cyclic."""
-    ancestors: set[str] = set()
-    stack = [ref.node for ref in seeds if ref.node in body.nodes]
+    on a cycle go last, by name, and the order is marked cyclic."""
+    arrays = facts.arrays
+    starts, producers = arrays.input_start, arrays.input_nodes
+
+    def inputs(n: int) -> list[int]:
+        return [p for p in producers[starts[n] : starts[n + 1]] if p >= 0]
+
+    ancestors: set[int] = set()
+    stack = list(seed_nodes)
     while stack:
-        name = stack.pop()
-        if name in ancestors:
-            continue
-        ancestors.add(name)
-        stack.extend(ref.node for ref in body.nodes[name].inputs if ref.node in body.nodes)
-    pending_consumers = dict.fromkeys(ancestors, 0)
-    for name in ancestors:
-        for ref in body.nodes[name].inputs:
-            if ref.node in pending_consumers:
-                pending_consumers[ref.node] += 1
-    ready = deque(name for name, count in pending_consumers.items() if count == 0)
+        n = stack.pop()
+        if n not in ancestors:
+            ancestors.add(n)
+            stack.extend(inputs(n))
+    pending_consumers = dict.fromkeys(sorted(ancestors), 0)
+    for n in ancestors:
+        for p in inputs(n):
+            pending_consumers[p] += 1
+    ready = deque(n for n, count in pending_consumers.items() if count == 0)
     order = _Order()
     while ready:
-        name = ready.popleft()
-        node = body.nodes[name]
-        order.append(node)
-        for ref in node.inputs:
-            if ref.node in pending_consumers:
-                pending_consumers[ref.node] -= 1
-                if pending_consumers[ref.node] == 0:
-                    ready.append(ref.node)
+        n = ready.popleft()
+        order.append(n)
+        for p in inputs(n):
+            pending_consumers[p] -= 1
+            if pending_consumers[p] == 0:
+                ready.append(p)
     if len(order) < len(ancestors):
         order.cyclic = True
-        placed = {n.name for n in order}
-        order.extend(body.nodes[name] for name in sorted(ancestors - placed))
+        placed = set(order)
+        order.extend(sorted(ancestors - placed, key=lambda n: arrays.nodes[n].name))
     return order

@@ -145,6 +145,17 @@ def rules_cut(
     return _dtype_cut(node, input_dtype)
 
 
+def passes_trainable_inputs(node: Node) -> bool:
+    """True if `input_cut` passes gradient to every input of `node` whose dtype can carry
+    gradient: an op only the dtype rule judges (`only_dtypes_decide`) with an output that can
+    carry gradient. The walks' short way for most nodes of a graph."""
+    return (
+        node.gradient_op_type is None
+        and only_dtypes_decide(node.op_type)
+        and _has_trainable_output(node)
+    )
+
+
 @functools.cache
 def only_dtypes_decide(op: str) -> bool:
     """True for an op type whose inputs only the dtype rule can cut (most ops: MatMul, Tanh,

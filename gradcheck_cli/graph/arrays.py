@@ -1,0 +1,204 @@
+"""A body as flat integer arrays: what every walk of the analysis reads, built once per body.
+
+Nodes are numbered in the body's order and tensors after them: output k of node n is tensor
+`offsets[n] + k`. A node's inputs are a slice of one list (CSR: `input_start[n]` to
+`input_start[n + 1]` in `input_tensors`), and so are a tensor's readers (`reader_start[t]` to
+`reader_start[t + 1]` in `reader_edges`, edges numbered like `input_tensors`). A walk keeps its
+marks in a list by tensor number instead of a dict entry per tensor: on a million ops that is a
+few megabytes instead of hundreds, and an index instead of a hash per step.
+
+`TensorRef`s stay the model's words for a tensor: `tensor(ref)` numbers one, `ref(t)` names
+one, and the views (`Readers`, `TensorMap`, `TensorSet`) answer by `TensorRef` for the code
+that explains what the walks found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import accumulate
+
+from gradcheck_cli.graph.model import CARRIES_GRADIENT, Body, Node, TensorRef
+
+
+class BodyArrays:
+    """The flat form of one body (see the module's docstring)."""
+
+    def __init__(self, body: Body, extra: Iterable[TensorRef] = ()) -> None:
+        """`extra`: tensors read from outside the body besides its rets (the loss)."""
+        nodes = list(body.nodes.values())
+        self.nodes: list[Node] = nodes
+        ids = {node.name: n for n, node in enumerate(nodes)}
+        self.ids = ids
+        # How many outputs each node has: its declared ones and any that is read.
+        widths = [len(node.output_dtypes) for node in nodes]
+        for node in nodes:
+            for ref in node.inputs:
+                n = ids.get(ref.node)
+                if n is not None and ref.index >= widths[n]:
+                    widths[n] = ref.index + 1
+        for ref in (*body.rets, *extra):
+            n = ids.get(ref.node)
+            if n is not None and ref.index >= widths[n]:
+                widths[n] = ref.index + 1
+        self.widths = widths
+        self.offsets: list[int] = [0, *accumulate(widths)]
+        # Inputs from ops the body does not hold (a malformed graph) get tensors past the
+        # nodes' own, so that every edge has a tensor.
+        self.outside: dict[TensorRef, int] = {}
+        known = self.offsets[-1]
+        input_tensors: list[int] = []
+        # Per edge, the node that makes its tensor (-1 from outside) and the node it enters.
+        input_nodes: list[int] = []
+        edge_nodes: list[int] = []
+        offsets = self.offsets
+        for consumer, node in enumerate(nodes):
+            for ref in node.inputs:
+                n = ids.get(ref.node)
+                if n is not None:
+                    input_tensors.append(offsets[n] + ref.index)
+                    input_nodes.append(n)
+                else:
+                    input_tensors.append(self._outside(ref, known))
+                    input_nodes.append(-1)
+                edge_nodes.append(consumer)
+        for ref in (*body.rets, *extra):
+            if ref.node not in ids:
+                self._outside(ref, known)
+        self.rets = [t for ref in body.rets if (t := self.tensor(ref)) is not None]
+        self.input_tensors = input_tensors
+        self.input_nodes = input_nodes
+        self.edge_nodes = edge_nodes
+        self.input_start: list[int] = [0, *accumulate(len(node.inputs) for node in nodes)]
+        self.tensor_count = known + len(self.outside)
+        self.reader_start, self.reader_edges = _readers(input_tensors, self.tensor_count)
+        self._producers: list[int] | None = None
+
+    def _outside(self, ref: TensorRef, known: int) -> int:
+        return self.outside.setdefault(ref, known + len(self.outside))
+
+    # -- numbering ----------------------------------------------------------------------------
+
+    def tensor(self, ref: TensorRef) -> int | None:
+        """The number of tensor `ref`; None if the body neither makes nor reads it."""
+        n = self.ids.get(ref[0])
+        if n is None:
+            return self.outside.get(ref)
+        if ref[1] >= self.widths[n]:
+            return None
+        return self.offsets[n] + ref[1]
+
+    def ref(self, tensor: int) -> TensorRef:
+        """The name of tensor number `tensor`."""
+        n = self.producer(tensor)
+        if n < 0:
+            return next(ref for ref, t in self.outside.items() if t == tensor)
+        return TensorRef(self.nodes[n].name, tensor - self.offsets[n])
+
+    def producer(self, tensor: int) -> int:
+        """The node that makes tensor number `tensor`; -1 for one from outside the body."""
+        if self._producers is None:
+            producers = [-1] * self.tensor_count
+            for n, (start, stop) in enumerate(zip(self.offsets, self.offsets[1:])):
+                producers[start:stop] = [n] * (stop - start)
+            self._producers = producers
+        return self._producers[tensor]
+
+    def carries_gradient(self) -> bytearray:
+        """Per tensor, 1 if its dtype can carry gradient (an undeclared output is given the
+        benefit of the doubt, like an unknown producer)."""
+        carries = bytearray(b"\x01") * self.tensor_count
+        for node, start in zip(self.nodes, self.offsets):
+            for k, dtype in enumerate(node.output_dtypes):
+                if dtype not in CARRIES_GRADIENT:
+                    carries[start + k] = 0
+        return carries
+
+    # -- views by TensorRef -------------------------------------------------------------------
+
+    def readers(self) -> Readers:
+        return Readers(self)
+
+    def read(self) -> TensorSet:
+        """The tensors some node reads or the body returns."""
+        marks = bytearray(self.tensor_count)
+        for t in (*self.input_tensors, *self.rets):
+            marks[t] = 1
+        return TensorSet(self, marks)
+
+
+def _readers(input_tensors: Sequence[int], count: int) -> tuple[list[int], list[int]]:
+    """Per tensor, the edges that read it, in edge order (a counting sort)."""
+    sizes = [0] * (count + 1)
+    for t in input_tensors:
+        sizes[t + 1] += 1
+    start = list(accumulate(sizes))
+    fill = start[:-1]
+    edges = [0] * len(input_tensors)
+    for edge, t in enumerate(input_tensors):
+        edges[fill[t]] = edge
+        fill[t] += 1
+    return start, edges
+
+
+class Readers:
+    """Who reads each tensor, by `TensorRef`: `get(ref, default)` gives (node, input index)
+    pairs in the body's order, as a dict of lists would."""
+
+    def __init__(self, arrays: BodyArrays) -> None:
+        self._arrays = arrays
+
+    def get(
+        self, ref: TensorRef, default: Sequence[tuple[Node, int]] = ()
+    ) -> Sequence[tuple[Node, int]]:
+        arrays = self._arrays
+        t = arrays.tensor(ref)
+        if t is None:
+            return default
+        edges = arrays.reader_edges[arrays.reader_start[t] : arrays.reader_start[t + 1]]
+        if not edges:
+            return default
+        found = []
+        for edge in edges:
+            n = arrays.edge_nodes[edge]
+            found.append((arrays.nodes[n], edge - arrays.input_start[n]))
+        return found
+
+
+class TensorMap:
+    """An int per tensor (a walk's masks), read by `TensorRef` like a dict with 0 for absent."""
+
+    def __init__(self, arrays: BodyArrays, values: list[int]) -> None:
+        self.arrays = arrays
+        self.values = values
+
+    def get(self, ref: TensorRef, default: int | None = None) -> int | None:
+        """The mask of `ref`, or `default` when it is 0 (a dict of masks holds no zeros)."""
+        t = self.arrays.tensor(ref)
+        value = self.values[t] if t is not None else 0
+        return value if value else default
+
+
+class TensorSet:
+    """A set of tensors (marks by tensor number), asked by `TensorRef`."""
+
+    def __init__(
+        self, arrays: BodyArrays, marks: bytearray, unnumbered: frozenset[TensorRef] = frozenset()
+    ) -> None:
+        """`unnumbered`: members the body has no number for (an output no one reads of an op
+        that declares none)."""
+        self.arrays = arrays
+        self.marks = marks
+        self.unnumbered = unnumbered
+
+    def __contains__(self, ref: object) -> bool:
+        if not isinstance(ref, tuple):  # a TensorRef, or the plain tuple equal to one
+            return False
+        t = self.arrays.tensor(TensorRef(*ref))
+        return bool(self.marks[t]) if t is not None else ref in self.unnumbered
+
+    def __iter__(self) -> Iterator[TensorRef]:
+        yield from (self.arrays.ref(t) for t, marked in enumerate(self.marks) if marked)
+        yield from self.unnumbered
+
+    def __len__(self) -> int:
+        return self.marks.count(1) + len(self.unnumbered)
