@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 from collections import deque
+from collections.abc import Iterator
 
 from gradcheck_cli.analysis.concerns import find_concerns
-from gradcheck_cli.analysis.control_flow import ProgramIndex, step_of
+from gradcheck_cli.analysis.control_flow import ProgramIndex, steps
 from gradcheck_cli.analysis.cuts import CalledLayers, CutFinder
 from gradcheck_cli.analysis.folded_shapes import unfold_shape_reads
 from gradcheck_cli.analysis.reachability import Reachability
@@ -28,7 +29,7 @@ from gradcheck_cli.analysis.verdicts import (
 from gradcheck_cli.differentiability.rules import is_assign_op
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.memory import without_cyclic_gc
-from gradcheck_cli.graph.model import Program, SourceLocation, TensorRef, Variable
+from gradcheck_cli.graph.model import Body, Program, SourceLocation, TensorRef, Variable
 from gradcheck_cli.graph.progress import Progress, silent
 
 
@@ -167,13 +168,24 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
 def _why_unused(program: Program, source: TensorRef) -> tuple[Unreached, SourceLocation | None]:
     """Why a variable the loss receives never reaches it, and where the loss first reads it."""
     body = program.top_body
-    readers = [n for n in body.nodes.values() if source in n.inputs]
+    numbers = dict.fromkeys(_reader_numbers(body, source))
+    readers = [body.nodes.node(n) for n in numbers]
     if readers and all(is_assign_op(n.op_type) for n in readers):
         return Unreached.ONLY_ASSIGNED, None
     if readers:
         located = [n.location for n in readers if n.location is not None]
         return Unreached.READ_NOT_REACHING, located[0] if located else None
     return Unreached.RECEIVED_NOT_READ, None
+
+
+def _reader_numbers(body: Body, source: TensorRef) -> Iterator[int]:
+    """The numbers of the nodes that read `source`, in order (one per input that reads it)."""
+    flat = body.nodes
+    producer = flat.number_of(source.node)
+    if producer is None:
+        return
+    indices = flat.input_indices
+    yield from (n for edge, n in flat.edges_from({producer: None}) if indices[edge] == source.index)
 
 
 MAX_NESTING = 1000
@@ -185,7 +197,7 @@ def nesting_depth(program: Program) -> int:
     """The longest chain of bodies calling one another from the top body, counted without
     recursion (a body that calls itself again counts once)."""
     callees = {
-        name: {c for node in body.nodes.values() for c in step_of(node).callees}
+        name: {c for step in steps(body.nodes).values() for c in step.callees}
         for name, body in program.bodies.items()
     }
     depth: dict[str, int] = {}

@@ -6,7 +6,7 @@ import functools
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from gradcheck_cli.analysis.control_flow import StepKind, reach_of, step_of
+from gradcheck_cli.analysis.control_flow import CASE_OPS, IF_OPS, StepKind, reach_of, step_of
 from gradcheck_cli.analysis.reachability import Reachability, forward_reached
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
@@ -35,7 +35,8 @@ def find_concerns(
     live = gradient.top_masks()
     concerns: list[Concern] = []
     consumed = index.of(top).consumed
-    for node in top.nodes.values():
+    for n in top.nodes.numbers_of_types(STOP_GRADIENT_OPS | IF_OPS | CASE_OPS):
+        node = top.nodes.node(n)
         if node.op_type in STOP_GRADIENT_OPS and node.inputs:
             concerns.extend(
                 _stop_gradient_concern(top, node, consumed, reached, reached_with_gradient)
@@ -50,8 +51,9 @@ def find_concerns(
         if body is top:
             continue
         used = index.of(body).consumed
-        for node in body.nodes.values():
-            if node.op_type in STOP_GRADIENT_OPS and TensorRef(node.name, 0) not in used:
+        for n in body.nodes.numbers_of_types(STOP_GRADIENT_OPS):
+            node = body.nodes.node(n)
+            if TensorRef(node.name, 0) not in used:
                 concerns.append(_concern(ConcernKind.STOP_GRADIENT_UNUSED, body, node))
     concerns.extend(_dead_loss_terms(program, gradient, verdicts, reached_with_gradient))
     return tuple(concerns)
@@ -158,12 +160,16 @@ def _dead_loss_terms(
         return []
     blamed = {b.op for v in verdicts if v.dead for b in v.blockers}
     top = program.top_body
+    flat, plain = top.nodes, gradient.index.of(top).plain
     found = []
-    for node in top.nodes.values():
-        if node.name in blamed or step_of(node).kind is not StepKind.PLAIN:
+    for n in range(len(flat)):
+        if not plain[n] or flat.names[n] in blamed:
             continue
-        for i in range(len(node.inputs)):
-            cut = gradient.cut(top, node, i)
+        cuts = gradient.node_cuts(top, n)
+        if not any(cut and not cut.inherited and cut.reason in _TERM_CUTS for cut in cuts):
+            continue
+        node = flat.node(n)
+        for i, cut in enumerate(cuts):
             if cut is None or cut.inherited or cut.reason not in _TERM_CUTS:
                 continue
             if node.inputs[i] not in reached():

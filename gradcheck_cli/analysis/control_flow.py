@@ -13,10 +13,12 @@ import enum
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
-from gradcheck_cli.differentiability.rules import Cut
+from gradcheck_cli.differentiability.rules import Cut, passes_trainable_inputs
 from gradcheck_cli.differentiability.structural_zeros import Surroundings
 from gradcheck_cli.graph.arrays import BodyArrays
+from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
@@ -88,6 +90,25 @@ def step_of(node: Node) -> Step:
     if called and (op in CALL_OPS or op == called[0]):
         return Step(StepKind.CALL, called[:1])
     return _PLAIN
+
+
+def steps(flat: FlatNodes) -> dict[tuple[int, int], Step]:
+    """The step of each (op type number, calls number) pair the nodes have: `step_of` reads
+    nothing else of a node, so a body of a million nodes asks it a few times."""
+    known = _STEPS.setdefault(flat.tables, {})
+    found = {}
+    for pair in set(zip(flat.op_types, flat.calls)):
+        step = known.get(pair)
+        if step is None:
+            op, calls = flat.op_table.values[pair[0]], flat.calls_table.values[pair[1]]
+            step = known[pair] = step_of(Node("", op, calls=calls))
+        found[pair] = step
+    return found
+
+
+_STEPS: WeakKeyDictionary[Tables, dict[tuple[int, int], Step]] = WeakKeyDictionary()
+"""The steps of (op type, calls) pairs, by the tables that number them (the bodies of one
+model share them)."""
 
 
 def union(masks: Iterable[int]) -> int:
@@ -222,11 +243,12 @@ class BodyIndex:
         # Filled by the walkers, shared by every pass over the body: the differentiability
         # rules' verdict on each node's inputs (by node number), ancestor orders by their
         # seeds, and which tensors can carry gradient.
-        self.input_cuts: list[tuple[Cut | None, ...] | None] = [None] * len(arrays.nodes)
+        self.input_cuts: list[tuple[Cut | None, ...] | None] = [None] * len(arrays)
         self.orders: dict[frozenset[TensorRef], Any] = {}  # reachability's plans
         self.surroundings: Surroundings | None = None
         self._carries: bytearray | None = None
         self._plain: bytearray | None = None
+        self._dtype_judged: bytearray | None = None
 
     def width(self, node: Node) -> int:
         """How many outputs of `node` exist: its declared ones and any that is read."""
@@ -237,10 +259,33 @@ class BodyIndex:
     def plain(self) -> bytearray:
         """Per node number, 1 for an ordinary op (no control flow: `StepKind.PLAIN`)."""
         if self._plain is None:
-            self._plain = bytearray(
-                step_of(node).kind is StepKind.PLAIN for node in self.arrays.nodes
-            )
+            flat = self.arrays.flat
+            plain = bytearray(len(flat))
+            kinds = {pair: step.kind is StepKind.PLAIN for pair, step in steps(flat).items()}
+            for n, pair in enumerate(zip(flat.op_types, flat.calls)):
+                plain[n] = kinds[pair]
+            self._plain = plain
         return self._plain
+
+    @property
+    def dtype_judged(self) -> bytearray:
+        """Per node number, 1 if the cut rules pass gradient to each of its inputs whose dtype
+        can carry it (`passes_trainable_inputs`): decided once per op type and signature."""
+        if self._dtype_judged is None:
+            flat = self.arrays.flat
+            judged = bytearray(len(flat))
+            kinds: dict[tuple[int, int], bool] = {}
+            overridden = flat.gradient_op_types
+            for n, pair in enumerate(zip(flat.op_types, flat.signatures)):
+                if n in overridden:
+                    continue
+                kind = kinds.get(pair)
+                if kind is None:
+                    op, dtypes = flat.op_table.values[pair[0]], flat.signature_table.values[pair[1]]
+                    kind = kinds[pair] = passes_trainable_inputs(Node("", op, output_dtypes=dtypes))
+                judged[n] = kind
+            self._dtype_judged = judged
+        return self._dtype_judged
 
     @property
     def carries(self) -> bytearray:

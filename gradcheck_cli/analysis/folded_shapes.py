@@ -29,13 +29,20 @@ def unfold_shape_reads(program: Program) -> Program:
 
 
 def _unfold(body: Body) -> Body:
-    consumed = {ref.node for node in body.nodes.values() for ref in node.inputs}
-    consumed.update(ref.node for ref in body.rets)
+    flat = body.nodes
+    consumed = bytearray(len(flat))
+    for producer in flat.input_producers:
+        if producer >= 0:
+            consumed[producer] = 1
+    for ref in body.rets:
+        if ref.node in flat.ids:
+            consumed[flat.ids[ref.node]] = 1
+    dtypes, signatures = flat.signature_table.values, flat.signatures
     unfolded: dict[str, Node] = {}
-    for node in body.nodes.values():
-        if node.name in consumed or not node.output_dtypes:
+    for n in range(len(flat)):
+        if consumed[n] or not dtypes[signatures[n]]:
             continue
-        scope = _folding_scope(body, node.name)
+        scope = _folding_scope(body, flat.names[n])
         if scope is None:
             continue
         folded = body.nodes[scope]
@@ -47,7 +54,7 @@ def _unfold(body: Body) -> Body:
         unfolded[scope] = replace(
             folded,
             op_type=_FOLDED[match.group("op")],
-            inputs=(TensorRef(node.name, 0),),
+            inputs=(TensorRef(flat.names[n], 0),),
             attrs=attrs,
         )
     if not unfolded:
@@ -57,11 +64,13 @@ def _unfold(body: Body) -> Body:
 
 def _folding_scope(body: Body, name: str) -> str | None:
     """The nearest enclosing name scope of `name` that is a folded shape Const, if any."""
+    flat = body.nodes
     scope, _, _ = name.rpartition("/")
     while scope:
-        folded = body.nodes.get(scope)
-        if folded is not None:
-            if _SCOPE.fullmatch(scope) and folded.op_type == "Const" and not folded.inputs:
+        n = flat.ids.get(scope)
+        if n is not None:
+            inputs = flat.input_start[n + 1] - flat.input_start[n]
+            if _SCOPE.fullmatch(scope) and flat.op_type(n) == "Const" and not inputs:
                 return scope
             return None
         scope, _, _ = scope.rpartition("/")

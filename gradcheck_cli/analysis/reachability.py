@@ -25,7 +25,7 @@ from gradcheck_cli.analysis.control_flow import (
     union,
 )
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.differentiability.rules import Cut, input_cut, passes_trainable_inputs
+from gradcheck_cli.differentiability.rules import Cut, input_cut
 from gradcheck_cli.differentiability.structural_zeros import Surroundings
 from gradcheck_cli.graph.arrays import TensorMap, TensorSet
 from gradcheck_cli.graph.model import CARRIES_GRADIENT, Body, Node, Program, TensorRef
@@ -139,18 +139,22 @@ class Reachability:
         facts = self.index.of(body)
         return self._cuts_of(body, facts, facts.arrays.ids[node.name])
 
+    def node_cuts(self, body: Body, n: int) -> tuple[Cut | None, ...]:
+        """The cut of each input of node number `n` of `body`."""
+        return self._cuts_of(body, self.index.of(body), n)
+
     def _cuts_of(self, body: Body, facts: BodyIndex, n: int) -> tuple[Cut | None, ...]:
         """The cut of each input of node number `n`. Every pass asks for the same edges: each
         node is judged once, for all of them."""
         cuts = facts.input_cuts[n]
         if cuts is None:
             arrays = facts.arrays
-            node = arrays.nodes[n]
             carries = facts.carries
             inputs = arrays.input_tensors[arrays.input_start[n] : arrays.input_start[n + 1]]
-            if passes_trainable_inputs(node) and all(carries[t] for t in inputs):
+            if facts.dtype_judged[n] and all(carries[t] for t in inputs):
                 facts.input_cuts[n] = cuts = _UNCUT.setdefault(len(inputs), (None,) * len(inputs))
                 return cuts
+            node = arrays.node(n)
             around = self.surroundings(body)
             custom = self.program.custom_gradients
             cuts = tuple(
@@ -259,7 +263,7 @@ class Reachability:
                 out_masks = masks[first:stop]
                 reaching = (
                     (starts[n] + i, mask)
-                    for i, mask in self.input_masks(body, arrays.nodes[n], out_masks)
+                    for i, mask in self.input_masks(body, arrays.node(n), out_masks)
                     if i < len(edges)
                 )
             elif gradient:
@@ -321,7 +325,7 @@ def forward_reached(body: Body, seeds: Iterable[TensorRef], reach: Reachability)
             first, stop = offsets[n], offsets[n + 1]
             outputs: Iterable[int]
             if not plain[n]:
-                node = arrays.nodes[n]
+                node = arrays.node(n)
                 outputs = [first + k for k in reach.outputs_from(body, node, edge - starts[n])]
             elif gradient:
                 judged = cuts[n]
@@ -374,7 +378,7 @@ def _consumers_first(facts: BodyIndex, seeds: Iterable[TensorRef]) -> _Order:
     starts, producers = arrays.input_start, arrays.input_nodes
     seed_nodes = [n for ref in seeds if (n := arrays.ids.get(ref.node)) is not None]
     # 0: not met yet, 1: on the walk's path, 2: done.
-    state = bytearray(len(arrays.nodes))
+    state = bytearray(len(arrays))
     post_order: list[int] = []
     for seed in seed_nodes:
         if state[seed]:
@@ -437,5 +441,5 @@ def _kahn(facts: BodyIndex, seed_nodes: list[int]) -> _Order:
     if len(order) < len(ancestors):
         order.cyclic = True
         placed = set(order)
-        order.extend(sorted(ancestors - placed, key=lambda n: arrays.nodes[n].name))
+        order.extend(sorted(ancestors - placed, key=lambda n: arrays.flat.names[n]))
     return order

@@ -28,10 +28,10 @@ def stop_gradient_shapes(
     if not ops:
         return {}
     consumers: dict[str, list[str]] = {op: [] for op in ops}
-    for node in body.nodes.values():
-        for ref in node.inputs:
-            if ref.node in consumers:
-                consumers[ref.node].append(node.name)
+    flat = body.nodes
+    numbers = {flat.ids[op]: op for op in ops}
+    for edge, n in flat.edges_from(numbers):
+        consumers[numbers[flat.input_producers[edge]]].append(flat.names[n])
     # Frozen variables (a teacher's batch-norm statistics) never train: only trainable ones count.
     by_source = {
         v.source.node: v.name for v in program.variables if v.source is not None and v.trainable

@@ -14,9 +14,11 @@ that explains what the walks found.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate
+from itertools import accumulate, repeat
 
+from gradcheck_cli.graph.flat_nodes import FlatNodes
 from gradcheck_cli.graph.model import CARRIES_GRADIENT, Body, Node, TensorRef
 
 
@@ -25,56 +27,62 @@ class BodyArrays:
 
     def __init__(self, body: Body, extra: Iterable[TensorRef] = ()) -> None:
         """`extra`: tensors read from outside the body besides its rets (the loss)."""
-        nodes = list(body.nodes.values())
-        self.nodes: list[Node] = nodes
-        ids = {node.name: n for n, node in enumerate(nodes)}
-        self.ids = ids
+        flat = (
+            body.nodes if isinstance(body.nodes, FlatNodes) else FlatNodes.of(body.nodes.values())
+        )
+        self.flat = flat
+        self.ids = ids = flat.ids
+        producers, indices = flat.input_producers, flat.input_indices
         # How many outputs each node has: its declared ones and any that is read.
-        widths = [len(node.output_dtypes) for node in nodes]
-        for node in nodes:
-            for ref in node.inputs:
-                n = ids.get(ref.node)
-                if n is not None and ref.index >= widths[n]:
-                    widths[n] = ref.index + 1
+        dtypes = flat.signature_table.values
+        widths = [len(dtypes[signature]) for signature in flat.signatures]
+        for producer, index in zip(producers, indices):
+            if producer >= 0 and index >= widths[producer]:
+                widths[producer] = index + 1
         for ref in (*body.rets, *extra):
             n = ids.get(ref.node)
             if n is not None and ref.index >= widths[n]:
                 widths[n] = ref.index + 1
         self.widths = widths
-        self.offsets: list[int] = [0, *accumulate(widths)]
+        self.offsets = offsets = array("q", [0, *accumulate(widths)])
         # Inputs from ops the body does not hold (a malformed graph) get tensors past the
         # nodes' own, so that every edge has a tensor.
         self.outside: dict[TensorRef, int] = {}
-        known = self.offsets[-1]
-        input_tensors: list[int] = []
-        # Per edge, the node that makes its tensor (-1 from outside) and the node it enters.
-        input_nodes: list[int] = []
-        edge_nodes: list[int] = []
-        offsets = self.offsets
-        for consumer, node in enumerate(nodes):
-            for ref in node.inputs:
-                n = ids.get(ref.node)
-                if n is not None:
-                    input_tensors.append(offsets[n] + ref.index)
-                    input_nodes.append(n)
-                else:
-                    input_tensors.append(self._outside(ref, known))
-                    input_nodes.append(-1)
-                edge_nodes.append(consumer)
+        known = offsets[-1]
+        input_tensors = array("q", bytes(8 * len(producers)))
+        for edge, (producer, index) in enumerate(zip(producers, indices)):
+            if producer >= 0:
+                input_tensors[edge] = offsets[producer] + index
+            else:
+                ref = TensorRef(flat.producer_name(producer), index)
+                input_tensors[edge] = self._outside(ref, known)
         for ref in (*body.rets, *extra):
             if ref.node not in ids:
                 self._outside(ref, known)
         self.rets = [t for ref in body.rets if (t := self.tensor(ref)) is not None]
         self.input_tensors = input_tensors
-        self.input_nodes = input_nodes
+        # Per edge, the node that makes its tensor (negative from outside) and the node it
+        # enters.
+        self.input_nodes = producers
+        self.input_start = starts = flat.input_start
+        edge_nodes = array("q")
+        for n in range(len(flat)):
+            edge_nodes.extend(repeat(n, starts[n + 1] - starts[n]))
         self.edge_nodes = edge_nodes
-        self.input_start: list[int] = [0, *accumulate(len(node.inputs) for node in nodes)]
         self.tensor_count = known + len(self.outside)
         self.reader_start, self.reader_edges = _readers(input_tensors, self.tensor_count)
-        self._producers: list[int] | None = None
+        self._producers: array[int] | None = None
 
     def _outside(self, ref: TensorRef, known: int) -> int:
         return self.outside.setdefault(ref, known + len(self.outside))
+
+    def node(self, n: int) -> Node:
+        """Node number `n`."""
+        return self.flat.node(n)
+
+    def __len__(self) -> int:
+        """How many nodes the body has."""
+        return len(self.flat)
 
     # -- numbering ----------------------------------------------------------------------------
 
@@ -92,14 +100,15 @@ class BodyArrays:
         n = self.producer(tensor)
         if n < 0:
             return next(ref for ref, t in self.outside.items() if t == tensor)
-        return TensorRef(self.nodes[n].name, tensor - self.offsets[n])
+        return TensorRef(self.flat.names[n], tensor - self.offsets[n])
 
     def producer(self, tensor: int) -> int:
         """The node that makes tensor number `tensor`; -1 for one from outside the body."""
         if self._producers is None:
-            producers = [-1] * self.tensor_count
-            for n, (start, stop) in enumerate(zip(self.offsets, self.offsets[1:])):
-                producers[start:stop] = [n] * (stop - start)
+            producers = array("q", repeat(-1, self.tensor_count))
+            for n, width in enumerate(self.widths):
+                start = self.offsets[n]
+                producers[start : start + width] = array("q", repeat(n, width))
             self._producers = producers
         return self._producers[tensor]
 
@@ -107,10 +116,14 @@ class BodyArrays:
         """Per tensor, 1 if its dtype can carry gradient (an undeclared output is given the
         benefit of the doubt, like an unknown producer)."""
         carries = bytearray(b"\x01") * self.tensor_count
-        for node, start in zip(self.nodes, self.offsets):
-            for k, dtype in enumerate(node.output_dtypes):
-                if dtype not in CARRIES_GRADIENT:
-                    carries[start + k] = 0
+        # Per output signature, the outputs that cannot carry gradient.
+        blocked = [
+            [k for k, dtype in enumerate(dtypes) if dtype not in CARRIES_GRADIENT]
+            for dtypes in self.flat.signature_table.values
+        ]
+        for signature, start in zip(self.flat.signatures, self.offsets):
+            for k in blocked[signature]:
+                carries[start + k] = 0
         return carries
 
     # -- views by TensorRef -------------------------------------------------------------------
@@ -126,14 +139,14 @@ class BodyArrays:
         return TensorSet(self, marks)
 
 
-def _readers(input_tensors: Sequence[int], count: int) -> tuple[list[int], list[int]]:
+def _readers(input_tensors: Sequence[int], count: int) -> tuple[array[int], array[int]]:
     """Per tensor, the edges that read it, in edge order (a counting sort)."""
-    sizes = [0] * (count + 1)
+    sizes = array("q", bytes(8 * (count + 1)))
     for t in input_tensors:
         sizes[t + 1] += 1
-    start = list(accumulate(sizes))
+    start = array("q", accumulate(sizes))
     fill = start[:-1]
-    edges = [0] * len(input_tensors)
+    edges = array("q", bytes(8 * len(input_tensors)))
     for edge, t in enumerate(input_tensors):
         edges[fill[t]] = edge
         fill[t] += 1
@@ -160,7 +173,7 @@ class Readers:
         found = []
         for edge in edges:
             n = arrays.edge_nodes[edge]
-            found.append((arrays.nodes[n], edge - arrays.input_start[n]))
+            found.append((arrays.node(n), edge - arrays.input_start[n]))
         return found
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from gradcheck_cli.graph.flat_nodes import FlatNodes
 
 # TensorFlow's backprop_util.IsTrainable set: only these dtypes carry gradient.
 TRAINABLE_DTYPES = frozenset(
@@ -130,12 +133,22 @@ class Node:
 
 @dataclass
 class Body:
-    """A function body (FunctionDef) or a whole top-level graph (GraphDef)."""
+    """A function body (FunctionDef) or a whole top-level graph (GraphDef).
+
+    `nodes` is held as `FlatNodes` (flat arrays, a `Node` made on each access); a dict of
+    nodes given here is turned into them.
+    """
 
     name: str
-    nodes: dict[str, Node]
+    nodes: FlatNodes
     args: tuple[str, ...] = ()
     rets: tuple[TensorRef, ...] = ()
+
+    def __post_init__(self) -> None:
+        from gradcheck_cli.graph.flat_nodes import FlatNodes
+
+        if not isinstance(self.nodes, FlatNodes):
+            self.nodes = FlatNodes.of(self.nodes.values())
 
     def input_dtype(self, ref: TensorRef) -> str | None:
         producer = self.nodes.get(ref.node)

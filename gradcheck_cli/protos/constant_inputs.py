@@ -2,39 +2,48 @@
 
 from __future__ import annotations
 
+from gradcheck_cli.graph.flat_nodes import FlatNodes
 from gradcheck_cli.graph.model import Body
 
 
 def mark_constant_inputs(body: Body) -> None:
-    """Set `constant_inputs` on every node of `body`.
+    """Set the constant-input flag of every input edge of `body` (flat nodes).
 
     Each tensor is followed through its Identity ops once, however many read it or how long
-    the chain (a chain of a million Identity ops is linear, not quadratic); the few distinct
-    patterns of flags are shared between nodes.
+    the chain (a chain of a million Identity ops is linear, not quadratic).
     """
     nodes = body.nodes
-    constant: dict[str, bool] = {}
+    assert isinstance(nodes, FlatNodes)
+    op_types, starts, producers = nodes.op_types, nodes.input_start, nodes.input_producers
+    numbers = {op: n for n, op in enumerate(nodes.op_table.values)}
+    identity, const = numbers.get("Identity", -1), numbers.get("Const", -1)
+    # Per node: 1 if it is a Const, or an Identity of one; 2 if not; 0 while unknown.
+    constant = bytearray(len(nodes))
 
-    def is_constant(name: str) -> bool:
-        chain: list[str] = []
-        on_chain: set[str] = set()
-        while name not in constant:
-            node = nodes.get(name)
-            if node is None or node.op_type != "Identity" or not node.inputs:
-                constant[name] = node is not None and node.op_type == "Const"
+    def is_constant(n: int) -> bool:
+        chain: list[int] = []
+        on_chain: set[int] = set()
+        while not constant[n]:
+            op = op_types[n]
+            if op != identity or starts[n] == starts[n + 1]:
+                constant[n] = 1 if op == const else 2
                 break
-            if name in on_chain:  # a cycle of Identity ops holds no constant
-                constant[name] = False
+            if n in on_chain:  # a cycle of Identity ops holds no constant
+                constant[n] = 2
                 break
-            chain.append(name)
-            on_chain.add(name)
-            name = node.inputs[0].node
-        found = constant[name]
+            chain.append(n)
+            on_chain.add(n)
+            n = producers[starts[n]]
+            if n < 0:  # an input from outside the body
+                constant[chain[-1]] = 2
+                n = chain[-1]
+                break
+        found = constant[n]
         for link in chain:
             constant[link] = found
-        return found
+        return found == 1
 
-    patterns: dict[tuple[bool, ...], tuple[bool, ...]] = {}
-    for node in nodes.values():
-        flags = tuple(is_constant(ref.node) for ref in node.inputs)
-        node.constant_inputs = patterns.setdefault(flags, flags)
+    flags = nodes.constant_inputs
+    for edge, producer in enumerate(producers):
+        if producer >= 0 and is_constant(producer):
+            flags[edge] = 1

@@ -2,33 +2,31 @@
 
 from __future__ import annotations
 
-import functools
-import struct
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
 from gradcheck_cli.graph.memory import without_cyclic_gc
 from gradcheck_cli.graph.model import (
     ARG_OP,
     CONSTANT_ATTR,
     Body,
-    Constant,
-    Node,
     SourceLocation,
     TensorRef,
 )
 from gradcheck_cli.graph.progress import NODES_PER_REPORT, BuiltCount, Progress, silent
 from gradcheck_cli.protos.constant_inputs import mark_constant_inputs
+from gradcheck_cli.protos.constant_values import constant_value
 from gradcheck_cli.protos.limits import ExpansionBudget, Refused, malformed
 from gradcheck_cli.protos.missed_overrides import (
     MISSED_OVERRIDE,
     MISSED_OVERRIDE_ATTR,
     missed_override,
 )
-from gradcheck_cli.protos.tf_protos import dtype_name, node_defs, protos
+from gradcheck_cli.protos.tf_protos import dtype_name, node_defs
 from gradcheck_cli.source_code.op_expressions import OpLines, branch_of
 
 LocationLookup = Callable[[str, str], "SourceLocation | None"]
@@ -50,18 +48,6 @@ _INDEX_ATTRS = (
     "new_axis_mask",
     "shrink_axis_mask",
 )
-
-# Const values the analysis reads (zeros, where-conditions, slice bounds) are small; a larger
-# constant is kept as an unknown value rather than copied into the model.
-_MAX_CONSTANT_ELEMENTS = 64
-# dtype -> (struct format of one element in tensor_content, the TensorProto field of values).
-_CONSTANT_FORMATS = {
-    "float32": ("f", "float_val"),
-    "float64": ("d", "double_val"),
-    "int32": ("i", "int_val"),
-    "int64": ("q", "int64_val"),
-    "bool": ("?", "bool_val"),
-}
 
 
 class _OutputArg(NamedTuple):
@@ -117,10 +103,9 @@ class GraphBuilder:
         self._unknown_ops: set[str] = set()
         # Op type -> the attributes its OpDef types as functions (None: no OpDef, read all).
         self._func_attr_names: dict[str, frozenset[str] | None] = {}
-        # Values nodes share (never changed once built), each kept once: output signatures,
-        # attribute and call dicts by their items, output offsets by their layout.
-        self._signatures: dict[tuple[str | None, ...], tuple[str | None, ...]] = {}
-        self._mappings: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
+        # The tables of op types, signatures, calls and attributes every body numbers into.
+        self._tables = Tables()
+        # Output offsets by their layout, kept once (never changed once built).
         self._shared_offsets: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         # Op type -> its OpDef's output arguments, read from the proto once.
         self._output_args: dict[str, tuple[_OutputArg, ...]] = {}
@@ -158,18 +143,14 @@ class GraphBuilder:
     def _add_graph(self, graph_def: Any, name: str, loss: TensorRef) -> Body:
         if self._sized_by_functions:
             self._budget = ExpansionBudget(self._budget.serialized_bytes + graph_def.ByteSize())
-        nodes: dict[str, Node] = {}
+        nodes = FlatNodes(self._tables)
         for count, node_def in enumerate(graph_def.node, 1):
             if not count % NODES_PER_REPORT:
                 self._built.tell(under_way=count)
-            inputs = tuple(_graph_ref(text) for text in node_def.input if not text.startswith("^"))
+            inputs = [_graph_ref(text) for text in node_def.input if not text.startswith("^")]
             with self._refusing(node_def.name, ""):
-                node = self._node(
-                    node_def, node_def.name, len(inputs), "", self._output_layout(node_def)
-                )
-            node.inputs = inputs
-            nodes[node_def.name] = node
-        body = Body(name=name, nodes=nodes, args=(), rets=(loss,))
+                self._node(nodes, node_def, sys.intern(node_def.name), inputs, "")
+        body = Body(name=name, nodes=nodes.finish(), args=(), rets=(loss,))
         self._charge_read_outputs(body, "")
         mark_constant_inputs(body)
         self.bodies[name] = body
@@ -182,16 +163,17 @@ class GraphBuilder:
 
     def _function_body(self, fdef: Any) -> Body:
         fn_name = fdef.signature.name
-        nodes: dict[str, Node] = {}
+        nodes = FlatNodes(self._tables)
         for arg in fdef.signature.input_arg:
             with self._refusing(arg.name, fn_name, "argument"):
                 dtype = dtype_name(arg.type) if arg.type else None
-            nodes[arg.name] = Node(name=arg.name, op_type=ARG_OP, output_dtypes=(dtype,))
+                _new_name(nodes, arg.name)
+            nodes.append(sys.intern(arg.name), ARG_OP, output_dtypes=(dtype,))
         # FunctionDef refs name an output *argument* ("MatMul:product:0"); they resolve to flat
         # output indices once the producer's output layout is known. One pass: each node is
         # parsed, converted and let go (a function may hold a million of them).
         offsets: dict[str, dict[str, int]] = {}
-        waiting: list[tuple[Node, list[str]]] = []  # nodes read before their producers
+        waiting: list[tuple[int, list[str]]] = []  # (first edge, inputs) read before producers
         name = ""
         try:
             for count, node_def in enumerate(node_defs(fdef, self._what), 1):
@@ -202,21 +184,22 @@ class GraphBuilder:
                 layout = self._output_layout(node_def)
                 offsets[name] = self._offsets(layout)
                 texts = [text for text in node_def.input if not text.startswith("^")]
-                node = self._node(node_def, name, len(texts), fn_name, layout)
-                nodes[name] = node
                 if all(_resolvable(text, offsets) for text in texts):
-                    node.inputs = tuple(_function_ref(text, offsets) for text in texts)
+                    inputs = [_function_ref(text, offsets) for text in texts]
                 else:
-                    waiting.append((node, texts))
+                    waiting.append((nodes.input_start[-1], texts))
+                    inputs = [_UNRESOLVED] * len(texts)
+                self._node(nodes, node_def, name, inputs, fn_name, layout)
         except Refused as refused:
             raise malformed(self._what, _where("node", name, fn_name), refused) from None
-        for node, texts in waiting:
-            node.inputs = tuple(_function_ref(text, offsets) for text in texts)
+        for first, texts in waiting:
+            for edge, text in enumerate(texts, first):
+                nodes.set_input(edge, _function_ref(text, offsets))
         rets = tuple(
             _function_ref(fdef.ret[out.name], offsets) for out in fdef.signature.output_arg
         )
         args = tuple(arg.name for arg in fdef.signature.input_arg)
-        body = Body(name=fn_name, nodes=nodes, args=args, rets=rets)
+        body = Body(name=fn_name, nodes=nodes.finish(), args=args, rets=rets)
         self._charge_read_outputs(body, fn_name)
         mark_constant_inputs(body)
         return body
@@ -231,23 +214,38 @@ class GraphBuilder:
 
     def _charge_read_outputs(self, body: Body, fn_name: str) -> None:
         """Output indices read past a node's declared outputs widen it: they cost too."""
-        widest: dict[str, TensorRef] = {}
-        for ref in (*(r for node in body.nodes.values() for r in node.inputs), *body.rets):
-            if ref.index >= widest.get(ref.node, ref).index:
-                widest[ref.node] = ref
-        for producer, ref in widest.items():
-            node = body.nodes.get(producer)
-            declared = len(node.output_dtypes) if node else 0
-            if node is not None and ref.index >= declared:
-                with self._refusing(producer, fn_name):
-                    self._budget.spend(
-                        ref.index + 1 - declared,
-                        f"has its output {ref.index} read but declares {declared} outputs",
-                    )
+        nodes = body.nodes
+        assert isinstance(nodes, FlatNodes)
+        widest: dict[int, int] = {}
+        signatures, dtypes = nodes.signatures, nodes.signature_table.values
+        for producer, index in zip(nodes.input_producers, nodes.input_indices):
+            if producer >= 0 and index >= len(dtypes[signatures[producer]]):
+                widest[producer] = max(widest.get(producer, 0), index)
+        for ref in body.rets:
+            n = nodes.ids.get(ref.node)
+            if n is not None and ref.index >= len(dtypes[signatures[n]]):
+                widest[n] = max(widest.get(n, 0), ref.index)
+        for n, index in sorted(widest.items()):
+            declared = len(dtypes[signatures[n]])
+            with self._refusing(nodes.names[n], fn_name):
+                self._budget.spend(
+                    index + 1 - declared,
+                    f"has its output {index} read but declares {declared} outputs",
+                )
 
-    def _node(self, node_def: Any, name: str, inputs: int, fn_name: str, layout: Layout) -> Node:
-        """The node `name` of `node_def`, without its inputs (`inputs` of them, set by the
-        caller)."""
+    def _node(
+        self,
+        nodes: FlatNodes,
+        node_def: Any,
+        name: str,
+        inputs: list[TensorRef],
+        fn_name: str,
+        layout: Layout | None = None,
+    ) -> None:
+        """Add the node `name` of `node_def`, reading `inputs`, to `nodes`."""
+        _new_name(nodes, name)
+        if layout is None:
+            layout = self._output_layout(node_def)
         op = node_def.op
         node_attrs = node_def.attr
         present = list(node_attrs)  # each lookup in the proto's map costs; the names, once
@@ -272,7 +270,7 @@ class GraphBuilder:
             if missed is not None:
                 attrs[MISSED_OVERRIDE] = missed
         if op == "Const" and "value" in present:
-            constant = _constant(node_attrs["value"].tensor)
+            constant = constant_value(node_attrs["value"].tensor)
             if constant is not None:
                 attrs[CONSTANT_ATTR] = constant
         grad_type = None
@@ -284,20 +282,23 @@ class GraphBuilder:
                 raise Refused("has a _gradient_op_type that is not UTF-8 text") from None
         output_dtypes = tuple(d for _, dtypes in layout for d in dtypes)
         outputs = len(output_dtypes)
-        if inputs > 1 and outputs > 1:
-            self._budget.spend(inputs * outputs, f"has {inputs} inputs and {outputs} outputs")
+        if len(inputs) > 1 and outputs > 1:
+            self._budget.spend(
+                len(inputs) * outputs, f"has {len(inputs)} inputs and {outputs} outputs"
+            )
         location = self._locations(name, fn_name)
-        return Node(
-            name=name,
-            # One string and one tuple per op type and per output signature, not per node.
-            op_type=sys.intern(op),
-            output_dtypes=self._signatures.setdefault(output_dtypes, output_dtypes),
-            # Never changed once built: nodes with the same calls or attributes share them.
-            calls=self._shared_mapping(calls),
-            gradient_op_type=grad_type,
-            attrs=self._shared_mapping(attrs),
-            location=location and self._op_lines(location, op, branch_of(fn_name)),
-            output_shapes=self._shapes(name, fn_name),
+        # Op types, output signatures, calls and attributes are numbered in tables of the
+        # distinct ones: a node holds their numbers.
+        nodes.append(
+            name,
+            op,
+            inputs,
+            output_dtypes,
+            calls,
+            grad_type,
+            attrs,
+            location and self._op_lines(location, op, branch_of(fn_name)),
+            self._shapes(name, fn_name),
         )
 
     def _offsets(self, layout: Layout) -> dict[str, int]:
@@ -307,14 +308,6 @@ class GraphBuilder:
         if signature not in self._shared_offsets:
             self._shared_offsets[signature] = _offsets(layout)
         return self._shared_offsets[signature]
-
-    def _shared_mapping(self, mapping: dict[str, Any]) -> dict[str, Any]:
-        """The one dict with these items among the nodes built (most nodes have none, or only
-        "T"); a mapping whose values cannot be hashed stays its own."""
-        try:
-            return self._mappings.setdefault(tuple(sorted(mapping.items())), mapping)
-        except TypeError:
-            return mapping
 
     def _function_attrs(self, op: str, present: list[str]) -> Iterable[str]:
         """The attributes of a node that may name functions: those its OpDef types `func` or
@@ -396,41 +389,14 @@ class GraphBuilder:
         return layout
 
     def _callees(self, body: Body) -> Iterable[str]:
-        for node in body.nodes.values():
-            for names in node.calls.values():
+        nodes = body.nodes
+        assert isinstance(nodes, FlatNodes)
+        table = nodes.calls_table.values
+        for number in nodes.calls:  # in node order, as the bodies are then converted
+            if not number:
+                continue  # number 0: no calls
+            for names in table[number].values():
                 yield from (n for n in names if n in self._functions)
-
-
-def _constant(tensor: Any) -> Constant | None:
-    """A small numeric or boolean TensorProto as a `Constant`; None for anything else."""
-    if tensor.dtype not in _known_dtypes_of_constants():
-        return None
-    element, field_name = _CONSTANT_FORMATS[dtype_name(tensor.dtype)]
-    shape = tuple(int(dim.size) for dim in tensor.tensor_shape.dim)
-    if tensor.tensor_shape.unknown_rank or any(dim < 0 for dim in shape):
-        return None
-    size = 1
-    for dim in shape:
-        size *= dim
-    if tensor.tensor_content:
-        width = struct.calcsize(element)
-        if size > _MAX_CONSTANT_ELEMENTS or len(tensor.tensor_content) != size * width:
-            return None
-        elements = struct.unpack(f"<{size}{element}", tensor.tensor_content)
-    else:
-        # A large constant of one repeated value (tf.zeros) is stored as that value alone.
-        elements = tuple(getattr(tensor, field_name))
-        if len(elements) > min(size, _MAX_CONSTANT_ELEMENTS):
-            return None
-    return Constant(shape, tuple(elements))
-
-
-@functools.cache
-def _known_dtypes_of_constants() -> frozenset[int]:
-    types = protos().types_pb2
-    return frozenset(
-        {types.DT_FLOAT, types.DT_DOUBLE, types.DT_INT32, types.DT_INT64, types.DT_BOOL}
-    )
 
 
 def _where(kind: str, name: str, fn_name: str) -> str:
@@ -479,16 +445,36 @@ def _resolvable(text: str, offsets: Mapping[str, dict[str, int]]) -> bool:
     return not separator or ":" not in rest or node in offsets
 
 
+_UNRESOLVED = TensorRef("", 0)
+"""A function input set once its producer's output layout is known."""
+
+
+def _new_name(nodes: FlatNodes, name: str) -> None:
+    """Refuse a second node of the same name (TensorFlow refuses it too)."""
+    if name in nodes:
+        raise Refused("is the name of two nodes")
+
+
+_MAX_INDEX = 2**62
+"""Output indices past this cannot be read by any graph (the expansion budget refuses far
+smaller ones once the producer is known); refused as they are parsed."""
+
+
 def _graph_ref(text: str) -> TensorRef:
     name, _, index = text.partition(":")
-    if not name or (index and not index.isdigit()):
+    if not name or (index and not index.isdigit()) or index and int(index) >= _MAX_INDEX:
         raise GradcheckError(f"the model is malformed: a node input reads {text!r}")
     return TensorRef(name, int(index) if index else 0)
 
 
 def _function_ref(text: str, offsets: Mapping[str, dict[str, int]]) -> TensorRef:
     parts = text.split(":")
-    if not parts[0] or len(parts) > 3 or not parts[-1].isdigit() and len(parts) > 1:
+    if (
+        not parts[0]
+        or len(parts) > 3
+        or len(parts) > 1
+        and (not parts[-1].isdigit() or int(parts[-1]) >= _MAX_INDEX)
+    ):
         raise GradcheckError(f"the model is malformed: a function input reads {text!r}")
     node = sys.intern(parts[0])
     if len(parts) == 1:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gradcheck_cli.analysis import control_flow
@@ -289,7 +291,7 @@ def test_a_loop_variable_that_reaches_the_condition_a_run_later_is_blocked_there
     # The loss reads only output 4 (c), which `a` never reaches by value: `a` becomes `t` one
     # run of the body later, and `t` decides how often the body runs.
     prog = _loop(op_type)
-    prog.top_body.nodes["loss"] = Node("loss", "Sum", (TensorRef("loop", 4),), ("float32",))
+    _set_nodes(prog, prog.top, Node("loss", "Sum", (TensorRef("loop", 4),), ("float32",)))
     analysis = analyse(prog)
     verdicts = _verdicts(analysis)
     assert verdicts["ax"] == (Status.BLOCKED, [("loop", Reason.INDEX_OR_SHAPE_INPUT, None)])
@@ -301,10 +303,13 @@ def test_a_stop_gradient_on_an_overwritten_loop_variable_changes_nothing(op_type
     # Output 2 holds a * 3 after the first run: only `a` reaches it, and only by data edges
     # once "tripled" becomes an integer round trip.
     prog = _loop(op_type)
-    body = prog.bodies["body"]
     a = TensorRef("a")
-    body.nodes["as_int"] = Node("as_int", "Cast", (a,), ("int32",))
-    body.nodes["tripled"] = Node("tripled", "Cast", (TensorRef("as_int"),), ("float32",))
+    _set_nodes(
+        prog,
+        "body",
+        Node("as_int", "Cast", (a,), ("int32",)),
+        Node("tripled", "Cast", (TensorRef("as_int"),), ("float32",)),
+    )
     analysis = analyse(prog)
     assert (ConcernKind.STOP_GRADIENT_REDUNDANT, "stopped", "top", ()) in _concerns(analysis)
 
@@ -413,3 +418,9 @@ def test_every_walker_shares_one_index_per_body(monkeypatch: pytest.MonkeyPatch)
     assert analysis.verdicts
     assert sorted(built) == sorted(set(built))
     assert "top" in built and "pair" in built
+
+
+def _set_nodes(prog: Program, body: str, *nodes: Node) -> None:
+    """Put `nodes` into body `body` of `prog`, each in place of the node of its name."""
+    old = prog.bodies[body]
+    prog.bodies[body] = replace(old, nodes={**old.nodes, **{node.name: node for node in nodes}})

@@ -1,0 +1,279 @@
+"""A body's nodes held as flat arrays, read as a mapping of `Node`s made on each access.
+
+A million `Node` objects, with a tuple of `TensorRef`s each, cost about 300 bytes a node
+beyond their names. Here a node is a number: its op type, output signature, calls and
+attributes are numbers into tables of the distinct ones, its inputs a slice of two integer
+arrays (CSR: the producer's number and the output index), and what few nodes have (a gradient
+override, a source line, static shapes) sits in a dict by number. `nodes[name]` builds the
+`Node` the rest of gradcheck reads, and lets it go when the reader does.
+
+The builder appends nodes in order (`append`), may set inputs it could not resolve at once
+(`set_input`), and calls `finish()`, which numbers every input's producer.
+"""
+
+from __future__ import annotations
+
+import functools
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
+
+from gradcheck_cli.graph.model import Node, SourceLocation, TensorRef
+
+T = TypeVar("T")
+
+RECENT_NODES = 4096
+"""How many of the nodes last made a body keeps made."""
+
+
+class Table(Generic[T]):
+    """Distinct values, numbered in the order first met. `key` makes a value hashable (a dict
+    by its items); a value that still cannot be hashed gets a number of its own."""
+
+    def __init__(self, key: Callable[[T], Any] | None = None) -> None:
+        self.values: list[T] = []
+        self._numbers: dict[Any, int] = {}
+        self._key = key
+
+    def number(self, value: T) -> int:
+        try:
+            key = self._key(value) if self._key is not None else value
+            found = self._numbers.get(key)
+        except TypeError:
+            self.values.append(value)
+            return len(self.values) - 1
+        if found is None:
+            found = self._numbers[key] = len(self.values)
+            self.values.append(value)
+        return found
+
+
+def _items(mapping: Mapping[str, Any]) -> Any:
+    return tuple(sorted(mapping.items()))
+
+
+_EMPTY: dict[str, Any] = {}
+
+
+class Tables:
+    """The tables of distinct op types, output signatures, calls and attributes, shared by the
+    bodies one builder makes. Number 0 of calls and of attributes is the empty dict."""
+
+    def __init__(self) -> None:
+        self.op_types: Table[str] = Table()
+        self.signatures: Table[tuple[str | None, ...]] = Table()
+        self.calls: Table[dict[str, tuple[str, ...]]] = Table(_items)
+        self.attrs: Table[dict[str, object]] = Table(_items)
+        self.calls.number(_EMPTY)
+        self.attrs.number(_EMPTY)
+
+
+class FlatNodes(Mapping[str, Node]):
+    """The nodes of one body (see the module's docstring)."""
+
+    def __init__(self, tables: Tables | None = None) -> None:
+        self.tables = tables = tables or Tables()
+        self.names: list[str] = []
+        self.ids: dict[str, int] = {}
+        self.op_types = array("i")
+        self.op_table = tables.op_types
+        self.signatures = array("i")
+        self.signature_table = tables.signatures
+        self.calls = array("i")
+        self.calls_table = tables.calls
+        self.attrs = array("i")
+        self.attrs_table = tables.attrs
+        self.gradient_op_types: dict[int, str] = {}
+        self.locations: dict[int, SourceLocation] = {}
+        self.output_shapes: dict[int, tuple[tuple[int | None, ...] | None, ...]] = {}
+        self.input_start = array("q", [0])
+        # Per input edge: the producer's number (-1 - k for the k-th name the body does not
+        # hold), and the output index. Producers are named until `finish()` numbers them.
+        self.input_producers = array("i")
+        self.input_indices = array("q")
+        self.constant_inputs = bytearray()
+        self.outside: list[str] = []
+        self._producer_names: list[str] | None = []
+        self._recent: Callable[[int], Node] | None = None
+
+    # -- building -----------------------------------------------------------------------------
+
+    def append(
+        self,
+        name: str,
+        op_type: str,
+        inputs: Iterable[TensorRef] = (),
+        output_dtypes: tuple[str | None, ...] = (),
+        calls: dict[str, tuple[str, ...]] | None = None,
+        gradient_op_type: str | None = None,
+        attrs: dict[str, object] | None = None,
+        location: SourceLocation | None = None,
+        output_shapes: tuple[tuple[int | None, ...] | None, ...] = (),
+        constant_inputs: tuple[bool, ...] = (),
+    ) -> int:
+        """Add a node (its inputs by name until `finish()`); its number."""
+        assert self._producer_names is not None, "finished"
+        n = len(self.names)
+        self.names.append(name)
+        self.ids[name] = n
+        self.op_types.append(self.op_table.number(op_type))
+        self.signatures.append(self.signature_table.number(output_dtypes))
+        self.calls.append(self.calls_table.number(calls) if calls else 0)
+        self.attrs.append(self.attrs_table.number(attrs) if attrs else 0)
+        if gradient_op_type is not None:
+            self.gradient_op_types[n] = gradient_op_type
+        if location is not None:
+            self.locations[n] = location
+        if output_shapes:
+            self.output_shapes[n] = output_shapes
+        count = 0
+        for ref in inputs:
+            self._producer_names.append(ref[0])
+            self.input_indices.append(ref[1])
+            count += 1
+        self.input_start.append(self.input_start[-1] + count)
+        flags = bytes(constant_inputs) if constant_inputs else bytes(count)
+        self.constant_inputs += flags[:count].ljust(count, b"\0")
+        return n
+
+    def set_input(self, edge: int, ref: TensorRef) -> None:
+        """Input edge number `edge` reads `ref` (before `finish()`)."""
+        assert self._producer_names is not None, "finished"
+        self._producer_names[edge] = ref[0]
+        self.input_indices[edge] = ref[1]
+
+    def finish(self) -> FlatNodes:
+        """Number every input's producer; no node is added after."""
+        names = self._producer_names
+        assert names is not None, "finished twice"
+        ids = self.ids
+        outside: dict[str, int] = {}
+        producers = self.input_producers
+        for name in names:
+            n = ids.get(name)
+            if n is None:
+                n = outside.get(name)
+                if n is None:
+                    n = outside[name] = -1 - len(self.outside)
+                    self.outside.append(name)
+            producers.append(n)
+        self._producer_names = None
+        return self
+
+    @classmethod
+    def of(cls, nodes: Iterable[Node]) -> FlatNodes:
+        """The flat form of these nodes."""
+        flat = cls()
+        for node in nodes:
+            flat.append(
+                node.name,
+                node.op_type,
+                node.inputs,
+                node.output_dtypes,
+                node.calls,
+                node.gradient_op_type,
+                node.attrs,
+                node.location,
+                node.output_shapes,
+                node.constant_inputs,
+            )
+        return flat.finish()
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def producer_name(self, producer: int) -> str:
+        return self.names[producer] if producer >= 0 else self.outside[-1 - producer]
+
+    def op_type(self, n: int) -> str:
+        return self.op_table.values[self.op_types[n]]
+
+    def input_refs(self, n: int) -> tuple[TensorRef, ...]:
+        start, stop = self.input_start[n], self.input_start[n + 1]
+        if start == stop:
+            return ()
+        names, outside = self.names, self.outside
+        return tuple(
+            TensorRef(names[p] if p >= 0 else outside[-1 - p], i)
+            for p, i in zip(self.input_producers[start:stop], self.input_indices[start:stop])
+        )
+
+    def node(self, n: int) -> Node:
+        """Node number `n`: made on first access, and kept while it is among the few thousand
+        last made (a walk asks for a node, then for its neighbours, then for it again)."""
+        if self._recent is None:
+            self._recent = functools.lru_cache(maxsize=RECENT_NODES)(self._make)
+        return self._recent(n)
+
+    def _make(self, n: int) -> Node:
+        start, stop = self.input_start[n], self.input_start[n + 1]
+        return Node(
+            self.names[n],
+            self.op_table.values[self.op_types[n]],
+            self.input_refs(n),
+            self.signature_table.values[self.signatures[n]],
+            self.calls_table.values[self.calls[n]],
+            self.gradient_op_types.get(n),
+            self.attrs_table.values[self.attrs[n]],
+            self.locations.get(n),
+            self.output_shapes.get(n, ()),
+            tuple(map(bool, self.constant_inputs[start:stop])),
+        )
+
+    def edges_from(self, producers: Mapping[int, Any]) -> Iterator[tuple[int, int]]:
+        """(edge, reading node's number) for every input edge whose producer is one of
+        `producers` (node numbers, or -1 - k for outside names), in edge order."""
+        starts = self.input_start
+        n = 0
+        for edge, producer in enumerate(self.input_producers):
+            if producer in producers:
+                while starts[n + 1] <= edge:
+                    n += 1
+                yield edge, n
+
+    def number_of(self, name: str) -> int | None:
+        """The number of node `name`, or -1 - k for the k-th name the body reads but does not
+        hold; None for a name it never mentions."""
+        n = self.ids.get(name)
+        if n is None and name in self.outside:
+            n = -1 - self.outside.index(name)
+        return n
+
+    def numbers_of_types(self, op_types: Iterable[str]) -> list[int]:
+        """The numbers of the nodes of these op types, in order."""
+        wanted = {
+            number for number, op in enumerate(self.op_table.values) if op in frozenset(op_types)
+        }
+        if not wanted:
+            return []
+        return [n for n, op in enumerate(self.op_types) if op in wanted]
+
+    def __getitem__(self, name: str) -> Node:
+        return self.node(self.ids[name])
+
+    def get(self, name: str, default: Any = None) -> Any:
+        n = self.ids.get(name)
+        return self.node(n) if n is not None else default
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.ids
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def values(self) -> _Nodes:  # type: ignore[override]
+        """Every node, in order, each made as the iteration reaches it."""
+        return _Nodes(self)
+
+
+class _Nodes:
+    def __init__(self, flat: FlatNodes) -> None:
+        self._flat = flat
+
+    def __iter__(self) -> Iterator[Node]:
+        return map(self._flat.node, range(len(self._flat)))
+
+    def __len__(self) -> int:
+        return len(self._flat)
