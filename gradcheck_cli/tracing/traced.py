@@ -7,7 +7,7 @@ import re
 import traceback as traceback_module
 import weakref
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from gradcheck_cli.differentiability.registry import load_registry
 from gradcheck_cli.graph.model import CustomGradient, SourceLocation, Variable, make_names_unique
@@ -231,10 +231,7 @@ each, every snapshot the ops of the one before and more: each op's traceback is 
 
 def _op_facts(graph: Any) -> Iterator[tuple[Any, _OpFacts]]:
     """(op, its facts) for every op of `graph`, in the graph's order."""
-    try:
-        known = _FACTS.setdefault(graph, {})
-    except TypeError:  # a graph-like object that cannot be weakly referenced
-        known = {}
+    known = _kept_for(graph, _FACTS)
     for op in graph.get_operations():
         facts = known.get(op.name)
         if facts is None:
@@ -267,11 +264,14 @@ def _custom_gradients(
     verdicts: dict[str, tuple[CustomGradient, ...]] = {}
     refused: dict[str, tuple[Any, str]] = {}
     for _, graph in graphs:
+        probed = _kept_for(graph, _PROBED)
         for op, (_, grad_type) in _op_facts(graph):
             if grad_type is None or grad_type in verdicts or registry.has_entry(grad_type):
                 continue
             try:
-                verdicts[grad_type] = _probe_gradient(op)
+                if op.name not in probed:
+                    probed[op.name] = _probe_gradient(op)
+                verdicts[grad_type] = probed[op.name]
             except Exception as error:  # a gradient function may refuse to run out of context
                 refused.setdefault(grad_type, (op, error_summary(error)))
     notes = [
@@ -281,6 +281,27 @@ def _custom_gradients(
         if grad_type not in verdicts
     ]
     return verdicts, notes
+
+
+_PROBED: weakref.WeakKeyDictionary[Any, dict[str, tuple[CustomGradient, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Per graph, op name -> what its custom gradient gave when probed: each snapshot of a step
+with several gradient requests asks again, and a probe builds ops (a Keras optimizer's
+all-reduce has a custom gradient whose gradient has one too)."""
+
+
+_Kept = TypeVar("_Kept")
+
+
+def _kept_for(
+    graph: Any, kept: weakref.WeakKeyDictionary[Any, dict[str, _Kept]]
+) -> dict[str, _Kept]:
+    """`graph`'s entry in one of the caches above."""
+    try:
+        return kept.setdefault(graph, {})
+    except TypeError:  # a graph-like object that cannot be weakly referenced
+        return {}
 
 
 def _gradient_op_type(op: Any) -> str | None:
