@@ -10,7 +10,8 @@ with this checkout on PYTHONPATH, so the numbers are those of the code next to t
 Medians of `--repeat` runs; the repetitions go round every selected benchmark in turn, so a
 slow minute on a shared machine touches every route alike. Ratios are to `import tensorflow`
 and to TensorFlow's route on the same model (load the SavedModel, then `tf.gradients` of the
-loss with respect to the trainable variables).
+loss with respect to the trainable variables); `gradcheck run SCRIPT`'s, to the script's own
+time to its first gradient request under plain Python (`benchmarks/first_request.py`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,33 @@ print(sum(g is None for g in gradients), "of", len(gradients), "without gradient
 SCRIPTS = {"script-keras": "keras_unused_layer.py", "script-tf2": "module_tf2.py"}
 """Samples checked in script mode (`--loss loss`; both exit 1)."""
 
+
+@dataclass(frozen=True)
+class RunScript:
+    """A training script checked with `gradcheck run`, and the exit code it gives."""
+
+    path: Path
+    exit_code: int
+    arguments: tuple[str, ...] = ()
+    quick: bool = False  # also in --quick
+
+
+_RUN_TESTS = ROOT / "tests" / "scripts" / "run"
+RUN_SCRIPTS = {
+    # Four GradientTapes (two generators, two discriminators) in one tf.function.
+    "run-cyclegan": RunScript(ROOT / "benchmarks" / "scripts" / "cyclegan_step.py", 0),
+    # Five critic steps, each with a nested tape for its gradient penalty, per generator step.
+    "run-wgan-gp": RunScript(ROOT / "benchmarks" / "scripts" / "wgan_gp_step.py", 0, quick=True),
+    "run-critic-loop": RunScript(_RUN_TESTS / "critic_loop.py", 0),
+    "run-gan-fit": RunScript(_RUN_TESTS / "gan_train_step.py", 1),  # a custom train_step
+    "run-teacher-student": RunScript(_RUN_TESTS / "teacher_student.py", 0),
+    "run-keras-fit": RunScript(_RUN_TESTS / "keras_fit_unused.py", 1, quick=True),
+    "run-module-tf2": RunScript(ROOT / "sample_models" / "module_tf2.py", 1),  # eager tape
+    "run-keras-unused-layer": RunScript(ROOT / "sample_models" / "keras_unused_layer.py", 1),
+}
+"""Scripts checked in run mode, each next to its own time to its first gradient request
+(`benchmarks/first_request.py`)."""
+
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_SIZES = (2_000,)
 TENSORFLOW_ROUTE_MAX_OPS = 10_000
@@ -70,6 +98,8 @@ class Route(str, enum.Enum):
     TENSORFLOW = "TensorFlow: load + tf.gradients"
     SCRIPT_FIRST = "gradcheck script: first run"
     SCRIPT_RERUN = "gradcheck script: re-run"
+    RUN_OWN = "the script to its first request"
+    RUN = "gradcheck run: first run"
 
 
 @dataclass(frozen=True)
@@ -129,7 +159,11 @@ def parse_ops(text: str) -> int:
 
 
 def catalogue(
-    cache: Path, sizes: tuple[int, ...], tf_route_100k: bool, real_models: tuple[models.Model, ...]
+    cache: Path,
+    sizes: tuple[int, ...],
+    tf_route_100k: bool,
+    real_models: tuple[models.Model, ...],
+    quick: bool = False,
 ) -> list[Benchmark]:
     """Every benchmark, in the order they run and print."""
     benchmarks = [
@@ -151,6 +185,9 @@ def catalogue(
                 benchmarks.append(_synthetic(shape, ops, synthetic_cache, cache, single_tf=True))
     for name, script in SCRIPTS.items():
         benchmarks.append(_script(name, ROOT / "sample_models" / script))
+    for name, run in RUN_SCRIPTS.items():
+        if run.quick or not quick:
+            benchmarks.append(_run_mode(name, run))
     return benchmarks
 
 
@@ -222,6 +259,25 @@ def _script(name: str, script: Path) -> Benchmark:
     return Benchmark(name, frozenset({"script"}), steps, lambda: f"sample_models/{script.name}")
 
 
+def _run_mode(name: str, run: RunScript) -> Benchmark:
+    def steps(scratch: Path) -> list[Step]:
+        # A copy in a folder of its own (some scripts leave a marker file beside them), a
+        # fresh cache folder: `gradcheck run` caches nothing, and must find nothing either.
+        copy = scratch / run.path.name
+        shutil.copy2(run.path, copy)
+        env = {"XDG_CACHE_HOME": str(scratch / "cache")}
+        arguments = ("--", *run.arguments) if run.arguments else ()
+        own = (sys.executable, str(ROOT / "benchmarks" / "first_request.py"), str(copy))
+        gradcheck = (sys.executable, "-m", "gradcheck_cli", "run", str(copy), "--format", "json")
+        return [
+            Step(Route.RUN_OWN, (*own, *run.arguments), exit_codes=frozenset({0}), env=env),
+            Step(Route.RUN, (*gradcheck, *arguments), frozenset({run.exit_code}), env=env),
+        ]
+
+    shown = run.path.relative_to(ROOT)
+    return Benchmark(name, frozenset({"run"}), steps, lambda: str(shown))
+
+
 def _describe(folder: Path) -> str:
     pb = (folder / "saved_model.pb").stat().st_size
     return f"saved_model.pb {_mib(pb)}, {_mib(models.size_on_disk(folder))} on disk"
@@ -280,7 +336,8 @@ def _problems(step: Step, run: Run, stdout: Path) -> list[str]:
 
 def summarise(rows: list[Row]) -> list[dict[str, Any]]:
     """Per row: medians, ratios to `import tensorflow` and to TensorFlow's route on the same
-    benchmark (the 100k `-tf-route` runs stand for their benchmark), problems, every run."""
+    benchmark (the 100k `-tf-route` runs stand for their benchmark), a run's to the script's
+    own time to its first request, problems, every run."""
     summaries = {(row.benchmark, row.route): Summary.of(row.runs) for row in rows}
     baseline = summaries.get(("import-tensorflow", Route.IMPORT))
     results = []
@@ -291,6 +348,7 @@ def summarise(rows: list[Row]) -> list[dict[str, Any]]:
         )
         if row.route is Route.TENSORFLOW:
             tensorflow = None
+        own = summaries.get((row.benchmark, Route.RUN_OWN)) if row.route is Route.RUN else None
         results.append(
             {
                 "benchmark": row.benchmark,
@@ -303,6 +361,9 @@ def summarise(rows: list[Row]) -> list[dict[str, Any]]:
                 "cpu_x_import": baseline and summary.cpu / baseline.cpu,
                 "wall_x_tf_route": tensorflow and summary.wall / tensorflow.wall,
                 "cpu_x_tf_route": tensorflow and summary.cpu / tensorflow.cpu,
+                # gradcheck run next to the script's own time to its first gradient request
+                "wall_x_own": own and summary.wall / own.wall,
+                "cpu_x_own": own and summary.cpu / own.cpu,
                 "problems": sorted(set(row.problems)),
                 "each_run": [vars(run) for run in row.runs],
             }
@@ -313,7 +374,8 @@ def summarise(rows: list[Row]) -> list[dict[str, Any]]:
 def table(results: list[dict[str, Any]], described: Mapping[str, str]) -> str:
     header = (
         f"{'benchmark':22} {'route':31} {'wall s':>8} {'CPU s':>8} {'peak MiB':>9} "
-        f"{'wall/imp':>8} {'CPU/imp':>8} {'wall/TF':>8} {'CPU/TF':>8}"
+        f"{'wall/imp':>8} {'CPU/imp':>8} {'wall/TF':>8} {'CPU/TF':>8} {'wall/own':>8} "
+        f"{'CPU/own':>8}"
     )
     lines = [header, "-" * len(header)]
     for result in results:
@@ -322,7 +384,14 @@ def table(results: list[dict[str, Any]], described: Mapping[str, str]) -> str:
             f"{result['cpu_s']:8.2f} {result['peak_rss_mib']:9.0f} "
             + " ".join(
                 _cell(result[key])
-                for key in ("wall_x_import", "cpu_x_import", "wall_x_tf_route", "cpu_x_tf_route")
+                for key in (
+                    "wall_x_import",
+                    "cpu_x_import",
+                    "wall_x_tf_route",
+                    "cpu_x_tf_route",
+                    "wall_x_own",
+                    "cpu_x_own",
+                )
             )
         )
         lines.extend(f"    ! {problem}" for problem in result["problems"])
@@ -392,7 +461,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="a smoke run: one repetition, 2k-op synthetic graphs, ResNet50 as the only real model",
+        help="a smoke run: one repetition, 2k-op synthetic graphs, ResNet50 as the only real "
+        "model, two scripts in run mode",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument(
@@ -405,7 +475,7 @@ def main(argv: list[str] | None = None) -> None:
     repeat = args.repeat or (1 if args.quick else 3)
     sizes = tuple(args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES))
     real_models = (models.Model.RESNET50,) if args.quick else tuple(models.Model)
-    benchmarks = catalogue(args.cache, sizes, args.tf_route_100k, real_models)
+    benchmarks = catalogue(args.cache, sizes, args.tf_route_100k, real_models, args.quick)
     if args.list:
         for benchmark in benchmarks:
             print(f"{benchmark.name:24} {' '.join(sorted(benchmark.tags))}")

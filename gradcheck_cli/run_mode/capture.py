@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.run_mode import gradient_requests
+from gradcheck_cli.run_mode import gradient_requests, graph_requests
 from gradcheck_cli.run_mode.eager_recording import OpRecorder
 from gradcheck_cli.run_mode.gradient_requests import CreatedVariables
+from gradcheck_cli.run_mode.graph_requests import Snapshots
 from gradcheck_cli.run_mode.keras_calls import KerasWatch, called_name, is_idle
 from gradcheck_cli.tracing.leaving_tensorflow import (
     LEAVING_METHODS,
@@ -65,6 +66,7 @@ class Capture:
     _busy: int = 0  # inside one of gradcheck's own calls: TensorFlow's nested calls are its own
     _leaves: LeaveLog = field(init=False)  # values that left TensorFlow in the script's code
     _requested: set[int] = field(default_factory=set)  # ids of the requested tf.Variables
+    _snapshots: Snapshots = field(default_factory=Snapshots)  # of the requests while tracing
     _recorder: OpRecorder = field(init=False)  # the ops each eager tape runs
     _keras: KerasWatch = field(init=False)  # Keras's training and layer calls
     # id of each layer the script's code called -> (the layer, the line of its last call)
@@ -193,18 +195,14 @@ class Capture:
                 if ops is not None:
                     result = self._reconstructed(result, ops, target, variables)
             else:
-                result = self._reading(
-                    location,
-                    gradient_requests.graph_request,
-                    target,
-                    variables,
-                    self.created,
-                    label,
-                )
+                api = "GradientTape.gradient"
+                read = (api, location, target, variables, self.created, label)
+                result = self._reading(location, self._snapshots.take, *read)
                 gradients = original(tape, target, sources, *args, **kwargs)
-                if result is None:
+                if result is None:  # a loop's pass snapshotted already, or unreadable
+                    self._record(None, variables)
                     return gradients
-                gradient_requests.with_tensorflow_verdicts(result, variables, gradients)
+                graph_requests.with_tensorflow_verdicts(result, variables, gradients)
         finally:
             self._busy -= 1
         self._record(GradientRequest("GradientTape.gradient", location, result), variables)
@@ -230,7 +228,7 @@ class Capture:
         bound = _bind(original, args, kwargs)
         if self._busy or self.delivered or not bound or bound.get("src_graph") is not None:
             return original(*args, **kwargs)
-        variables = gradient_requests.graph_variables_of(bound["xs"])
+        variables = graph_requests.graph_variables_of(bound["xs"])
         if not variables:
             self._tensors_only(_graph_api())
             return original(*args, **kwargs)
@@ -238,18 +236,13 @@ class Capture:
         api = _graph_api()
         self._busy += 1
         try:
-            result = self._reading(
-                location,
-                gradient_requests.graph_request,
-                bound["ys"],
-                variables,
-                self.created,
-                _label(api, location),
-            )
+            read = (api, location, bound["ys"], variables, self.created, _label(api, location))
+            result = self._reading(location, self._snapshots.take, *read)
             gradients = original(*args, **kwargs)
-            if result is None:
+            if result is None:  # a loop's pass snapshotted already, or unreadable
+                self._record(None, variables)
                 return gradients
-            gradient_requests.with_tensorflow_verdicts(result, variables, gradients)
+            graph_requests.with_tensorflow_verdicts(result, variables, gradients)
         finally:
             self._busy -= 1
         self._record(GradientRequest(api, location, result), variables)
@@ -284,8 +277,9 @@ class Capture:
         if self.first_tensor_request is None:
             self.first_tensor_request = (api, _caller_location())
 
-    def _record(self, request: GradientRequest, variables: list[tuple[int, Any]]) -> None:
-        self.requests.append(request)
+    def _record(self, request: GradientRequest | None, variables: list[tuple[int, Any]]) -> None:
+        if request is not None:
+            self.requests.append(request)
         for _, variable in variables:
             backing = gradient_requests.backing(variable)
             self._requested.add(id(backing))

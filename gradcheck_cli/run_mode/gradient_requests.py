@@ -20,7 +20,6 @@ from gradcheck_cli.worker.protocol import (
     TracedVariable,
 )
 
-TRACED_TAPE = "the script's own gradient call, as traced"
 EAGER_TAPE = "the script's own GradientTape, run eagerly"
 
 
@@ -68,7 +67,7 @@ class CreatedVariables:
             if owner and "/" not in name:  # `self.w = tf.Variable(...)` in a tf.Module
                 name = f"{owner}/{name}"
         location = self.keras.constructed_at.get(id(tf_variable)) or self.at.get(id(tf_variable))
-        if location is None and _is_graph_variable(tf_variable):
+        if location is None and is_graph_variable(tf_variable):
             location = traced.user_location(tf_variable.op.traceback)
         return tf_variable, traced.model_variable(tf_variable, name, trainable, location=location)
 
@@ -109,13 +108,13 @@ def backing(variable: Any) -> Any:
     return inner if isinstance(inner, tf.Variable) else variable
 
 
-def _is_variable(value: Any) -> bool:
+def is_variable(value: Any) -> bool:
     import tensorflow as tf
 
     return isinstance(backing(value), tf.Variable)
 
 
-def _is_graph_variable(variable: Any) -> bool:
+def is_graph_variable(variable: Any) -> bool:
     try:
         return variable.op is not None and not variable.op.graph.building_function
     except (AttributeError, RuntimeError):
@@ -126,130 +125,7 @@ def variables_of(sources: Any) -> list[tuple[int, Any]]:
     """(position in the flat sources, variable) for each variable among a tape's sources."""
     import tensorflow as tf
 
-    return [(i, s) for i, s in enumerate(tf.nest.flatten(sources)) if _is_variable(s)]
-
-
-def graph_variables_of(xs: Any) -> list[tuple[int, Any]]:
-    """Like `variables_of` for tf.gradients' `xs`, which may also be a variable's tensors."""
-    import tensorflow as tf
-
-    flat = tf.nest.flatten(xs)
-    by_tensor: dict[str, Any] = {}
-    graphs = {id(x.graph): x.graph for x in flat if isinstance(x, tf.Tensor)}
-    for graph in graphs.values():
-        for variable in graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES):
-            for tensor in _tensors_of(variable):
-                by_tensor[tensor] = variable
-    found = []
-    for i, x in enumerate(flat):
-        if _is_variable(x):
-            found.append((i, x))
-        elif isinstance(x, tf.Tensor) and x.name in by_tensor:
-            found.append((i, by_tensor[x.name]))
-    return found
-
-
-def _tensors_of(variable: Any) -> list[str]:
-    names = []
-    for attribute in ("handle", "_snapshot", "_variable"):
-        tensor = getattr(variable, attribute, None)
-        name = getattr(tensor, "name", None)
-        if isinstance(name, str):
-            names.append(name)
-    try:
-        names.append(variable.op.outputs[0].name)
-    except (AttributeError, IndexError):
-        pass
-    return names
-
-
-def graph_request(
-    targets: Any, variables: list[tuple[int, Any]], created: CreatedVariables, label: str
-) -> TracedGraph:
-    """The graph of a request made while tracing (a tf.function step) or building (TF1)."""
-    import tensorflow as tf
-
-    flat = [t for t in tf.nest.flatten(targets) if isinstance(t, tf.Tensor)]
-    graph = flat[0].graph
-    loss = flat[0]
-    if len(flat) > 1:  # TensorFlow differentiates the sum of the targets
-        with graph.as_default(), tf.name_scope("gradcheck_sum"):
-            loss = tf.add_n([tf.reduce_sum(tf.cast(t, tf.float32)) for t in flat])
-    described = [created.describe(variable) for _, variable in variables]
-    requested = {id(v) for v, _ in described}
-    others = [v for v in _graph_variables(graph, created) if id(v) not in requested]
-    nodes = _variable_nodes(graph, [v for v, _ in described] + others)
-    records = [TracedVariable(model, node=nodes.get(id(v))) for v, model in described]
-    # The script's other variables in the same graph, so that the analysis sees what is
-    # trainable upstream of a cut (a teacher under tf.stop_gradient); they are not judged.
-    context = [
-        TracedVariable(created.describe(v)[1], node=nodes[id(v)]) for v in others if id(v) in nodes
-    ]
-    make_names_unique(r.variable for r in records + context)
-    result = traced.graph_protos(graph, loss, label, records + context)
-    result.context_variables = [r.variable.name for r in context]
-    return result
-
-
-def _graph_variables(graph: Any, created: CreatedVariables) -> list[Any]:
-    """Every variable the script created, and a TF1 graph's own variables."""
-    import tensorflow as tf
-
-    found = list(created.variables)
-    if not getattr(graph, "building_function", True):
-        found += graph.get_collection(tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)
-    return found
-
-
-def _variable_nodes(graph: Any, variables: list[Any]) -> dict[int, str]:
-    """id(tf.Variable) -> its node in `graph`: the placeholder that captures its handle in a
-    function graph (through every enclosing function), or its own node in a TF1 graph."""
-    from tensorflow.python.framework.func_graph import FuncGraph
-
-    if not isinstance(graph, FuncGraph):
-        return {id(v): v.op.name for v in variables if _is_graph_variable(v) and v.graph is graph}
-    outer_of: list[dict[int, Any]] = []
-    enclosing = graph.outer_graph
-    while isinstance(enclosing, FuncGraph):
-        outer_of.append({id(internal): external for external, internal in enclosing.captures})
-        enclosing = enclosing.outer_graph
-    node_of_handle: dict[int, str] = {}
-    for external, internal in graph.captures:
-        for level in outer_of:
-            external = level.get(id(external), external)
-        node_of_handle[id(external)] = internal.op.name
-    found = {}
-    for variable in variables:
-        node = node_of_handle.get(id(getattr(variable, "handle", None)))
-        if node is not None:
-            found[id(variable)] = node
-    return found
-
-
-def with_tensorflow_verdicts(
-    result: TracedGraph, variables: list[tuple[int, Any]], gradients: Any
-) -> TracedGraph:
-    """Attach TensorFlow's own answer to the request: which variables got no gradient at all."""
-    verdicts = _symbolic_verdicts(result.variables, variables, gradients)
-    result.tensorflow = TensorFlowGradients(TRACED_TAPE, verdicts)
-    return result
-
-
-def _symbolic_verdicts(
-    records: list[TracedVariable], variables: list[tuple[int, Any]], gradients: Any
-) -> dict[str, TensorFlowVerdict]:
-    import tensorflow as tf
-
-    flat = tf.nest.flatten(gradients) if gradients is not None else []
-    verdicts = {}
-    for record, (index, _) in zip(records, variables):
-        if not record.variable.trainable:
-            continue
-        gradient = flat[index] if index < len(flat) else None
-        verdicts[record.variable.name] = (
-            TensorFlowVerdict.NONE if gradient is None else TensorFlowVerdict.GRADIENT
-        )
-    return verdicts
+    return [(i, s) for i, s in enumerate(tf.nest.flatten(sources)) if is_variable(s)]
 
 
 def eager_request(

@@ -68,6 +68,19 @@ def statement_at(tree: ast.Module, line: int) -> ast.stmt | None:
     return found
 
 
+def statements_by_line(tree: ast.Module) -> dict[int, ast.stmt]:
+    """`statement_at(tree, line)` for every line that has one, in one walk of the tree."""
+    found: dict[int, ast.stmt] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or isinstance(node, _COMPOUND):
+            continue
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+            known = found.get(line)
+            if known is None or node.lineno >= known.lineno:
+                found[line] = node
+    return found
+
+
 _COMPOUND = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
@@ -140,12 +153,13 @@ class OpLines:
     statement's lambdas (or inside the lambda of its `branch` of a tf.cond), names the right
     line; in a statement without lambdas, the statement's one expression of the op's type.
 
-    One instance serves one graph build, asked for every op: each file is parsed once and each
-    (line, op type, branch) looked up once; the next build reads the files as they are then.
+    One instance serves one graph build, asked for every op: each file is parsed and walked
+    once and each (line, op type, branch) looked up once; the next build reads the files as
+    they are then.
     """
 
     def __init__(self) -> None:
-        self._trees: dict[str, ast.Module | None] = {}
+        self._by_line: dict[str, dict[int, ast.stmt]] = {}
         self._lines: dict[tuple[str, int, str, int | None, bool], int | None] = {}
 
     def __call__(
@@ -165,17 +179,17 @@ class OpLines:
             return location
         return SourceLocation(location.file, line, location.function, callers, location.inside)
 
-    def _tree(self, file: str) -> ast.Module | None:
-        if file not in self._trees:
+    def _statements(self, file: str) -> dict[int, ast.stmt]:
+        if file not in self._by_line:
             text = python_source(file)
-            self._trees[file] = None if text is None else parsed(text)
-        return self._trees[file]
+            tree = None if text is None else parsed(text)
+            self._by_line[file] = {} if tree is None else statements_by_line(tree)
+        return self._by_line[file]
 
     def _op_line(
         self, file: str, line: int, op_type: str, branch: int | None, in_lambda: bool
     ) -> int | None:
-        tree = self._tree(file)
-        statement = statement_at(tree, line) if tree is not None else None
+        statement = self._statements(file).get(line)
         if statement is None or statement.lineno != line:
             return None
         if not in_lambda:

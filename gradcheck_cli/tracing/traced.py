@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import re
 import traceback as traceback_module
-from collections.abc import Collection, Iterable, Sequence
-from typing import Any
+import weakref
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from gradcheck_cli.differentiability.registry import load_registry
 from gradcheck_cli.graph.model import CustomGradient, SourceLocation, Variable, make_names_unique
@@ -215,11 +216,27 @@ def function_graphs(graph: Any, name: str) -> list[tuple[str, Any]]:
 def _locations(graphs: Iterable[tuple[str, Any]]) -> dict[str, SourceLocation]:
     locations = {}
     for fn_name, graph in graphs:
-        for op in graph.get_operations():
-            location = user_location(op.traceback)
+        for op, (location, _) in _op_facts(graph):
             if location is not None:
                 locations[f"{op.name}@{fn_name}"] = location
     return locations
+
+
+_OpFacts = tuple[SourceLocation | None, str | None]
+_FACTS: weakref.WeakKeyDictionary[Any, dict[str, _OpFacts]] = weakref.WeakKeyDictionary()
+"""Per graph, op name -> (the user's location of the op, its custom gradient's type): what
+never changes once an op is made. A step with several gradient requests is snapshotted at
+each, every snapshot the ops of the one before and more: each op's traceback is read once."""
+
+
+def _op_facts(graph: Any) -> Iterator[tuple[Any, _OpFacts]]:
+    """(op, its facts) for every op of `graph`, in the graph's order."""
+    known = _kept_for(graph, _FACTS)
+    for op in graph.get_operations():
+        facts = known.get(op.name)
+        if facts is None:
+            facts = known[op.name] = (user_location(op.traceback), _gradient_op_type(op))
+        yield op, facts
 
 
 def _output_shapes(graphs: Iterable[tuple[str, Any]]) -> dict[str, tuple[Any, ...]]:
@@ -247,12 +264,14 @@ def _custom_gradients(
     verdicts: dict[str, tuple[CustomGradient, ...]] = {}
     refused: dict[str, tuple[Any, str]] = {}
     for _, graph in graphs:
-        for op in graph.get_operations():
-            grad_type = _gradient_op_type(op)
+        probed = _kept_for(graph, _PROBED)
+        for op, (_, grad_type) in _op_facts(graph):
             if grad_type is None or grad_type in verdicts or registry.has_entry(grad_type):
                 continue
             try:
-                verdicts[grad_type] = _probe_gradient(op)
+                if op.name not in probed:
+                    probed[op.name] = _probe_gradient(op)
+                verdicts[grad_type] = probed[op.name]
             except Exception as error:  # a gradient function may refuse to run out of context
                 refused.setdefault(grad_type, (op, error_summary(error)))
     notes = [
@@ -262,6 +281,27 @@ def _custom_gradients(
         if grad_type not in verdicts
     ]
     return verdicts, notes
+
+
+_PROBED: weakref.WeakKeyDictionary[Any, dict[str, tuple[CustomGradient, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Per graph, op name -> what its custom gradient gave when probed: each snapshot of a step
+with several gradient requests asks again, and a probe builds ops (a Keras optimizer's
+all-reduce has a custom gradient whose gradient has one too)."""
+
+
+_Kept = TypeVar("_Kept")
+
+
+def _kept_for(
+    graph: Any, kept: weakref.WeakKeyDictionary[Any, dict[str, _Kept]]
+) -> dict[str, _Kept]:
+    """`graph`'s entry in one of the caches above."""
+    try:
+        return kept.setdefault(graph, {})
+    except TypeError:  # a graph-like object that cannot be weakly referenced
+        return {}
 
 
 def _gradient_op_type(op: Any) -> str | None:
@@ -374,16 +414,26 @@ def graph_protos(
 ) -> TracedGraph:
     """Protos of `graph` (a TF1 graph, or a function graph as it is being traced) with the loss
     tensor `loss` and the variables `records`, each at its node in the graph (or none)."""
-    graphs = [("", graph)]
-    for fn_name, function in getattr(graph, "_functions", {}).items():
-        inner = getattr(function, "graph", None)
-        if inner is not None:
-            graphs.extend(function_graphs(inner, fn_name))
+    graphs = _graph_and_functions(graph)
     from gradcheck_cli.tracing.override_maps import mark_missed_overrides
 
     graph_def = graph.as_graph_def()
     mark_missed_overrides(graph, graph_def.node)
     return graph_def_protos(graph_def, graphs, loss_name, records, _static_shape(loss), loss.name)
+
+
+def probe_custom_gradients(graph: Any) -> None:
+    """Probe the custom gradients of `graph` as `graph_protos` does, without its protos."""
+    _custom_gradients(_graph_and_functions(graph))
+
+
+def _graph_and_functions(graph: Any) -> list[tuple[str, Any]]:
+    graphs = [("", graph)]
+    for fn_name, function in getattr(graph, "_functions", {}).items():
+        inner = getattr(function, "graph", None)
+        if inner is not None:
+            graphs.extend(function_graphs(inner, fn_name))
+    return graphs
 
 
 def graph_def_protos(
