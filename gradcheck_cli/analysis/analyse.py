@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from collections.abc import Iterator
 
 from gradcheck_cli.analysis.concerns import find_concerns
 from gradcheck_cli.analysis.control_flow import ProgramIndex, steps
@@ -29,7 +28,7 @@ from gradcheck_cli.analysis.verdicts import (
 from gradcheck_cli.differentiability.rules import is_assign_op
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.memory import without_cyclic_gc
-from gradcheck_cli.graph.model import Body, Program, SourceLocation, TensorRef, Variable
+from gradcheck_cli.graph.model import Program, SourceLocation, TensorRef, Variable
 from gradcheck_cli.graph.progress import Progress, silent
 
 
@@ -133,7 +132,7 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
                     blockers = tuple(b for b in blockers if b.reason is Reason.STOP_GRADIENT)
         else:
             status = Status.UNUSED
-            unreached, read_at = _why_unused(program, source)
+            unreached, read_at = _why_unused(program, source, index)
             if unreached is Unreached.READ_NOT_REACHING:
                 stored = _assigned_away(program, source, structural_pass)
                 if stored is not None:
@@ -165,27 +164,19 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
     return Analysis(judged, concerns, stop_gradient_shapes(program, verdicts))
 
 
-def _why_unused(program: Program, source: TensorRef) -> tuple[Unreached, SourceLocation | None]:
+def _why_unused(
+    program: Program, source: TensorRef, index: ProgramIndex
+) -> tuple[Unreached, SourceLocation | None]:
     """Why a variable the loss receives never reaches it, and where the loss first reads it."""
-    body = program.top_body
-    numbers = dict.fromkeys(_reader_numbers(body, source))
-    readers = [body.nodes.node(n) for n in numbers]
+    readers = [node for node, _ in index.of(program.top_body).consumers.get(source, ())]
+    # One entry per reading node, in the body's order (a node may read it twice).
+    readers = list({node.name: node for node in readers}.values())
     if readers and all(is_assign_op(n.op_type) for n in readers):
         return Unreached.ONLY_ASSIGNED, None
     if readers:
         located = [n.location for n in readers if n.location is not None]
         return Unreached.READ_NOT_REACHING, located[0] if located else None
     return Unreached.RECEIVED_NOT_READ, None
-
-
-def _reader_numbers(body: Body, source: TensorRef) -> Iterator[int]:
-    """The numbers of the nodes that read `source`, in order (one per input that reads it)."""
-    flat = body.nodes
-    producer = flat.number_of(source.node)
-    if producer is None:
-        return
-    indices = flat.input_indices
-    yield from (n for edge, n in flat.edges_from({producer: None}) if indices[edge] == source.index)
 
 
 MAX_NESTING = 1000
@@ -225,19 +216,31 @@ def _assigned_away(
     assignment passes no gradient to the value it stores, so the loss that reads the target
     does not reach `source`."""
     body = program.top_body
-    consumers = structural.index.of(body).consumers
-    targets = {v.source: v for v in program.variables if v.source is not None}
-    queue = deque([source])
-    seen = {source}
+    arrays = structural.index.of(body).arrays
+    flat = arrays.flat
+    start = arrays.tensor(source)
+    if start is None:
+        return None
+    assigns = {n for n, op in enumerate(flat.op_table.values) if is_assign_op(op)}
+    dtypes = flat.signature_table.values
+    offsets, starts, edge_nodes = arrays.offsets, arrays.input_start, arrays.edge_nodes
+    reader_start, reader_edges = arrays.reader_start, arrays.reader_edges
+    queue = deque([start])
+    seen = bytearray(arrays.tensor_count)
+    seen[start] = 1
     while queue:
-        for node, slot in consumers.get(queue.popleft(), ()):
-            if is_assign_op(node.op_type):
-                if slot > 0 and node.inputs:
+        t = queue.popleft()
+        for edge in reader_edges[reader_start[t] : reader_start[t + 1]]:
+            n = edge_nodes[edge]
+            if flat.op_types[n] in assigns:
+                if edge > starts[n]:  # the value assigned, not the variable assigned to
+                    node = flat.node(n)
+                    targets = {v.source: v for v in program.variables if v.source is not None}
                     return targets.get(node.inputs[0]), node.location
                 continue
-            for index in range(len(node.output_dtypes)):
-                out = TensorRef(node.name, index)
-                if out not in seen:
-                    seen.add(out)
+            # Only the outputs the op declares: an undeclared one is read by no one.
+            for out in range(offsets[n], offsets[n] + len(dtypes[flat.signatures[n]])):
+                if not seen[out]:
+                    seen[out] = 1
                     queue.append(out)
     return None
