@@ -102,7 +102,7 @@ class FlatNodes(Mapping[str, Node]):
         self,
         name: str,
         op_type: str,
-        inputs: Iterable[TensorRef] = (),
+        inputs: Iterable[tuple[str, int]] = (),
         output_dtypes: tuple[str | None, ...] = (),
         calls: dict[str, tuple[str, ...]] | None = None,
         gradient_op_type: str | None = None,
@@ -111,7 +111,8 @@ class FlatNodes(Mapping[str, Node]):
         output_shapes: tuple[tuple[int | None, ...] | None, ...] = (),
         constant_inputs: tuple[bool, ...] = (),
     ) -> int:
-        """Add a node (its inputs by name until `finish()`); its number."""
+        """Add a node (its inputs as (producer name, output index), numbered at `finish()`);
+        its number."""
         assert self._producer_names is not None, "finished"
         n = len(self.names)
         self.names.append(name)
@@ -126,14 +127,14 @@ class FlatNodes(Mapping[str, Node]):
             self.locations[n] = location
         if output_shapes:
             self.output_shapes[n] = output_shapes
-        count = 0
-        for ref in inputs:
-            self._producer_names.append(ref[0])
-            self.input_indices.append(ref[1])
-            count += 1
+        refs = inputs if isinstance(inputs, list) else list(inputs)
+        count = len(refs)
+        if count:
+            self._producer_names.extend([ref[0] for ref in refs])
+            self.input_indices.extend([ref[1] for ref in refs])
+            flags = bytes(constant_inputs[:count]).ljust(count, b"\0")
+            self.constant_inputs += flags
         self.input_start.append(self.input_start[-1] + count)
-        flags = bytes(constant_inputs) if constant_inputs else bytes(count)
-        self.constant_inputs += flags[:count].ljust(count, b"\0")
         return n
 
     def set_input(self, edge: int, ref: TensorRef) -> None:

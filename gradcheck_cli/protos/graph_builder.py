@@ -184,9 +184,8 @@ class GraphBuilder:
                 layout = self._output_layout(node_def)
                 offsets[name] = self._offsets(layout)
                 texts = [text for text in node_def.input if not text.startswith("^")]
-                if all(_resolvable(text, offsets) for text in texts):
-                    inputs = [_function_ref(text, offsets) for text in texts]
-                else:
+                inputs = [_function_input(text, offsets) for text in texts]
+                if None in inputs:
                     waiting.append((nodes.input_start[-1], texts))
                     inputs = [_UNRESOLVED] * len(texts)
                 self._node(nodes, node_def, name, inputs, fn_name, layout)
@@ -438,11 +437,17 @@ def _offsets(layout: Layout) -> dict[str, int]:
     return offsets
 
 
-def _resolvable(text: str, offsets: Mapping[str, dict[str, int]]) -> bool:
-    """Whether a function input can be resolved now: it names an argument, a flat index, or
-    an output argument of a node already converted."""
-    node, separator, rest = text.partition(":")
-    return not separator or ":" not in rest or node in offsets
+def _function_input(text: str, offsets: Mapping[str, dict[str, int]]) -> tuple[str, int] | None:
+    """A function input as (producer, flat output index); None while its producer's outputs
+    are not known (an output argument of a node not converted yet)."""
+    parts = text.split(":")
+    if len(parts) == 3 and parts[0] in offsets and parts[2].isdigit():
+        index = int(parts[2])
+        if index < _MAX_INDEX:
+            return sys.intern(parts[0]), offsets[parts[0]].get(parts[1], 0) + index
+    if len(parts) == 3 and parts[0] and parts[0] not in offsets:
+        return None
+    return _function_ref(text, offsets)
 
 
 _UNRESOLVED = TensorRef("", 0)
