@@ -5,60 +5,27 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
 from gradcheck_cli.graph.memory import without_cyclic_gc
 from gradcheck_cli.graph.model import (
     ARG_OP,
-    CONSTANT_ATTR,
     Body,
     SourceLocation,
     TensorRef,
 )
 from gradcheck_cli.graph.progress import NODES_PER_REPORT, BuiltCount, Progress, silent
 from gradcheck_cli.protos.constant_inputs import mark_constant_inputs
-from gradcheck_cli.protos.constant_values import constant_value
 from gradcheck_cli.protos.limits import ExpansionBudget, Refused, malformed
-from gradcheck_cli.protos.missed_overrides import (
-    MISSED_OVERRIDE,
-    MISSED_OVERRIDE_ATTR,
-    missed_override,
-)
-from gradcheck_cli.protos.tf_protos import dtype_name, node_defs
+from gradcheck_cli.protos.node_kinds import NodeKind, NodeKinds
+from gradcheck_cli.protos.tf_protos import dtype_name, parse_node_def, split_node_def
 from gradcheck_cli.source_code.op_expressions import OpLines, branch_of
 
 LocationLookup = Callable[[str, str], "SourceLocation | None"]
 ShapeLookup = Callable[[str, str], "tuple[tuple[int | None, ...] | None, ...]"]
 """(node name, function name or "" for a top-level graph) -> where the user's code made it."""
-
-Layout = list[tuple[str, list[str | None]]]
-"""[(output argument name, dtypes of its flat outputs)] of one node."""
-
-_KEPT_ATTRS = frozenset({"DstT", "SrcT", "is_training", "T"})
-# Attributes that fix which elements a stack or slice moves (read with the constants).
-_INDEX_OPS = frozenset({"Pack", "StridedSlice", "GatherV2"})
-_INDEX_ATTRS = (
-    "axis",
-    "batch_dims",
-    "begin_mask",
-    "end_mask",
-    "ellipsis_mask",
-    "new_axis_mask",
-    "shrink_axis_mask",
-)
-
-
-class _OutputArg(NamedTuple):
-    """The fields of an OpDef output argument that shape a node's outputs."""
-
-    name: str
-    type_list_attr: str
-    type: int
-    type_attr: str
-    is_ref: bool
-    number_attr: str
 
 
 def _no_location(node: str, function: str) -> SourceLocation | None:
@@ -100,15 +67,12 @@ class GraphBuilder:
         self._built = BuiltCount(progress)  # told after each function, every so many nodes
         self.bodies: dict[str, Body] = {}
         self.notes: list[str] = []
-        self._unknown_ops: set[str] = set()
-        # Op type -> the attributes its OpDef types as functions (None: no OpDef, read all).
-        self._func_attr_names: dict[str, frozenset[str] | None] = {}
+        self._kinds = NodeKinds(functions, op_defs, self.notes)
+        # Kinds by (op type, serialized attributes), for NodeDefs kept serialized: a node
+        # whose bytes after its name and inputs were met before is not parsed at all.
+        self._kinds_by_bytes: dict[tuple[str, bytes], NodeKind] = {}
         # The tables of op types, signatures, calls and attributes every body numbers into.
         self._tables = Tables()
-        # Output offsets by their layout, kept once (never changed once built).
-        self._shared_offsets: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
-        # Op type -> its OpDef's output arguments, read from the proto once.
-        self._output_args: dict[str, tuple[_OutputArg, ...]] = {}
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -149,7 +113,8 @@ class GraphBuilder:
                 self._built.tell(under_way=count)
             inputs = [_graph_ref(text) for text in node_def.input if not text.startswith("^")]
             with self._refusing(node_def.name, ""):
-                self._node(nodes, node_def, sys.intern(node_def.name), inputs, "")
+                kind = self._kinds.of(node_def, self._budget)
+                self._node(nodes, sys.intern(node_def.name), node_def.op, kind, inputs, "")
         body = Body(name=name, nodes=nodes.finish(), args=(), rets=(loss,))
         self._charge_read_outputs(body, "")
         mark_constant_inputs(body)
@@ -176,19 +141,19 @@ class GraphBuilder:
         waiting: list[tuple[int, list[str]]] = []  # (first edge, inputs) read before producers
         name = ""
         try:
-            for count, node_def in enumerate(node_defs(fdef, self._what), 1):
+            for count, node_def in enumerate(fdef.node_def, 1):
                 if not count % NODES_PER_REPORT:
                     self._built.tell(under_way=count)
+                name, op, texts, kind, charged = self._read_node(node_def, fn_name)
                 # One string per name: the node's, its keys and every reference to it.
-                name = sys.intern(node_def.name)
-                layout = self._output_layout(node_def)
-                offsets[name] = self._offsets(layout)
-                texts = [text for text in node_def.input if not text.startswith("^")]
+                name = sys.intern(name)
+                offsets[name] = kind.offsets
+                texts = [text for text in texts if not text.startswith("^")]
                 inputs = [_function_input(text, offsets) for text in texts]
                 if None in inputs:
                     waiting.append((nodes.input_start[-1], texts))
                     inputs = [_UNRESOLVED] * len(texts)
-                self._node(nodes, node_def, name, inputs, fn_name, layout)
+                self._node(nodes, name, op, kind, inputs, fn_name, charged=charged)
         except Refused as refused:
             raise malformed(self._what, _where("node", name, fn_name), refused) from None
         for first, texts in waiting:
@@ -232,55 +197,53 @@ class GraphBuilder:
                     f"has its output {index} read but declares {declared} outputs",
                 )
 
+    def _read_node(self, node_def: Any, fn_name: str) -> tuple[str, str, list[str], NodeKind, bool]:
+        """A function's node: its name, op type, inputs and kind, and whether reading the kind
+        took its cost from the budget. A node kept serialized is split on the wire; its kind
+        is looked up by the bytes of its other fields, and it is parsed only for a kind not
+        met before (or bytes the split does not read)."""
+        split = split_node_def(node_def) if isinstance(node_def, bytes) else None
+        if split is not None:
+            name, op, texts, rest = split
+            kind = self._kinds_by_bytes.get((op, rest))
+            if kind is not None:
+                return name, op, texts, kind, False
+        parsed = parse_node_def(node_def, fn_name, self._what)
+        name = parsed.name
+        with self._refusing(name, fn_name):
+            kind = self._kinds.of(parsed, self._budget)
+        texts = list(parsed.input)
+        if (
+            split is not None
+            and len(split[3]) <= _KIND_BYTES
+            and split[:3]
+            == (
+                name,
+                parsed.op,
+                texts,
+            )
+        ):
+            self._kinds_by_bytes[(parsed.op, split[3])] = kind
+        return name, parsed.op, texts, kind, True
+
     def _node(
         self,
         nodes: FlatNodes,
-        node_def: Any,
         name: str,
-        inputs: list[TensorRef],
+        op: str,
+        kind: NodeKind,
+        inputs: list[tuple[str, int]],
         fn_name: str,
-        layout: Layout | None = None,
+        *,
+        charged: bool = True,
     ) -> None:
-        """Add the node `name` of `node_def`, reading `inputs`, to `nodes`."""
+        """Add the node `name` of kind `kind`, reading `inputs`, to `nodes`; `charged`: the
+        kind's cost was taken as it was read (else it is taken here)."""
         _new_name(nodes, name)
-        if layout is None:
-            layout = self._output_layout(node_def)
-        op = node_def.op
-        node_attrs = node_def.attr
-        present = list(node_attrs)  # each lookup in the proto's map costs; the names, once
-        calls: dict[str, tuple[str, ...]] = {}
-        for key in self._function_attrs(op, present):
-            value = node_attrs[key]
-            if value.HasField("func"):
-                calls[key] = (value.func.name,)
-            elif value.HasField("list") and value.list.func:
-                calls[key] = tuple(f.name for f in value.list.func)
-        if op in self._functions:
-            calls["f"] = (op,)
-        attrs: dict[str, object] = {}
-        for key in present:
-            if key in _KEPT_ATTRS:
-                value = node_attrs[key]
-                attrs[key] = dtype_name(value.type) if value.HasField("type") else value.b
-        if op in _INDEX_OPS:
-            attrs.update(self._index_attrs(node_def))
-        if MISSED_OVERRIDE_ATTR in present:
-            missed = missed_override(node_attrs[MISSED_OVERRIDE_ATTR].s)
-            if missed is not None:
-                attrs[MISSED_OVERRIDE] = missed
-        if op == "Const" and "value" in present:
-            constant = constant_value(node_attrs["value"].tensor)
-            if constant is not None:
-                attrs[CONSTANT_ATTR] = constant
-        grad_type = None
-        if "_gradient_op_type" in present:
-            raw = node_attrs["_gradient_op_type"].s
-            try:
-                grad_type = raw.decode() or None
-            except UnicodeDecodeError:
-                raise Refused("has a _gradient_op_type that is not UTF-8 text") from None
-        output_dtypes = tuple(d for _, dtypes in layout for d in dtypes)
-        outputs = len(output_dtypes)
+        if not charged:
+            for items, fact in kind.spends:
+                self._budget.spend(items, fact)
+        outputs = len(kind.output_dtypes)
         if len(inputs) > 1 and outputs > 1:
             self._budget.spend(
                 len(inputs) * outputs, f"has {len(inputs)} inputs and {outputs} outputs"
@@ -292,100 +255,13 @@ class GraphBuilder:
             name,
             op,
             inputs,
-            output_dtypes,
-            calls,
-            grad_type,
-            attrs,
+            kind.output_dtypes,
+            kind.calls,
+            kind.gradient_op_type,
+            kind.attrs,
             location and self._op_lines(location, op, branch_of(fn_name)),
             self._shapes(name, fn_name),
         )
-
-    def _offsets(self, layout: Layout) -> dict[str, int]:
-        """Output argument name -> the flat index of its first output; one dict for all the
-        nodes of one output signature (never changed once built)."""
-        signature = tuple((name, len(dtypes)) for name, dtypes in layout)
-        if signature not in self._shared_offsets:
-            self._shared_offsets[signature] = _offsets(layout)
-        return self._shared_offsets[signature]
-
-    def _function_attrs(self, op: str, present: list[str]) -> Iterable[str]:
-        """The attributes of a node that may name functions: those its OpDef types `func` or
-        `list(func)`; every attribute of an op without one (a call by function name)."""
-        if op not in self._func_attr_names:
-            op_def = self._op_defs.get(op)
-            self._func_attr_names[op] = (
-                frozenset(a.name for a in op_def.attr if a.type in ("func", "list(func)"))
-                if op_def is not None
-                else None
-            )
-        names = self._func_attr_names[op]
-        if names is None:
-            return present
-        return [name for name in present if name in names] if names else ()
-
-    def _index_attrs(self, node_def: Any) -> dict[str, int]:
-        """The integer attributes of a stack or slice, defaults included: a SavedModel strips
-        the attributes that hold their default value."""
-        found: dict[str, int] = {}
-        op_def = self._op_defs.get(node_def.op)
-        defaults = {a.name: a.default_value for a in op_def.attr} if op_def is not None else {}
-        for key in _INDEX_ATTRS:
-            value = node_def.attr[key] if key in node_def.attr else defaults.get(key)
-            if value is not None and value.WhichOneof("value") == "i":
-                found[key] = int(value.i)
-        return found
-
-    def _output_layout(self, node_def: Any) -> Layout:
-        """[(output arg name, dtypes of its flat outputs)] from the OpDef or the callee."""
-        fdef = self._functions.get(node_def.op)
-        if fdef is not None:
-            outputs = fdef.signature.output_arg
-            self._budget.spend(
-                len(outputs), f"declares {len(outputs)} outputs (its function returns them)"
-            )
-            return [(out.name, [dtype_name(out.type) if out.type else None]) for out in outputs]
-        op_def = self._op_defs.get(node_def.op)
-        if op_def is None:
-            if node_def.op not in self._unknown_ops:
-                self._unknown_ops.add(node_def.op)
-                self.notes.append(
-                    f"op type {node_def.op} is unknown to this TensorFlow; its outputs are "
-                    "assumed to carry gradient"
-                )
-            return []
-        if node_def.op not in self._output_args:
-            self._output_args[node_def.op] = tuple(
-                _OutputArg(o.name, o.type_list_attr, o.type, o.type_attr, o.is_ref, o.number_attr)
-                for o in op_def.output_arg
-            )
-        layout = []
-        for out in self._output_args[node_def.op]:
-            dtypes: list[str | None]
-            if out.type_list_attr:
-                listed = _attr(node_def, op_def, out.type_list_attr, "list")
-                types = listed.list.type if listed else ()
-                self._budget.spend(
-                    len(types), f"declares {len(types)} outputs ({out.type_list_attr} lists them)"
-                )
-                dtypes = [dtype_name(t) for t in types]
-            else:
-                if out.type:
-                    single: str | None = dtype_name(out.type)
-                else:
-                    type_attr = _attr(node_def, op_def, out.type_attr, "type")
-                    single = dtype_name(type_attr.type) if type_attr else None
-                if single is not None and out.is_ref:
-                    single += "_ref"
-                count = 1
-                if out.number_attr:
-                    number = _attr(node_def, op_def, out.number_attr, "i")
-                    count = number.i if number else 1
-                    self._budget.spend(
-                        count, f"declares {count} outputs ({out.number_attr}={count})"
-                    )
-                dtypes = [single] * count
-            layout.append((out.name, dtypes))
-        return layout
 
     def _callees(self, body: Body) -> Iterable[str]:
         nodes = body.nodes
@@ -404,39 +280,6 @@ def _where(kind: str, name: str, fn_name: str) -> str:
     )
 
 
-def _attr(node_def: Any, op_def: Any, name: str, kind: str) -> Any:
-    """The node's attribute `name` (or the OpDef's default) holding a `kind`, or None."""
-    value = None
-    if name in node_def.attr:
-        value = node_def.attr[name]
-    else:
-        for attr_def in op_def.attr:
-            if attr_def.name == name and attr_def.HasField("default_value"):
-                value = attr_def.default_value
-                break
-    if value is None:
-        return None
-    held = value.WhichOneof("value")
-    if held == "placeholder":  # a polymorphic function's attribute: not known here
-        return None
-    if held != kind:
-        raise Refused(f"has attribute {name} holding {held or 'nothing'}, not {_KINDS[kind]}")
-    return value
-
-
-_KINDS = {"i": "an integer", "list": "a list", "type": "a dtype"}
-
-
-def _offsets(layout: Layout) -> dict[str, int]:
-    """Output argument name -> the flat index of its first output."""
-    offsets: dict[str, int] = {}
-    offset = 0
-    for name, dtypes in layout:
-        offsets.setdefault(name, offset)
-        offset += len(dtypes)
-    return offsets
-
-
 def _function_input(text: str, offsets: Mapping[str, dict[str, int]]) -> tuple[str, int] | None:
     """A function input as (producer, flat output index); None while its producer's outputs
     are not known (an output argument of a node not converted yet)."""
@@ -449,6 +292,9 @@ def _function_input(text: str, offsets: Mapping[str, dict[str, int]]) -> tuple[s
         return None
     return _function_ref(text, offsets)
 
+
+_KIND_BYTES = 512
+"""Kinds are kept by their bytes up to this size: a node with a large constant is its own."""
 
 _UNRESOLVED = TensorRef("", 0)
 """A function input set once its producer's output layout is known."""

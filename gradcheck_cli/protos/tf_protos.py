@@ -95,19 +95,62 @@ def lazy_saved_model() -> type:
 def node_defs(function: Any, what: str = "SavedModel") -> Iterator[Any]:
     """The NodeDefs of a FunctionDef, whether its class keeps them parsed or serialized.
     `what` names the input in the error for a node that does not parse."""
-    node_def = protos().node_def_pb2.NodeDef
     for node in function.node_def:
-        if not isinstance(node, bytes):
-            yield node
-            continue
+        yield parse_node_def(node, function.signature.name, what)
+
+
+def parse_node_def(node: Any, function: str, what: str = "SavedModel") -> Any:
+    """A NodeDef of function `function`, parsed if it is kept serialized."""
+    if not isinstance(node, bytes):
+        return node
+    try:
+        return protos().node_def_pb2.NodeDef.FromString(node)
+    except Exception as error:  # protobuf's DecodeError, and anything else a bad proto raises
+        raise malformed(
+            what,
+            f"function {function!r}",
+            f"holds a node that is not a readable NodeDef ({error})",
+        ) from None
+
+
+_NAME, _OP, _INPUT = 0x0A, 0x12, 0x1A
+"""The wire tags of NodeDef's fields 1 to 3 (name, op, input), each length-delimited."""
+
+
+def split_node_def(raw: bytes) -> tuple[str, str, list[str], bytes] | None:
+    """A serialized NodeDef's name, op type and inputs, and the bytes of all its other
+    fields (attributes, device, debug info), without parsing those: TensorFlow writes the
+    fields in number order. None when the bytes do not start with a name, then an op type,
+    then inputs, each well formed (the caller then parses the whole message)."""
+    texts: list[str] = []
+    position, size = 0, len(raw)
+    expected = _NAME
+    while position < size:
+        tag = raw[position]
+        if tag != expected:
+            break
+        length, shift, position = 0, 0, position + 1
+        while True:
+            if position >= size or shift > 28:
+                return None
+            byte = raw[position]
+            position += 1
+            length |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                break
+            shift += 7
+        end = position + length
+        if end > size:
+            return None
         try:
-            yield node_def.FromString(node)
-        except Exception as error:  # protobuf's DecodeError, and anything else a bad proto raises
-            raise malformed(
-                what,
-                f"function {function.signature.name!r}",
-                f"holds a node that is not a readable NodeDef ({error})",
-            ) from None
+            texts.append(raw[position:end].decode())
+        except UnicodeDecodeError:
+            return None
+        position = end
+        expected = _OP if tag == _NAME else _INPUT
+    if len(texts) < 2:
+        return None
+    return texts[0], texts[1], texts[2:], raw[position:]
 
 
 @functools.cache  # asked for every output of every node; a refusal is not kept
