@@ -10,7 +10,6 @@ from typing import Any, TypeVar
 import click
 import cloup
 
-from gradcheck_cli.cli.usage import option_arity, plain_hint, run_hint
 from gradcheck_cli.config import check_codes
 from gradcheck_cli.errors import error_line
 from gradcheck_cli.options import MAX_TIMEOUT, memory_bytes, timeout_seconds
@@ -151,6 +150,8 @@ class ScriptCommand(GroupedCommand):
     script, is most likely the script's own (`--epochs 1`), which goes after `--`."""
 
     def usage_hint(self, program: str, args: list[str], error: click.UsageError) -> str | None:
+        from gradcheck_cli.cli.usage import option_arity, run_hint
+
         return run_hint(program, args, error, option_arity(self), _option_names(MODEL_OPTIONS))
 
 
@@ -175,6 +176,8 @@ class ModelCommand(GroupedCommand):
         self.subcommands = tuple(subcommands)
 
     def usage_hint(self, program: str, args: list[str], error: click.UsageError) -> str | None:
+        from gradcheck_cli.cli.usage import option_arity, plain_hint
+
         subcommands = {str(sub.name): option_arity(sub) for sub in self.subcommands}
         return plain_hint(program, args, error, option_arity(self), subcommands)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
@@ -32,7 +33,9 @@ from gradcheck_cli.findings.rules import (
 )
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.worker.protocol import IdleTraining
+
+if TYPE_CHECKING:  # only a run's result holds them: a SavedModel's check loads no worker types
+    from gradcheck_cli.worker.protocol import IdleTraining
 
 
 @dataclass(frozen=True)
