@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.findings.advice.fixes import dead_term_fix
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.report import Verification
 from gradcheck_cli.findings.rules import (
@@ -162,6 +161,8 @@ def _dead_variable_findings(verdict: VariableVerdict, fixes: Mapping[str, str]) 
 
 
 def _concern_finding(concern: Concern, source: SourceLines) -> Finding:
+    from gradcheck_cli.findings.advice.fixes import dead_term_fix
+
     dead_term = concern.kind is ConcernKind.DEAD_LOSS_TERM
     return RULE_BY_CONCERN[concern.kind].finding(
         concern=concern,
