@@ -5,7 +5,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -402,6 +401,8 @@ def _size(limit: int) -> str:
 def _load_toml(path: Path) -> dict[str, Any]:
     """The document, checked whole once: valid TOML, nested at most MAX_NESTING deep, no NUL
     character in any key or string (no path can hold one), and `tool` a table."""
+    import tomllib  # only where a config file is found: a check elsewhere reads none
+
     text = read_text_file(path, CONFIG_LIMIT, "config file")
     try:
         document = tomllib.loads(text)

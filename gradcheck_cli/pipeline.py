@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gradcheck_cli.analysis.analyse import analyse
 from gradcheck_cli.analysis.concerns import regularizer_only
@@ -23,20 +23,19 @@ from gradcheck_cli.findings.verification import compare
 from gradcheck_cli.graph.model import GraphKind, TensorFlowVerdict
 from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import display_path
-from gradcheck_cli.source_code.keras_archive import check_keras_archive
-from gradcheck_cli.tracing.tf_verification import SAVED_MODEL_TAPE, TAPE
 from gradcheck_cli.worker.progress import Steps
-from gradcheck_cli.worker.protocol import (
-    EagerResult,
-    Job,
-    RunResult,
-    TensorFlowGradients,
-    Traced,
-    TracedFunction,
-    TracedGraph,
-    WorkerRequest,
-    WorkerResult,
-)
+
+# The worker's messages are imported where a traced result is handled: a SavedModel is read
+# here, and its check loads none of the script, worker or TensorFlow-side machinery.
+if TYPE_CHECKING:
+    from gradcheck_cli.worker.protocol import (
+        EagerResult,
+        RunResult,
+        TensorFlowGradients,
+        Traced,
+        TracedGraph,
+        WorkerResult,
+    )
 
 
 def check_path(
@@ -59,8 +58,17 @@ def check_path(
     else:
         kind = _file_kind(path)
         if kind == "keras":
+            from gradcheck_cli.source_code.keras_archive import check_keras_archive
+
             check_keras_archive(path)
     from gradcheck_cli.cache.script_cache import tell_cached, traced
+    from gradcheck_cli.worker.protocol import (
+        EagerResult,
+        Job,
+        TracedFunction,
+        TracedGraph,
+        WorkerRequest,
+    )
 
     job = Job.SCRIPT if kind == "script" else Job.KERAS_FILE
     request = WorkerRequest(job, path.resolve(), options, sources=sources)
@@ -141,6 +149,7 @@ def check_run(
             "or a Keras file use `gradcheck MODEL`"
         )
     from gradcheck_cli.worker.process import run_worker
+    from gradcheck_cli.worker.protocol import Job, RunResult, WorkerRequest
 
     request = WorkerRequest(Job.RUN, path.resolve(), options, arguments, run_on, sources=sources)
     run_options = replace(options, sum_loss=True)  # TensorFlow sums a non-scalar target
@@ -218,6 +227,13 @@ def report_from_result(
     run: Context | None = None,
 ) -> Report:
     """Analyse what the tracer brought back (or take the eager tape's verdicts) and report."""
+    from gradcheck_cli.worker.protocol import (
+        EagerResult,
+        TensorFlowGradients,
+        TracedFunction,
+        TracedGraph,
+    )
+
     if isinstance(result, TracedGraph) and result.eager_fallback is not None:
         return _eager_step_report(result, result.eager_fallback, source, options, run)
     if isinstance(result, EagerResult) and source.kind == "run":
@@ -245,6 +261,8 @@ def report_from_result(
         run = replace(run, read_not_requested=live, never_requested=never)
     verification = None
     if options.verify:
+        from gradcheck_cli.tracing.tf_verification import TAPE
+
         tensorflow = _tape_gradients(result) or TensorFlowGradients(TAPE)
         verification = compare(
             analysis.verdicts, tensorflow.verdicts, tensorflow.error, tensorflow.method
@@ -257,6 +275,7 @@ def report_from_result(
 
 def _traced_analysis(result: Traced, options: CheckOptions) -> tuple[Analysis, list[str]]:
     from gradcheck_cli.protos.traced_program import program_from_traced
+    from gradcheck_cli.worker.protocol import TracedFunction
 
     program = program_from_traced(result, sum_loss=options.sum_loss)
     context = set(getattr(result, "context_variables", ()))
@@ -294,6 +313,8 @@ def _by_tape(first: Analysis, other: Analysis) -> Analysis:
 
 def _tape_gradients(result: Traced | EagerResult) -> TensorFlowGradients | None:
     """TensorFlow's verdicts, per variable from the tape that differentiates it."""
+    from gradcheck_cli.worker.protocol import TracedFunction
+
     if not isinstance(result, TracedFunction) or result.tape_variables is None:
         return result.tensorflow
     verdicts: dict[str, TensorFlowVerdict] = {}
@@ -436,7 +457,9 @@ def _verify_saved_model(
     path: Path, loss_name: str, verdicts: tuple[VariableVerdict, ...], options: CheckOptions
 ) -> Verification:
     """TensorFlow's own gradients on the SavedModel, loaded for real in the worker."""
+    from gradcheck_cli.tracing.tf_verification import SAVED_MODEL_TAPE
     from gradcheck_cli.worker.process import run_worker
+    from gradcheck_cli.worker.protocol import Job, TensorFlowGradients, WorkerRequest
 
     request_options = CheckOptions(
         loss=loss_name,

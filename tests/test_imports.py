@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.import_probe import imported_after
+from tests.import_probe import imported_after, modules_after
 
 
 def test_package_cli_and_reporters_do_not_import_tensorflow() -> None:
@@ -52,3 +52,42 @@ def test_a_machine_readable_check_loads_neither_rich_nor_tensorflow(saved: Path)
     )
     assert not imported_after(check, "rich")
     assert not imported_after(check)
+
+
+# What a SavedModel's check from the command line never runs: its start-up is most of its time.
+NOT_FOR_A_SAVED_MODEL = (
+    "tensorflow",  # the protos load without the runtime (protos/tf_protos.py)
+    "keras",
+    "numpy",
+    "rich",  # JSON output
+    "cloup",  # --help's layout
+    "gradcheck_cli.cli.help_layout",
+    "gradcheck_cli.cli.usage",  # a usage error's hint
+    "gradcheck_cli.worker.protocol",  # a script's or Keras file's trace, and the worker
+    "gradcheck_cli.worker.process",
+    "gradcheck_cli.jobs",
+    "gradcheck_cli.tracing",
+    "gradcheck_cli.run_mode",
+    "gradcheck_cli.cache",  # the script cache
+    "gradcheck_cli.source_code.keras_archive",
+    "gradcheck_cli.fixing",  # --fix and --diff
+    "gradcheck_cli.reporters.terminal",  # the formats not asked for
+    "gradcheck_cli.reporters.sarif",
+    "gradcheck_cli.reporters.dot",
+    "gradcheck_cli.watching",
+)
+
+
+def test_a_saved_model_checked_from_the_command_line_imports_only_what_its_check_runs(
+    saved: Path,
+) -> None:
+    check = (
+        f"sys.argv = ['gradcheck', {str(saved)!r}, '--loss', 'loss', '-f', 'json', '-q']\n"
+        "try:\n"
+        "    import gradcheck_cli.__main__\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 1, exit.code  # scale is dead\n"
+    )
+    loaded = modules_after(check)
+    assert "gradcheck_cli.reporters.json_reporter" in loaded  # the probe saw the check
+    assert sorted(loaded.intersection(NOT_FOR_A_SAVED_MODEL)) == []

@@ -1,4 +1,5 @@
-"""The options of `gradcheck MODEL...` and `gradcheck run SCRIPT`, grouped for `--help`."""
+"""The options of `gradcheck MODEL...` and `gradcheck run SCRIPT`, grouped for `--help`
+(which `help_layout` lays out)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-import cloup
 
-from gradcheck_cli.cli.usage import option_arity, plain_hint, run_hint
 from gradcheck_cli.config import check_codes
 from gradcheck_cli.errors import error_line
 from gradcheck_cli.options import MAX_TIMEOUT, memory_bytes, timeout_seconds
@@ -109,16 +108,19 @@ GROUPS = {
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 
-class GroupedCommand(cloup.Command):
+class GroupedCommand(click.Command):
     """A click command whose `--help` lists its options by group, the ungrouped ones (`--help`
-    included) last under HELP."""
+    included) last under HELP: laid out by `help_layout`, imported only to show help or usage."""
 
-    def get_default_option_group(
-        self, ctx: click.Context, is_the_only_visible_option_group: bool = False
-    ) -> cloup.OptionGroup:
-        group = cloup.OptionGroup(HELP)
-        group.options = self.get_ungrouped_options(ctx)
-        return group
+    def get_help(self, ctx: click.Context) -> str:
+        from gradcheck_cli.cli.help_layout import help_text
+
+        return help_text(self, ctx)
+
+    def get_usage(self, ctx: click.Context) -> str:
+        from gradcheck_cli.cli.help_layout import usage_text
+
+        return usage_text(self, ctx)
 
     def make_context(
         self,
@@ -151,6 +153,8 @@ class ScriptCommand(GroupedCommand):
     script, is most likely the script's own (`--epochs 1`), which goes after `--`."""
 
     def usage_hint(self, program: str, args: list[str], error: click.UsageError) -> str | None:
+        from gradcheck_cli.cli.usage import option_arity, run_hint
+
         return run_hint(program, args, error, option_arity(self), _option_names(MODEL_OPTIONS))
 
 
@@ -167,45 +171,18 @@ def _option_names(groups: Mapping[str | None, Sequence[Decorator]]) -> set[str]:
 
 class ModelCommand(GroupedCommand):
     """`gradcheck MODEL...`, whose `--help` also shows the commands `main` hands the command
-    line to when it starts with their name (`gradcheck run SCRIPT`): their usage under its own,
-    and a section that lists them. (A click group cannot take both MODEL... and a command.)"""
+    line to when it starts with their name (`gradcheck run SCRIPT`). (A click group cannot take
+    both MODEL... and a command.)"""
 
     def __init__(self, *args: Any, subcommands: Sequence[click.Command] = (), **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.subcommands = tuple(subcommands)
 
     def usage_hint(self, program: str, args: list[str], error: click.UsageError) -> str | None:
+        from gradcheck_cli.cli.usage import option_arity, plain_hint
+
         subcommands = {str(sub.name): option_arity(sub) for sub in self.subcommands}
         return plain_hint(program, args, error, option_arity(self), subcommands)
-
-    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        super().format_usage(ctx, formatter)
-        for subcommand, sub_ctx in self._subcommand_contexts(ctx):
-            pieces = " ".join(subcommand.collect_usage_pieces(sub_ctx))
-            # cloup's formatter adds a space after the prefix: "Usage:" and its space.
-            formatter.write_usage(sub_ctx.info_name or "", pieces, prefix=" " * len("Usage:"))
-
-    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        super().format_help_text(ctx, formatter)
-        rows = [
-            (
-                f"{subcommand.name} {' '.join(subcommand.collect_usage_pieces(sub_ctx)[1:])}",
-                f"{subcommand.get_short_help_str(limit=300)} ({sub_ctx.info_name} --help "
-                "lists its options.)",
-            )
-            for subcommand, sub_ctx in self._subcommand_contexts(ctx)
-        ]
-        if rows:
-            with formatter.section(COMMANDS):
-                formatter.write_dl(rows)
-
-    def _subcommand_contexts(self, ctx: click.Context) -> list[tuple[click.Command, click.Context]]:
-        # Named as typed (`gradcheck run`): click's own command path of a command under a
-        # command puts the parent's arguments between them.
-        return [
-            (subcommand, click.Context(subcommand, info_name=f"{ctx.info_name} {subcommand.name}"))
-            for subcommand in self.subcommands
-        ]
 
 
 LOSS_OPTION = click.option(
@@ -453,11 +430,22 @@ def grouped_options(own: Mapping[str | None, Sequence[Decorator]]) -> Callable[[
     def decorate(function: F) -> F:
         for title in reversed([*GROUPS, None]):
             options = [*own.get(title, ()), *_SHARED.get(title, ())]
-            if title is None:
-                for option in reversed(options):
-                    function = option(function)
-            elif options:
-                function = cloup.option_group(title, *options, help=GROUPS[title])(function)
+            # Added last to first, as click lists the options of a function bottom-up.
+            for option in reversed(options):
+                added = len(getattr(function, "__click_params__", ()))
+                function = option(function)
+                if title is not None:
+                    for param in function.__click_params__[added:]:  # type: ignore[attr-defined]
+                        setattr(param, _GROUP_TITLE, title)
         return function
 
     return decorate
+
+
+_GROUP_TITLE = "gradcheck_help_group"
+"""The attribute that holds a grouped option's `--help` group, by title."""
+
+
+def group_title(param: click.Parameter) -> str | None:
+    """The `--help` group `grouped_options` put `param` in; None: ungrouped, under HELP."""
+    return getattr(param, _GROUP_TITLE, None)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.findings.advice.fixes import dead_term_fix
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.report import Verification
 from gradcheck_cli.findings.rules import (
@@ -32,7 +32,9 @@ from gradcheck_cli.findings.rules import (
 )
 from gradcheck_cli.findings.source import SourceLines
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.worker.protocol import IdleTraining
+
+if TYPE_CHECKING:  # only a run's result holds them: a SavedModel's check loads no worker types
+    from gradcheck_cli.worker.protocol import IdleTraining
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,8 @@ def _dead_variable_findings(verdict: VariableVerdict, fixes: Mapping[str, str]) 
 
 
 def _concern_finding(concern: Concern, source: SourceLines) -> Finding:
+    from gradcheck_cli.findings.advice.fixes import dead_term_fix
+
     dead_term = concern.kind is ConcernKind.DEAD_LOSS_TERM
     return RULE_BY_CONCERN[concern.kind].finding(
         concern=concern,

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gradcheck_cli.analysis.verdicts import Blocker, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.findings.advice.edits import CodeFix, code_fix
-from gradcheck_cli.findings.advice.fixes import variable_fix
 from gradcheck_cli.findings.source import SourceLines
+
+if TYPE_CHECKING:
+    from gradcheck_cli.findings.advice.edits import CodeFix
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,11 @@ def explain(
     """The explanation of every dead variable; `told`: fixes that replace a variable's own (an
     intended cut, a quantizer's variables), by name."""
     dead = [verdict for verdict in verdicts if verdict.dead]
+    if not dead:  # nothing to advise on: a clean model's check loads no advice
+        return Explanations(dict(told), {}, {})
+    from gradcheck_cli.findings.advice.edits import code_fix
+    from gradcheck_cli.findings.advice.fixes import variable_fix
+
     fixes = {verdict.name: variable_fix(verdict, source) for verdict in dead}
     fixes.update(told)
     still_cut = {

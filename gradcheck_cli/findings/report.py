@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
-from gradcheck_cli.findings.advice.edits import CodeFix
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.graph.model import SourceLocation
+
+if TYPE_CHECKING:  # the advice is imported where a dead variable is explained
+    from gradcheck_cli.findings.advice.edits import CodeFix
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -1380,6 +1379,8 @@ def rule_for_code(code_or_name: str) -> Rule:
     rule = _RULES_BY_KEY.get(wanted)
     if rule is not None:
         return rule
+    import difflib  # only for a code that does not exist
+
     close = difflib.get_close_matches(wanted, _RULES_BY_KEY, n=3)
     # A code and a name of one rule can both be close: name each rule once.
     codes = dict.fromkeys(_RULES_BY_KEY[key].code for key in close)

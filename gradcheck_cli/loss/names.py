@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 
 from gradcheck_cli.errors import GradcheckError
@@ -54,6 +53,8 @@ def resolve_loss_name(loss: str | None, candidates: Mapping[str, object], *, wha
             return keyed[0]
         if keyed:
             raise ambiguous_name(loss, keyed, "outputs", what=what)
+        import difflib  # only for a loss that is not there
+
         close = difflib.get_close_matches(loss, names, n=3, cutoff=0.5)
         if close:
             raise GradcheckError(

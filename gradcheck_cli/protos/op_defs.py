@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import gzip
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from importlib import resources
 from typing import Any
 
@@ -20,8 +20,43 @@ def snapshot_op_defs() -> dict[str, Any]:
     return {op.name: op for op in op_list.op}
 
 
-def merged_op_defs(from_model: Iterable[Any]) -> dict[str, Any]:
+class _MergedOpDefs(Mapping[str, Any]):
+    """The model's own OpDefs, which win; the snapshot's for the ops a stripped list leaves out.
+
+    The snapshot is read at the first op the model's list lacks: TensorFlow lists every op a
+    SavedModel uses, and reading the snapshot's two thousand OpDefs costs as much as building
+    a small model's graph.
+    """
+
+    def __init__(self, from_model: Iterable[Any]) -> None:
+        self._ops = {op.name: op for op in from_model}
+        self._with_snapshot = False
+
+    def get(self, name: str, default: Any = None) -> Any:  # per node: no KeyError per miss
+        found = self._ops.get(name)
+        if found is None and not self._with_snapshot:
+            found = self._merged().get(name)
+        return default if found is None else found
+
+    def __getitem__(self, name: str) -> Any:
+        found = self.get(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._merged())
+
+    def __len__(self) -> int:
+        return len(self._merged())
+
+    def _merged(self) -> dict[str, Any]:
+        if not self._with_snapshot:
+            self._ops = {**snapshot_op_defs(), **self._ops}
+            self._with_snapshot = True
+        return self._ops
+
+
+def merged_op_defs(from_model: Iterable[Any]) -> Mapping[str, Any]:
     """The model's own OpDefs win; the snapshot fills in the ops a stripped list leaves out."""
-    merged = dict(snapshot_op_defs())
-    merged.update({op.name: op for op in from_model})
-    return merged
+    return _MergedOpDefs(from_model)

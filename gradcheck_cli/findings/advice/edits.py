@@ -4,7 +4,6 @@ source, found again in the text before they are applied."""
 from __future__ import annotations
 
 import ast
-import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -169,6 +168,8 @@ def _shape(expression: str) -> str | None:
 
 def unified_diff(path: str, shown: str, before: str, after: str) -> str:
     """`git diff`'s form of one file's change (`a/PATH`, `b/PATH`), for `git apply` and review."""
+    import difflib  # for --diff alone: a check imports this module for its fixes' type
+
     lines = difflib.unified_diff(
         before.splitlines(keepends=True),
         after.splitlines(keepends=True),
