@@ -52,6 +52,8 @@ class Reachability:
         self._masks: dict[str, TensorMap] = {}
         self._in_progress: set[str] = set()
         self._steps: dict[tuple[Step, int], list[Summary]] = {}
+        # Forward walks by body and seeds (`forward_reached`).
+        self.forward: dict[tuple[str, tuple[TensorRef, ...]], TensorSet] = {}
 
     # -- public -------------------------------------------------------------------------------
 
@@ -296,7 +298,15 @@ class Reachability:
 
 
 def forward_reached(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> TensorSet:
-    """Tensors of `body` that the seeds reach, over every edge or only gradient-carrying ones."""
+    """Tensors of `body` that the seeds reach, over every edge or only gradient-carrying ones;
+    walked once per body and seeds in each pass (the cuts and the concerns ask alike)."""
+    key = (body.name, tuple(seeds))
+    if key not in reach.forward:
+        reach.forward[key] = _forward(body, key[1], reach)
+    return reach.forward[key]
+
+
+def _forward(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> TensorSet:
     facts = reach.index.of(body)
     arrays = facts.arrays
     offsets, starts = arrays.offsets, arrays.input_start

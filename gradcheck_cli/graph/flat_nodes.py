@@ -94,7 +94,6 @@ class FlatNodes(Mapping[str, Node]):
         self.constant_inputs = bytearray()
         self.outside: list[str] = []
         self._producer_names: list[str] | None = []
-        self._recent: Callable[[int], Node] | None = None
 
     # -- building -----------------------------------------------------------------------------
 
@@ -201,9 +200,9 @@ class FlatNodes(Mapping[str, Node]):
     def node(self, n: int) -> Node:
         """Node number `n`: made on first access, and kept while it is among the few thousand
         last made (a walk asks for a node, then for its neighbours, then for it again)."""
-        if self._recent is None:
-            self._recent = functools.lru_cache(maxsize=RECENT_NODES)(self._make)
-        return self._recent(n)
+        # From the first call on, `node` is the instance's own cache of `_make`.
+        self.node = functools.lru_cache(maxsize=RECENT_NODES)(self._make)  # type: ignore[method-assign]
+        return self.node(n)
 
     def _make(self, n: int) -> Node:
         start, stop = self.input_start[n], self.input_start[n + 1]
