@@ -13,8 +13,9 @@ The builder appends nodes in order (`append`), may set inputs it could not resol
 
 from __future__ import annotations
 
-import functools
+import itertools
 from array import array
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -23,7 +24,9 @@ from gradcheck_cli.graph.model import Node, SourceLocation, TensorRef
 T = TypeVar("T")
 
 RECENT_NODES = 4096
-"""How many of the nodes last made a body keeps made."""
+"""How many of the nodes last made a model keeps made."""
+
+_SERIALS = itertools.count()
 
 
 class Table(Generic[T]):
@@ -55,11 +58,33 @@ def _items(mapping: Mapping[str, Any]) -> Any:
 _EMPTY: dict[str, Any] = {}
 
 
+class RecentNodes:
+    """The `Node`s last made, of any body of a model: a walk asks for a node, then for its
+    neighbours, then for it again, so the few thousand last made serve most asks."""
+
+    def __init__(self, size: int = RECENT_NODES) -> None:
+        self._nodes: OrderedDict[tuple[int, int], Node] = OrderedDict()
+        self._size = size
+
+    def get(self, flat: FlatNodes, n: int) -> Node:
+        key = (flat.serial, n)
+        node = self._nodes.get(key)
+        if node is None:
+            node = self._nodes[key] = flat.make(n)
+            if len(self._nodes) > self._size:
+                self._nodes.popitem(last=False)
+        else:
+            self._nodes.move_to_end(key)
+        return node
+
+
 class Tables:
     """The tables of distinct op types, output signatures, calls and attributes, shared by the
-    bodies one builder makes. Number 0 of calls and of attributes is the empty dict."""
+    bodies one builder makes, and the nodes last made of those bodies. Number 0 of calls and
+    of attributes is the empty dict."""
 
     def __init__(self) -> None:
+        self.recent = RecentNodes()
         self.op_types: Table[str] = Table()
         self.signatures: Table[tuple[str | None, ...]] = Table()
         self.calls: Table[dict[str, tuple[str, ...]]] = Table(_items)
@@ -73,6 +98,7 @@ class FlatNodes(Mapping[str, Node]):
 
     def __init__(self, tables: Tables | None = None) -> None:
         self.tables = tables = tables or Tables()
+        self.serial = next(_SERIALS)  # names the body in `RecentNodes`, never reused
         self.names: list[str] = []
         self.ids: dict[str, int] = {}
         self.op_types = array("i")
@@ -198,13 +224,11 @@ class FlatNodes(Mapping[str, Node]):
         )
 
     def node(self, n: int) -> Node:
-        """Node number `n`: made on first access, and kept while it is among the few thousand
-        last made (a walk asks for a node, then for its neighbours, then for it again)."""
-        # From the first call on, `node` is the instance's own cache of `_make`.
-        self.node = functools.lru_cache(maxsize=RECENT_NODES)(self._make)  # type: ignore[method-assign]
-        return self.node(n)
+        """Node number `n`: made on access, or one of the nodes last made (`RecentNodes`)."""
+        return self.tables.recent.get(self, n)
 
-    def _make(self, n: int) -> Node:
+    def make(self, n: int) -> Node:
+        """A new `Node` for node number `n`."""
         start, stop = self.input_start[n], self.input_start[n + 1]
         return Node(
             self.names[n],
