@@ -1,0 +1,140 @@
+"""A serialized NodeDef is split on the wire into its name, op type and inputs, and nodes whose
+other bytes repeat share one kind: the graph built is the one protobuf's own parse gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.graph.model import TensorRef
+from gradcheck_cli.protos import graph_builder
+from gradcheck_cli.protos.graph_builder import GraphBuilder
+from gradcheck_cli.protos.op_defs import merged_op_defs
+from gradcheck_cli.protos.tf_protos import parse_node_def, protos, split_node_def
+
+
+def _node(name: str, op: str, inputs: list[str], dtype: int = 1) -> Any:
+    node = protos().node_def_pb2.NodeDef(name=name, op=op, input=inputs)
+    node.attr["T"].type = dtype
+    return node
+
+
+def test_the_split_reads_what_protobuf_reads() -> None:
+    node = _node("scope/mul_1", "Mul", ["x", "scope/y:z:0", "^control"])
+    node.device = "/cpu:0"
+    raw = node.SerializeToString()
+    name, op, inputs, rest = split_node_def(raw)  # type: ignore[misc]
+    assert (name, op, inputs) == (node.name, node.op, list(node.input))
+    reparsed = protos().node_def_pb2.NodeDef.FromString(rest)
+    assert reparsed.device == "/cpu:0" and reparsed.attr["T"].type == 1
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"\x12\x03Mul",  # an op type and no name
+        b"\x0a\x01a",  # a name and no op type
+        b"\x0a\x05ab",  # a length past the end
+        b"\x0a\x02\xff\xfe\x12\x03Mul",  # a name that is not UTF-8
+        b"\x0a\xff\xff\xff\xff\xff\xff\x01",  # a length that never ends
+    ],
+)
+def test_bytes_the_split_does_not_read_are_left_to_protobuf(raw: bytes) -> None:
+    assert split_node_def(raw) is None
+
+
+def _function(nodes: list[Any]) -> Any:
+    function = protos().function_pb2.FunctionDef()
+    function.signature.name = "f"
+    arg = function.signature.input_arg.add()
+    arg.name, arg.type = "x", 1
+    out = function.signature.output_arg.add()
+    out.name, out.type = "out", 1
+    function.ret["out"] = f"{nodes[-1].name}:z:0"
+    function.node_def.extend(nodes)
+    return function
+
+
+def _build(function: Any) -> Any:
+    """The body of `function` as gradcheck builds a SavedModel's: NodeDefs kept serialized."""
+    lazy = [node.SerializeToString() for node in function.node_def]
+
+    class Serialized:
+        signature = function.signature
+        ret = function.ret
+        node_def = lazy
+
+        @staticmethod
+        def ByteSize() -> int:
+            return int(function.ByteSize())
+
+    op_defs = merged_op_defs([])
+    return GraphBuilder({"f": Serialized}, op_defs).add_function("f")
+
+
+def test_nodes_of_one_kind_share_it_and_each_keeps_its_own_name_and_inputs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parsed: list[Any] = []
+
+    def counted(node: Any, function: str, what: str = "SavedModel") -> Any:
+        parsed.append(node)
+        return parse_node_def(node, function, what)
+
+    monkeypatch.setattr(graph_builder, "parse_node_def", counted)
+    nodes = [_node("a", "Tanh", ["x"])]
+    nodes += [
+        _node(f"t{k}", "Tanh", [f"{nodes[-1].name if k == 0 else f't{k - 1}'}:y:0"])
+        for k in range(3)
+    ]
+    nodes.append(_node("cast", "Cast", ["t2:y:0"]))
+    nodes[-1].attr["DstT"].type = 3  # int32
+    nodes[-1].attr["SrcT"].type = 1
+    nodes.append(_node("out", "Tanh", ["cast:y:0"]))
+    body = _build(_function(nodes))
+    assert [node.name for node in body.nodes.values()] == [
+        "x",
+        "a",
+        "t0",
+        "t1",
+        "t2",
+        "cast",
+        "out",
+    ]
+    assert body.nodes["t1"].inputs == (TensorRef("t0", 0),)
+    assert body.nodes["t1"].attrs == body.nodes["a"].attrs == {"T": "float32"}
+    assert body.nodes["cast"].attrs == {"DstT": "int32", "SrcT": "float32", "T": "float32"}
+    flat = body.nodes
+    shared = {flat.attrs[flat.ids[name]] for name in ("a", "t0", "t1", "t2", "out")}
+    assert len(shared) == 1 and flat.attrs[flat.ids["cast"]] not in shared
+    assert len(parsed) == 2  # the first Tanh and the Cast; the other Tanh nodes are split only
+    assert body.nodes["out"].output_dtypes == ("float32",)
+
+
+def test_a_name_repeated_after_the_attributes_is_the_name_protobuf_reads() -> None:
+    # Protobuf keeps the last value of a field written twice; the split sees the first.
+    first = _node("a", "Tanh", ["x"])
+    twice = _node("b", "Tanh", ["a:y:0"])
+    raw = twice.SerializeToString() + b"\x0a\x01c"  # name "c", after the attributes
+    assert protos().node_def_pb2.NodeDef.FromString(raw).name == "c"
+    function = _function([first])
+    builder_input = [first.SerializeToString(), raw, raw.replace(b"\x0a\x01b", b"\x0a\x01d", 1)]
+
+    class Serialized:
+        signature = function.signature
+        ret = {"out": "c:y:0"}
+        node_def = builder_input
+
+        @staticmethod
+        def ByteSize() -> int:
+            return sum(len(b) for b in builder_input)
+
+    with pytest.raises(GradcheckError, match="is the name of two nodes"):
+        # Both crafted nodes are named "c" by protobuf: a name used twice is refused.
+        GraphBuilder({"f": Serialized}, merged_op_defs([])).add_function("f")
+    builder_input.pop()
+    body = GraphBuilder({"f": Serialized}, merged_op_defs([])).add_function("f")
+    assert list(body.nodes) == ["x", "a", "c"]
