@@ -27,6 +27,7 @@ from gradcheck_cli.analysis.verdicts import (
 )
 from gradcheck_cli.differentiability.rules import is_assign_op
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.graph.arrays import BodyArrays
 from gradcheck_cli.graph.memory import without_cyclic_gc
 from gradcheck_cli.graph.model import Program, SourceLocation, TensorRef, Variable
 from gradcheck_cli.graph.progress import Progress, silent
@@ -68,6 +69,7 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
     finder = CutFinder(program, structural_pass)
     called_layers = CalledLayers(program)
     without_stop_gradient: dict[TensorRef, int] | None = None
+    feeders: bytearray | None = None  # what an assignment may store (`_assign_feeders`)
     verdicts = []
     partly_cut: list[Concern] = []
     for number, variable in enumerate(program.variables, 1):
@@ -134,7 +136,9 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
             status = Status.UNUSED
             unreached, read_at = _why_unused(program, source, index)
             if unreached is Unreached.READ_NOT_REACHING:
-                stored = _assigned_away(program, source, structural_pass)
+                if feeders is None:
+                    feeders = _assign_feeders(structural_pass.index.of(program.top_body).arrays)
+                stored = _assigned_away(program, source, structural_pass, feeders)
                 if stored is not None:
                     unreached = Unreached.ASSIGNED_AWAY
                     assigned_to, assigned_at = stored
@@ -209,17 +213,54 @@ def nesting_depth(program: Program) -> int:
     return depth.get(program.top, 1)
 
 
+def _assign_feeders(arrays: BodyArrays) -> bytearray:
+    """Per tensor of the top body, 1 if `_assigned_away`'s walk from it can reach a value that
+    an assignment stores: one backward pass for all the unused variables, so that a walk
+    starts only where it can find something, and steps only onto tensors that lead there."""
+    flat = arrays.flat
+    assigns = {n for n, op in enumerate(flat.op_table.values) if is_assign_op(op)}
+    feeders = bytearray(arrays.tensor_count)
+    if not assigns:
+        return feeders
+    dtypes = flat.signature_table.values
+    op_types, signatures = flat.op_types, flat.signatures
+    offsets, starts, tensors = arrays.offsets, arrays.input_start, arrays.input_tensors
+    pending = []
+    for n in range(len(flat)):
+        if op_types[n] in assigns:
+            for edge in range(starts[n] + 1, starts[n + 1]):  # the values, not the variable
+                t = tensors[edge]
+                if not feeders[t]:
+                    feeders[t] = 1
+                    pending.append(t)
+    while pending:
+        t = pending.pop()
+        n = arrays.producer(t)
+        # The walk goes on only past an op that assigns nothing, onto the outputs it declares.
+        if n < 0 or op_types[n] in assigns or t - offsets[n] >= len(dtypes[signatures[n]]):
+            continue
+        for edge in range(starts[n], starts[n + 1]):
+            t = tensors[edge]
+            if not feeders[t]:
+                feeders[t] = 1
+                pending.append(t)
+    return feeders
+
+
 def _assigned_away(
-    program: Program, source: TensorRef, structural: Reachability
+    program: Program, source: TensorRef, structural: Reachability, feeders: bytearray
 ) -> tuple[Variable | None, SourceLocation | None] | None:
     """The variable that a value computed from `source` is stored into, and where: an
     assignment passes no gradient to the value it stores, so the loss that reads the target
-    does not reach `source`."""
+    does not reach `source`. The first such assignment in the order of a breadth-first walk
+    from `source`; `feeders` (`_assign_feeders`) keeps the walk on the tensors that can lead
+    to one, which leaves that order as it is: a tensor that leads to one is found only from
+    another."""
     body = program.top_body
     arrays = structural.index.of(body).arrays
     flat = arrays.flat
     start = arrays.tensor(source)
-    if start is None:
+    if start is None or not feeders[start]:
         return None
     assigns = {n for n, op in enumerate(flat.op_table.values) if is_assign_op(op)}
     dtypes = flat.signature_table.values
@@ -240,7 +281,7 @@ def _assigned_away(
                 continue
             # Only the outputs the op declares: an undeclared one is read by no one.
             for out in range(offsets[n], offsets[n] + len(dtypes[flat.signatures[n]])):
-                if not seen[out]:
+                if feeders[out] and not seen[out]:
                     seen[out] = 1
                     queue.append(out)
     return None

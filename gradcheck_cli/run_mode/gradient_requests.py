@@ -231,7 +231,7 @@ def reconstructed_request(
         records + context,
         step.loss_shape,
         step.loss_tensor,
-        step.locations,
+        locations=step.locations,
     )
     result.context_variables = [r.variable.name for r in context]
     result.tensorflow = eager.tensorflow

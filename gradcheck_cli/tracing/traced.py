@@ -6,7 +6,7 @@ import os
 import re
 import traceback as traceback_module
 import weakref
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from gradcheck_cli.differentiability.registry import load_registry
@@ -213,10 +213,12 @@ def function_graphs(graph: Any, name: str) -> list[tuple[str, Any]]:
     return found
 
 
-def _locations(graphs: Iterable[tuple[str, Any]]) -> dict[str, SourceLocation]:
+def _locations(
+    graphs: Iterable[tuple[str, Any]], attributed: Mapping[str, Collection[str]] | None = None
+) -> dict[str, SourceLocation]:
     locations = {}
     for fn_name, graph in graphs:
-        for op, (location, _) in _op_facts(graph):
+        for op, (location, _) in _op_facts(graph, (attributed or {}).get(fn_name)):
             if location is not None:
                 locations[f"{op.name}@{fn_name}"] = location
     return locations
@@ -229,14 +231,39 @@ never changes once an op is made. A step with several gradient requests is snaps
 each, every snapshot the ops of the one before and more: each op's traceback is read once."""
 
 
-def _op_facts(graph: Any) -> Iterator[tuple[Any, _OpFacts]]:
-    """(op, its facts) for every op of `graph`, in the graph's order."""
+def _op_facts(
+    graph: Any, attributed: Collection[str] | None = None
+) -> Iterator[tuple[Any, _OpFacts]]:
+    """(op, its facts) for every op of `graph`, in the graph's order. `attributed`: the ops
+    with a `_gradient_op_type`, if known (from a GraphDef): asking an op for an attribute it
+    lacks raises, which costs tens of microseconds in a deep tracing stack."""
     known = _kept_for(graph, _FACTS)
     for op in graph.get_operations():
         facts = known.get(op.name)
         if facts is None:
-            facts = known[op.name] = (user_location(op.traceback), _gradient_op_type(op))
+            marked = attributed is None or op.name in attributed
+            grad_type = _gradient_op_type(op) if marked else None
+            facts = known[op.name] = (_trace_location(op.traceback), grad_type)
         yield op, facts
+
+
+def _trace_location(trace: Any) -> SourceLocation | None:
+    """`user_location` of an op's traceback, once per distinct text (TensorFlow's C++ makes
+    it in a fraction of the time a walk over the frames takes): the 9478 ops of a CycleGAN
+    step's four tapes have 814."""
+    if trace is None:
+        return None
+    text = str(trace)
+    if text in _LOCATION_OF_TRACE:
+        return _LOCATION_OF_TRACE[text]
+    if len(_LOCATION_OF_TRACE) >= _MOST_TRACES:
+        _LOCATION_OF_TRACE.clear()
+    location = _LOCATION_OF_TRACE[text] = user_location(trace)
+    return location
+
+
+_LOCATION_OF_TRACE: dict[str, SourceLocation | None] = {}
+_MOST_TRACES = 1 << 16
 
 
 def _output_shapes(graphs: Iterable[tuple[str, Any]]) -> dict[str, tuple[Any, ...]]:
@@ -249,7 +276,7 @@ def _output_shapes(graphs: Iterable[tuple[str, Any]]) -> dict[str, tuple[Any, ..
 
 
 def _custom_gradients(
-    graphs: Iterable[tuple[str, Any]],
+    graphs: Iterable[tuple[str, Any]], attributed: Mapping[str, Collection[str]] | None = None
 ) -> tuple[dict[str, tuple[CustomGradient, ...]], list[str]]:
     """Ask the live gradient registry what each custom gradient (a `tf.custom_gradient`, a
     `gradient_override_map` name registered by the user) returns for each input, with a note for
@@ -263,9 +290,9 @@ def _custom_gradients(
     registry = load_registry()
     verdicts: dict[str, tuple[CustomGradient, ...]] = {}
     refused: dict[str, tuple[Any, str]] = {}
-    for _, graph in graphs:
+    for fn_name, graph in graphs:
         probed = _kept_for(graph, _PROBED)
-        for op, (_, grad_type) in _op_facts(graph):
+        for op, (_, grad_type) in _op_facts(graph, (attributed or {}).get(fn_name)):
             if grad_type is None or grad_type in verdicts or registry.has_entry(grad_type):
                 continue
             try:
@@ -304,10 +331,13 @@ def _kept_for(
         return {}
 
 
+_GRADIENT_OP_TYPE = "_gradient_op_type"
+
+
 def _gradient_op_type(op: Any) -> str | None:
     """The gradient type `tf.custom_gradient` or `gradient_override_map` set on `op`, if any."""
     try:
-        raw = op.get_attr("_gradient_op_type")
+        raw = op.get_attr(_GRADIENT_OP_TYPE)
     except (ValueError, AttributeError):
         return None
     try:
@@ -419,7 +449,10 @@ def graph_protos(
 
     graph_def = graph.as_graph_def()
     mark_missed_overrides(graph, graph_def.node)
-    return graph_def_protos(graph_def, graphs, loss_name, records, _static_shape(loss), loss.name)
+    # The GraphDef holds each op's attributes: the ops with a custom gradient's type.
+    marked = {"": {node.name for node in graph_def.node if _GRADIENT_OP_TYPE in node.attr}}
+    shape = _static_shape(loss)
+    return graph_def_protos(graph_def, graphs, loss_name, records, shape, loss.name, marked)
 
 
 def probe_custom_gradients(graph: Any) -> None:
@@ -443,18 +476,20 @@ def graph_def_protos(
     records: list[TracedVariable],
     loss_shape: tuple[int | None, ...] | None,
     loss_tensor: str,
+    attributed: Mapping[str, Collection[str]] | None = None,
     locations: dict[str, SourceLocation] | None = None,
 ) -> TracedGraph:
     """Protos of a GraphDef whose lines and custom gradients come from the live `graphs`
-    ((function name, graph), "" for the top graph) and from `locations` ("node@function")."""
-    custom_gradients, notes = _custom_gradients(graphs)
+    ((function name, graph), "" for the top graph) and from `locations` ("node@function");
+    `attributed`: as `_op_facts`', by function name."""
+    custom_gradients, notes = _custom_gradients(graphs, attributed)
     return TracedGraph(
         loss_name=loss_name,
         variables=records,
         library=graph_def.library.SerializeToString(),
         op_defs=_op_defs(graph_def.library.function, graph_def.node),
         loss_shape=loss_shape,
-        locations={**_locations(graphs), **(locations or {})},
+        locations={**_locations(graphs, attributed), **(locations or {})},
         output_shapes=_output_shapes(graphs),
         custom_gradients=custom_gradients,
         notes=notes,

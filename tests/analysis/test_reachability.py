@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gradcheck_cli.analysis.analyse import analyse
-from gradcheck_cli.analysis.verdicts import Status
+from gradcheck_cli.analysis.verdicts import Status, Unreached
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.graph.model import TensorRef
 from tests.graph_factory import BodyFactory, program
@@ -105,3 +105,31 @@ def test_frozen_and_unused() -> None:
     loss = top.op("loss", "Sum", used)
     statuses = _statuses(program(top.body(loss), loss, trainable={"frozen": False}))
     assert statuses == {"used": Status.OK, "idle": Status.UNUSED, "frozen": Status.FROZEN}
+
+
+def test_a_value_assigned_away_is_told_with_the_assignment_its_walk_finds_first() -> None:
+    # `w` feeds two assignments, into `near` (two steps) and `far` (three); `u` feeds only the
+    # variable side of one, and `x` only ops that no assignment reads: neither is assigned away.
+    top = BodyFactory("top")
+    w, u, x = top.arg("w", "resource"), top.arg("u", "resource"), top.arg("x", "resource")
+    near, far = top.arg("near", "resource"), top.arg("far", "resource")
+    read = top.op("read", "ReadVariableOp", w)
+    top.op("to_near", "AssignVariableOp", near, top.op("copy", "Identity", read), dtypes=())
+    scaled = top.op("scaled", "Mul", top.op("twice", "AddV2", read, read), read)
+    top.op("to_far", "AssignVariableOp", far, scaled, dtypes=())
+    top.op("into_u", "AssignVariableOp", u, top.op("one", "Const"), dtypes=())
+    top.op(
+        "side", "Mul", top.op("read_x", "ReadVariableOp", x), top.op("read_u", "ReadVariableOp", u)
+    )
+    loss = top.op(
+        "loss",
+        "AddV2",
+        top.op("read_near", "ReadVariableOp", near),
+        top.op("read_far", "ReadVariableOp", far),
+    )
+    verdicts = {v.name: v for v in analyse(program(top.body(loss), loss)).verdicts}
+    assert verdicts["w"].unreached is Unreached.ASSIGNED_AWAY
+    assert verdicts["w"].assigned_to is not None and verdicts["w"].assigned_to.name == "near"
+    assert {verdicts[name].unreached for name in ("u", "x")} == {Unreached.READ_NOT_REACHING}
+    assert verdicts["u"].assigned_to is None and verdicts["x"].assigned_to is None
+    assert (verdicts["near"].status, verdicts["far"].status) == (Status.OK, Status.OK)
