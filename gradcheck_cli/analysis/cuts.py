@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import NamedTuple
 
 from gradcheck_cli.analysis.control_flow import (
@@ -17,8 +17,10 @@ from gradcheck_cli.analysis.control_flow import (
 )
 from gradcheck_cli.analysis.reachability import Reachability, forward_reached
 from gradcheck_cli.analysis.verdicts import Blocker, Edge, NestedCall, PathStep, SubgraphOp
+from gradcheck_cli.analysis.walk_traces import Entered, Trace
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import SHAPE_OPS
+from gradcheck_cli.graph.arrays import TensorMap
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
 
@@ -43,7 +45,7 @@ class CutFinder:
         self.structural = structural
         self._inside: dict[tuple[str, frozenset[int]], list[Blocker]] = {}
         # What each walk inside a function saw, for the subgraph's nested functions.
-        self._inside_traces: dict[tuple[str, frozenset[int]], _Trace] = {}
+        self._inside_traces: dict[tuple[str, frozenset[int]], Trace] = {}
         self._reached: set[TensorRef] | None = None
         self._layers: dict[str, str] | None = None
 
@@ -89,7 +91,7 @@ class CutFinder:
         leaves the variable dead when removed: a side cut, told only on request.
         """
         body = self.program.top_body
-        trace = _Trace()
+        trace = Trace()
         blockers = _dedupe(self._walk(body, [source], self.structural.top_masks(), trace))
         # A shape read (tf.shape, a reduction over an unknown rank) is worth naming only when
         # it is the variable's sole way to the loss.
@@ -132,7 +134,7 @@ class CutFinder:
                 ops.append(SubgraphOp(name, node.op_type, function, node.location))
         return tuple(ops)
 
-    def _nested(self, top: Body, trace: _Trace) -> tuple[list[Edge], tuple[NestedCall, ...]]:
+    def _nested(self, top: Body, trace: Trace) -> tuple[list[Edge], tuple[NestedCall, ...]]:
         """The edges inside the functions the walk entered, and into and out of them, with
         each function and the op that runs it; functions those functions run included."""
         edges: dict[tuple[str | None, str, str | None, str], Edge] = {}
@@ -203,7 +205,7 @@ class CutFinder:
             if body is None:
                 return []
             seeds = [TensorRef(body.args[i], 0) for i in sorted(args) if i < len(body.args)]
-            trace = _Trace()
+            trace = Trace()
             self._inside[key] = self._walk(body, seeds, self.structural.body_masks(name), trace)
             self._inside_traces[key] = trace
         return self._inside[key]
@@ -212,48 +214,67 @@ class CutFinder:
         self,
         body: Body,
         seeds: Iterable[TensorRef],
-        masks: dict[TensorRef, int],
-        trace: _Trace | None = None,
+        masks: TensorMap,
+        trace: Trace | None = None,
     ) -> list[Blocker]:
-        consumers = self.structural.index.of(body).consumers
+        """The cuts a forward walk from the seeds meets on its way to what `masks` marks,
+        over the body's arrays: a node is made only where it is a cut or a control-flow step."""
+        facts = self.structural.index.of(body)
+        arrays, plain = facts.arrays, facts.plain
+        flat, names = arrays.flat, arrays.flat.names
+        offsets, starts, edge_nodes = arrays.offsets, arrays.input_start, arrays.edge_nodes
+        reader_start, reader_edges = arrays.reader_start, arrays.reader_edges
+        values = masks.values
+        shape_ops = {n for n, op in enumerate(flat.op_table.values) if op in SHAPE_OPS}
         found: list[Blocker] = []
         # In the seeds' order, not a set's: the order of the cuts must not depend on hashing.
-        queue = deque(dict.fromkeys(seeds))
-        seen: set[TensorRef] = set(queue)
+        start_tensors = [t for ref in dict.fromkeys(seeds) if (t := arrays.tensor(ref)) is not None]
+        queue = deque(start_tensors)
+        seen = bytearray(arrays.tensor_count)
+        for t in start_tensors:
+            seen[t] = 1
         while queue:
-            ref = queue.popleft()
-            for node, i in consumers.get(ref, ()):
-                reached = [
-                    TensorRef(node.name, k)
-                    for k in self.structural.outputs_from(body, node, i)
-                    if masks.get(TensorRef(node.name, k))
-                ]
-                if not reached:
-                    continue
-                step = step_of(node)
-                if step.kind is StepKind.PLAIN:
-                    cut = self.structural.cut(body, node, i)
+            t = queue.popleft()
+            source = (
+                names[producer] if (producer := arrays.producer(t)) >= 0 else arrays.ref(t).node
+            )
+            for edge in reader_edges[reader_start[t] : reader_start[t + 1]]:
+                n = edge_nodes[edge]
+                i = edge - starts[n]
+                first = offsets[n]
+                if plain[n]:
+                    # Structurally an ordinary op's input reaches every output.
+                    reached = [u for u in range(first, offsets[n + 1]) if values[u]]
+                    if not reached:
+                        continue
+                    cut = self.structural.node_cuts(body, n)[i]
                     if cut is not None and not cut.inherited:
-                        found.append(_blocker(body, node, cut.reason, cut.message))
+                        found.append(_blocker(body, flat.node(n), cut.reason, cut.message))
                     if trace is not None:
-                        trace.add(ref.node, node, cut.reason if cut and not cut.inherited else None)
-                    if node.op_type in SHAPE_OPS:
+                        here = cut.reason if cut and not cut.inherited else None
+                        trace.add(source, names[n], here)
+                    if flat.op_types[n] in shape_ops:
                         continue  # only the shape goes on: what follows is shape arithmetic
                 else:
+                    node = flat.node(n)
+                    outputs = self.structural.outputs_from(body, node, i)
+                    reached = [first + k for k in outputs if values[first + k]]
+                    if not reached:
+                        continue
                     before = len(found)
-                    found.extend(self._step_cuts(body, node, i, ref.node, trace))
+                    found.extend(self._step_cuts(body, node, i, source, trace))
                     if trace is not None:
                         cut_here = found[before].reason if len(found) > before else None
-                        trace.add(ref.node, node, cut_here)
+                        trace.add(source, node.name, cut_here)
                         trace.inner.setdefault(node.name, []).extend(found[before:])
-                for out in reached:
-                    if out not in seen:
-                        seen.add(out)
-                        queue.append(out)
+                for u in reached:
+                    if not seen[u]:
+                        seen[u] = 1
+                        queue.append(u)
         return found
 
     def _step_cuts(
-        self, body: Body, node: Node, i: int, source: str, trace: _Trace | None
+        self, body: Body, node: Node, i: int, source: str, trace: Trace | None
     ) -> list[Blocker]:
         """The cuts met by input `i` of a control-flow node (fed by op `source`): at the node,
         or inside its callees."""
@@ -269,7 +290,7 @@ class CutFinder:
             found.extend(self._inside_function(callee, arguments))
             if trace is not None:
                 role = next((r for r, names in node.calls.items() if callee in names), "f")
-                trace.entered.append(_Entered(source, node.name, callee, role, argument, arguments))
+                trace.entered.append(Entered(source, node.name, callee, role, argument, arguments))
 
         if step.kind is not StepKind.LOOP:
             for callee in step.callees:
@@ -285,95 +306,6 @@ class CutFinder:
             message = "the loop condition reads it; a loop condition carries no gradient"
             found.append(_blocker(body, node, Reason.INDEX_OR_SHAPE_INPUT, message))
         return found
-
-
-@dataclass(frozen=True)
-class _Entered:
-    """A walk entering a function: op `source` feeds argument `argument` of the function that
-    op `caller` runs in its `role`; `arguments` are every argument the walk inside starts from."""
-
-    source: str
-    caller: str
-    function: str
-    role: str
-    argument: int
-    arguments: frozenset[int]
-
-
-class _Trace:
-    """What a walk through a body saw: its edges and the first way it reached each op."""
-
-    def __init__(self) -> None:
-        self.edges: dict[tuple[str, str], Edge] = {}
-        self.parent: dict[str, str] = {}
-        self.cut_at: dict[str, Reason] = {}
-        # The cuts met inside the functions each control-flow node calls.
-        self.inner: dict[str, list[Blocker]] = {}
-        # The functions the walk entered, in the order it entered them.
-        self.entered: list[_Entered] = []
-
-    def essential(self, source: str, loss: str) -> set[str] | None:
-        """The ops whose cut lies on a path from `source` to `loss` that crosses the fewest
-        cuts (None when the walk never reached the loss)."""
-        forward: dict[str, list[tuple[str, int]]] = {}
-        backward: dict[str, list[tuple[str, int]]] = {}
-        for edge in self.edges.values():
-            forward.setdefault(edge.source, []).append((edge.target, int(edge.cut)))
-            backward.setdefault(edge.target, []).append((edge.source, int(edge.cut)))
-        from_source = _fewest_cuts(source, forward)
-        to_loss = _fewest_cuts(loss, backward)
-        fewest = from_source.get(loss)
-        if fewest is None:
-            return None
-        return {
-            edge.target
-            for edge in self.edges.values()
-            if edge.cut
-            and edge.source in from_source
-            and edge.target in to_loss
-            and from_source[edge.source] + 1 + to_loss[edge.target] == fewest
-        }
-
-    def add(self, source: str, node: Node, cut: Reason | None) -> None:
-        key = (source, node.name)
-        if key not in self.edges or cut is not None:
-            self.edges[key] = Edge(source, node.name, cut is not None)
-        self.parent.setdefault(node.name, source)
-        if cut is not None:
-            self.cut_at.setdefault(node.name, cut)
-
-    def path(
-        self,
-        body: Body,
-        source: TensorRef,
-        loss: TensorRef,
-        trainable_reach: Callable[[], set[TensorRef]],
-        layer_of_scope: Callable[[], dict[str, str]],
-    ) -> tuple[PathStep, ...]:
-        names = [loss.node]
-        while (
-            names[-1] != source.node and names[-1] in self.parent and len(names) <= len(body.nodes)
-        ):
-            names.append(self.parent[names[-1]])
-        if names[-1] != source.node:
-            return ()
-        steps = []
-        for name in reversed(names):
-            node = body.nodes[name]
-            reached = trainable_reach()
-            steps.append(
-                PathStep(
-                    node.name,
-                    node.op_type,
-                    None,
-                    node.location,
-                    self.cut_at.get(name),
-                    node,
-                    untrained_inputs=tuple(ref not in reached for ref in node.inputs),
-                    layer=layer_of_scope().get(node.name.rpartition("/")[0]),
-                )
-            )
-        return tuple(steps)
 
 
 class CalledLayers:
@@ -447,28 +379,6 @@ def _first_users(
                 seen.add(out)
                 queue.append(out)
     return found
-
-
-def _fewest_cuts(start: str, edges: dict[str, list[tuple[str, int]]]) -> dict[str, int]:
-    """The fewest cuts crossed from `start` to each op: a breadth-first walk in which an edge
-    costs 0 or 1 (a cut), so ops are met in the order of their cost."""
-    cost = {start: 0}
-    queue = deque([start])
-    done: set[str] = set()
-    while queue:
-        name = queue.popleft()
-        if name in done:
-            continue
-        done.add(name)
-        for target, weight in edges.get(name, ()):
-            reached = cost[name] + weight
-            if reached < cost.get(target, reached + 1):
-                cost[target] = reached
-                if weight:
-                    queue.append(target)
-                else:
-                    queue.appendleft(target)
-    return cost
 
 
 def _edge_key(edge: Edge) -> tuple[str, str, str, str]:
