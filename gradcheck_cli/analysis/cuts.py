@@ -190,7 +190,7 @@ class CutFinder:
                 if (entered.function, entered.arguments) not in walked:
                     walked.add((entered.function, entered.arguments))
                     for edge in inner.edges.values():
-                        add(replace(edge, source_function=callee.name, target_function=callee.name))
+                        add(Edge(edge.source, edge.target, edge.cut, callee.name, callee.name))
                     pending.append((callee, inner))
         ordered = sorted(
             calls.values(), key=lambda c: (c.caller_function or "", c.caller, c.function)

@@ -67,7 +67,7 @@ class PathStep:
     layer: str | None = field(default=None, compare=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Edge:
     """A data edge on a dead variable's way to the loss; `cut` when gradient cannot cross it.
 
@@ -83,7 +83,7 @@ class Edge:
     target_function: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SubgraphOp:
     """An op at an end of a subgraph edge: what it is and the user's line that made it."""
 
