@@ -129,9 +129,10 @@ class CutFinder:
         ops = []
         for function, name in sorted(ends, key=lambda end: (end[0] or "", end[1])):
             body = top if function is None else self.program.bodies.get(function)
-            node = None if body is None else body.nodes.get(name)
-            if node is not None:
-                ops.append(SubgraphOp(name, node.op_type, function, node.location))
+            n = None if body is None else body.nodes.ids.get(name)
+            if body is not None and n is not None:  # read off the arrays: no node is made
+                flat = body.nodes
+                ops.append(SubgraphOp(name, flat.op_type(n), function, flat.locations.get(n)))
         return tuple(ops)
 
     def _nested(self, top: Body, trace: Trace) -> tuple[list[Edge], tuple[NestedCall, ...]]:

@@ -37,8 +37,22 @@ class Table(Generic[T]):
         self.values: list[T] = []
         self._numbers: dict[Any, int] = {}
         self._key = key
+        self._by_identity: dict[int, int] = {}
 
     def number(self, value: T) -> int:
+        if self._key is None:
+            return self._number(value)
+        # Nodes of one kind share their dicts: a dict the table holds is numbered by itself,
+        # without making its key (only the table's own values are remembered so).
+        known = self._by_identity.get(id(value))
+        if known is not None and self.values[known] is value:
+            return known
+        number = self._number(value)
+        if self.values[number] is value:
+            self._by_identity[id(value)] = number
+        return number
+
+    def _number(self, value: T) -> int:
         try:
             key = self._key(value) if self._key is not None else value
             found = self._numbers.get(key)
