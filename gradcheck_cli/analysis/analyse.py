@@ -28,6 +28,7 @@ from gradcheck_cli.analysis.verdicts import (
 from gradcheck_cli.differentiability.rules import is_assign_op
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.arrays import BodyArrays
+from gradcheck_cli.graph.flat_nodes import FlatNodes
 from gradcheck_cli.graph.memory import without_cyclic_gc
 from gradcheck_cli.graph.model import Program, SourceLocation, TensorRef, Variable
 from gradcheck_cli.graph.progress import Progress, silent
@@ -213,12 +214,17 @@ def nesting_depth(program: Program) -> int:
     return depth.get(program.top, 1)
 
 
+def _assign_types(flat: FlatNodes) -> set[int]:
+    """The op type numbers of `flat` that assign to a variable."""
+    return {n for n, op in enumerate(flat.op_table.values) if is_assign_op(op)}
+
+
 def _assign_feeders(arrays: BodyArrays) -> bytearray:
     """Per tensor of the top body, 1 if `_assigned_away`'s walk from it can reach a value that
     an assignment stores: one backward pass for all the unused variables, so that a walk
     starts only where it can find something, and steps only onto tensors that lead there."""
     flat = arrays.flat
-    assigns = {n for n, op in enumerate(flat.op_table.values) if is_assign_op(op)}
+    assigns = _assign_types(flat)
     feeders = bytearray(arrays.tensor_count)
     if not assigns:
         return feeders
@@ -262,7 +268,7 @@ def _assigned_away(
     start = arrays.tensor(source)
     if start is None or not feeders[start]:
         return None
-    assigns = {n for n, op in enumerate(flat.op_table.values) if is_assign_op(op)}
+    assigns = _assign_types(flat)
     dtypes = flat.signature_table.values
     offsets, starts, edge_nodes = arrays.offsets, arrays.input_start, arrays.edge_nodes
     reader_start, reader_edges = arrays.reader_start, arrays.reader_edges

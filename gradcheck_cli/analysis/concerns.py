@@ -11,9 +11,10 @@ from gradcheck_cli.analysis.reachability import Reachability, forward_reached
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import STOP_GRADIENT_OPS
+from gradcheck_cli.graph.arrays import TensorSet
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
-_Reached = Callable[[], set[TensorRef]]
+_Reached = Callable[[], TensorSet]
 """The tensors a forward walk reaches, walked on the first call (only when a node asks)."""
 _PASS_THROUGH = frozenset({"Identity", "ReadVariableOp", "Enter", "Switch"})
 
@@ -188,9 +189,7 @@ def _dead_loss_terms(
     return found
 
 
-def _added_to_loss(
-    program: Program, reach: Reachability, start: Node, reached: set[TensorRef]
-) -> bool:
+def _added_to_loss(program: Program, reach: Reachability, start: Node, reached: TensorSet) -> bool:
     """True if `start`'s value reaches the loss through ops of `_CARRY` and `_SCALE` only,
     scaled by nothing that the variables' gradient reaches."""
     top = program.top_body

@@ -20,7 +20,7 @@ from gradcheck_cli.analysis.verdicts import Blocker, Edge, NestedCall, PathStep,
 from gradcheck_cli.analysis.walk_traces import Entered, Trace
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import SHAPE_OPS
-from gradcheck_cli.graph.arrays import TensorMap
+from gradcheck_cli.graph.arrays import TensorMap, TensorSet
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
 
@@ -46,7 +46,7 @@ class CutFinder:
         self._inside: dict[tuple[str, frozenset[int]], list[Blocker]] = {}
         # What each walk inside a function saw, for the subgraph's nested functions.
         self._inside_traces: dict[tuple[str, frozenset[int]], Trace] = {}
-        self._reached: set[TensorRef] | None = None
+        self._reached: TensorSet | None = None
         self._layers: dict[str, str] | None = None
 
     def _layer_of_scope(self) -> dict[str, str]:
@@ -68,7 +68,7 @@ class CutFinder:
             self._layers = {s: next(iter(ls)) for s, ls in found.items() if len(ls) == 1}
         return self._layers
 
-    def _trainable_reach(self) -> set[TensorRef]:
+    def _trainable_reach(self) -> TensorSet:
         """The top body's tensors that some trainable variable's value reaches: walked once,
         when a route first asks."""
         if self._reached is None:

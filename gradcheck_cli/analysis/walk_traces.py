@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from gradcheck_cli.analysis.verdicts import Blocker, Edge, PathStep
 from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.graph.arrays import TensorSet
 from gradcheck_cli.graph.model import Body, TensorRef
 
 
@@ -72,7 +73,7 @@ class Trace:
         body: Body,
         source: TensorRef,
         loss: TensorRef,
-        trainable_reach: Callable[[], set[TensorRef]],
+        trainable_reach: Callable[[], TensorSet],
         layer_of_scope: Callable[[], dict[str, str]],
     ) -> tuple[PathStep, ...]:
         names = [loss.node]

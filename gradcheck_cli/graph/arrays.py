@@ -15,7 +15,7 @@ that explains what the walks found.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from itertools import accumulate, repeat
 
 from gradcheck_cli.graph.flat_nodes import FlatNodes
@@ -208,10 +208,3 @@ class TensorSet:
             return False
         t = self.arrays.tensor(TensorRef(*ref))
         return bool(self.marks[t]) if t is not None else ref in self.unnumbered
-
-    def __iter__(self) -> Iterator[TensorRef]:
-        yield from (self.arrays.ref(t) for t, marked in enumerate(self.marks) if marked)
-        yield from self.unnumbered
-
-    def __len__(self) -> int:
-        return self.marks.count(1) + len(self.unnumbered)

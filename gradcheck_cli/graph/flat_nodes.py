@@ -268,14 +268,6 @@ class FlatNodes(Mapping[str, Node]):
                     n += 1
                 yield edge, n
 
-    def number_of(self, name: str) -> int | None:
-        """The number of node `name`, or -1 - k for the k-th name the body reads but does not
-        hold; None for a name it never mentions."""
-        n = self.ids.get(name)
-        if n is None and name in self.outside:
-            n = -1 - self.outside.index(name)
-        return n
-
     def numbers_of_types(self, op_types: Iterable[str]) -> list[int]:
         """The numbers of the nodes of these op types, in order."""
         wanted = {

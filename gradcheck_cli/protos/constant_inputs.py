@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from gradcheck_cli.graph.flat_nodes import FlatNodes
 from gradcheck_cli.graph.model import Body
 
 
@@ -13,7 +12,6 @@ def mark_constant_inputs(body: Body) -> None:
     the chain (a chain of a million Identity ops is linear, not quadratic).
     """
     nodes = body.nodes
-    assert isinstance(nodes, FlatNodes)
     op_types, starts, producers = nodes.op_types, nodes.input_start, nodes.input_producers
     numbers = {op: n for n, op in enumerate(nodes.op_table.values)}
     identity, const = numbers.get("Identity", -1), numbers.get("Const", -1)

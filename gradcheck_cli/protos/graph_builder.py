@@ -179,7 +179,6 @@ class GraphBuilder:
     def _charge_read_outputs(self, body: Body, fn_name: str) -> None:
         """Output indices read past a node's declared outputs widen it: they cost too."""
         nodes = body.nodes
-        assert isinstance(nodes, FlatNodes)
         widest: dict[int, int] = {}
         signatures, dtypes = nodes.signatures, nodes.signature_table.values
         for producer, index in zip(nodes.input_producers, nodes.input_indices):
@@ -265,7 +264,6 @@ class GraphBuilder:
 
     def _callees(self, body: Body) -> Iterable[str]:
         nodes = body.nodes
-        assert isinstance(nodes, FlatNodes)
         table = nodes.calls_table.values
         for number in nodes.calls:  # in node order, as the bodies are then converted
             if not number:
