@@ -301,6 +301,9 @@ class ProgramIndex:
     def __init__(self, program: Program) -> None:
         self.program = program
         self._bodies: dict[str, BodyIndex] = {}
+        # The cut rules' verdict on the inputs of nodes that only their kind decides (no
+        # gradient override, no structural-zero rule), by tables, kind and input dtypes.
+        self.cuts_by_kind: dict[tuple[object, ...], tuple[Cut | None, ...]] = {}
 
     def of(self, body: Body) -> BodyIndex:
         if body.name not in self._bodies:

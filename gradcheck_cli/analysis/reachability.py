@@ -26,7 +26,7 @@ from gradcheck_cli.analysis.control_flow import (
 )
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import Cut, input_cut
-from gradcheck_cli.differentiability.structural_zeros import Surroundings
+from gradcheck_cli.differentiability.structural_zeros import Surroundings, zero_rule_may_apply
 from gradcheck_cli.graph.arrays import TensorMap, TensorSet
 from gradcheck_cli.graph.model import CARRIES_GRADIENT, Body, Node, Program, TensorRef
 
@@ -156,16 +156,26 @@ class Reachability:
             if facts.dtype_judged[n] and all(carries[t] for t in inputs):
                 facts.input_cuts[n] = cuts = _UNCUT.setdefault(len(inputs), (None,) * len(inputs))
                 return cuts
-            node = arrays.node(n)
-            around = self.surroundings(body)
-            custom = self.program.custom_gradients
-            cuts = tuple(
-                input_cut(node, i, body.input_dtype(ref), custom, around)
-                for i, ref in enumerate(node.inputs)
-            )
-            # Most nodes pass gradient to every input: they share one tuple of Nones.
-            if not any(cuts):
-                cuts = _UNCUT.setdefault(len(cuts), cuts)
+            # A node no structural-zero rule can judge is judged by what it is alone: nodes of
+            # one kind share their cuts.
+            flat = arrays.flat
+            kind = None
+            if n not in flat.gradient_op_types and not zero_rule_may_apply(flat, n):
+                kind = (flat.tables, *flat.kind(n), *flat.input_dtypes(n))
+                cuts = self.index.cuts_by_kind.get(kind)
+            if cuts is None:
+                node = arrays.node(n)
+                around = self.surroundings(body)
+                custom = self.program.custom_gradients
+                cuts = tuple(
+                    input_cut(node, i, body.input_dtype(ref), custom, around)
+                    for i, ref in enumerate(node.inputs)
+                )
+                # Most nodes pass gradient to every input: they share one tuple of Nones.
+                if not any(cuts):
+                    cuts = _UNCUT.setdefault(len(cuts), cuts)
+                if kind is not None:
+                    self.index.cuts_by_kind[kind] = cuts
             facts.input_cuts[n] = cuts
         return cuts
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.graph.flat_nodes import FlatNodes
 from gradcheck_cli.graph.model import CONSTANT_ATTR, Constant, Node, TensorRef
 
 _PRODUCTS = frozenset({"Mul", "MulNoNan"})
@@ -59,6 +60,40 @@ def zero_cut(node: Node, input_index: int, around: Surroundings) -> tuple[Reason
             "gathers that leave out all of its elements, so its gradient is zero"
         )
     return None
+
+
+def zero_rule_may_apply(flat: FlatNodes, n: int) -> bool:
+    """Whether `zero_cut` may cut an input of node number `n` of `flat`: False for an op type
+    no structural-zero rule looks at, and for a product neither of whose factors can be zero
+    by construction (read on the arrays, without making nodes)."""
+    op = flat.op_type(n)
+    if op not in ZERO_RULE_OPS:
+        return False
+    if op not in _PRODUCTS:
+        return True
+    start, stop = flat.input_start[n], flat.input_start[n + 1]
+    return stop - start == 2 and any(_may_be_zero(flat, edge) for edge in (start, start + 1))
+
+
+def _may_be_zero(flat: FlatNodes, edge: int) -> bool:
+    """False when the tensor input `edge` reads cannot be a structural zero (`is_zero`): it
+    comes, through identities, from an op that is neither a zero constant, a zeros_like nor a
+    fill (a fill is left to `is_zero`)."""
+    producer, index = flat.input_producers[edge], flat.input_indices[edge]
+    for _ in range(_MAX_HOPS):
+        if index != 0 or producer < 0:
+            return False
+        op = flat.op_type(producer)
+        start = flat.input_start[producer]
+        if op not in _PASS_THROUGH or start == flat.input_start[producer + 1]:
+            break
+        producer, index = flat.input_producers[start], flat.input_indices[start]
+    else:
+        return False
+    if op == "Const":
+        value = flat.attrs_table.values[flat.attrs[producer]].get(CONSTANT_ATTR)
+        return isinstance(value, Constant) and value.all_equal(0)
+    return op in ("ZerosLike", "Fill")
 
 
 def constant_of(ref: TensorRef, producers: Mapping[str, Node]) -> Constant | None:

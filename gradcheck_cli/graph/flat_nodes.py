@@ -227,6 +227,21 @@ class FlatNodes(Mapping[str, Node]):
     def op_type(self, n: int) -> str:
         return self.op_table.values[self.op_types[n]]
 
+    def kind(self, n: int) -> tuple[int, int, int, int]:
+        """The numbers of node `n`'s op type, output signature, calls and attributes."""
+        return self.op_types[n], self.signatures[n], self.calls[n], self.attrs[n]
+
+    def input_dtypes(self, n: int) -> tuple[str | None, ...]:
+        """The dtype of each input of node `n` (None when its producer does not declare it),
+        as `Body.input_dtype` reads them."""
+        signatures, dtypes = self.signatures, self.signature_table.values
+        found: list[str | None] = []
+        for edge in range(self.input_start[n], self.input_start[n + 1]):
+            producer, index = self.input_producers[edge], self.input_indices[edge]
+            declared = dtypes[signatures[producer]] if producer >= 0 else ()
+            found.append(declared[index] if index < len(declared) else None)
+        return tuple(found)
+
     def input_refs(self, n: int) -> tuple[TensorRef, ...]:
         start, stop = self.input_start[n], self.input_start[n + 1]
         if start == stop:

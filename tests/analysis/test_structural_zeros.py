@@ -41,6 +41,25 @@ def test_a_product_with_a_constant_zero_gives_a_zero_gradient() -> None:
     assert _reasons(verdicts["filled"]) == [("times_fill", Reason.ZERO_GRADIENT)]
 
 
+def test_products_of_one_kind_are_judged_by_their_own_factors() -> None:
+    # The analysis judges the nodes of one kind once, but a product is judged by its factors:
+    # a zero behind identities, or a zeros_like, still cuts, though an equal product did not.
+    top = BodyFactory("top")
+    live, behind, like = _reads(top, "live", "behind", "like")
+    zero = top.op("zero_copy", "Identity", top.op("zero_id", "Identity", top.const("z", (), 0.0)))
+    parts = [
+        top.op("times_live", "Mul", live, live),
+        top.op("times_copied_zero", "Mul", behind, zero),
+        top.op("times_zeros_like", "Mul", top.op("zeros", "ZerosLike", like), like),
+        top.op("times_live_again", "Mul", live, live),
+    ]
+    loss = top.op("loss", "AddN", *parts)
+    verdicts = _verdicts(program(top.body(loss), loss))
+    assert verdicts["live"].status is Status.OK
+    assert _reasons(verdicts["behind"]) == [("times_copied_zero", Reason.ZERO_GRADIENT)]
+    assert _reasons(verdicts["like"]) == [("times_zeros_like", Reason.ZERO_GRADIENT)]
+
+
 def test_a_where_on_a_constant_condition_gives_the_branch_never_taken_a_zero_gradient() -> None:
     top = BodyFactory("top")
     taken, never, unknown_x, unknown_y = _reads(top, "taken", "never", "unknown_x", "unknown_y")
