@@ -152,29 +152,61 @@ class FlatNodes(Mapping[str, Node]):
     ) -> int:
         """Add a node (its inputs as (producer name, output index), numbered at `finish()`);
         its number."""
+        refs = inputs if isinstance(inputs, list) else list(inputs)
+        numbers = (
+            self.op_table.number(op_type),
+            self.signature_table.number(output_dtypes),
+            self.calls_table.number(calls) if calls else 0,
+            self.attrs_table.number(attrs) if attrs else 0,
+        )
+        self.append_numbered(
+            name,
+            numbers,
+            [ref[0] for ref in refs],
+            [ref[1] for ref in refs],
+            gradient_op_type,
+            location,
+            output_shapes,
+        )
+        first = self.input_start[-2]
+        for k, flag in enumerate(constant_inputs[: len(refs)]):
+            self.constant_inputs[first + k] = bool(flag)
+        return len(self.names) - 1
+
+    def append_numbered(
+        self,
+        name: str,
+        numbers: tuple[int, int, int, int],
+        producers: list[str],
+        indices: list[int],
+        gradient_op_type: str | None = None,
+        location: SourceLocation | None = None,
+        output_shapes: tuple[tuple[int | None, ...] | None, ...] = (),
+    ) -> None:
+        """`append` for a builder that numbered the node's op type, signature, calls and
+        attributes itself (`kind`'s order) and names its inputs' producers and output indices
+        in two lists: the way a million nodes are added."""
         assert self._producer_names is not None, "finished"
         n = len(self.names)
         self.names.append(name)
         self.ids[name] = n
-        self.op_types.append(self.op_table.number(op_type))
-        self.signatures.append(self.signature_table.number(output_dtypes))
-        self.calls.append(self.calls_table.number(calls) if calls else 0)
-        self.attrs.append(self.attrs_table.number(attrs) if attrs else 0)
+        op_type, signature, calls, attrs = numbers
+        self.op_types.append(op_type)
+        self.signatures.append(signature)
+        self.calls.append(calls)
+        self.attrs.append(attrs)
         if gradient_op_type is not None:
             self.gradient_op_types[n] = gradient_op_type
         if location is not None:
             self.locations[n] = location
         if output_shapes:
             self.output_shapes[n] = output_shapes
-        refs = inputs if isinstance(inputs, list) else list(inputs)
-        count = len(refs)
+        count = len(producers)
         if count:
-            self._producer_names.extend([ref[0] for ref in refs])
-            self.input_indices.extend([ref[1] for ref in refs])
-            flags = bytes(constant_inputs[:count]).ljust(count, b"\0")
-            self.constant_inputs += flags
+            self._producer_names.extend(producers)
+            self.input_indices.extend(indices)
+            self.constant_inputs += bytes(count)
         self.input_start.append(self.input_start[-1] + count)
-        return n
 
     def set_input(self, edge: int, ref: TensorRef) -> None:
         """Input edge number `edge` reads `ref` (before `finish()`)."""

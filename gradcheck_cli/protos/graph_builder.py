@@ -70,7 +70,8 @@ class GraphBuilder:
         self._kinds = NodeKinds(functions, op_defs, self.notes)
         # Kinds by (op type, serialized attributes), for NodeDefs kept serialized: a node
         # whose bytes after its name and inputs were met before is not parsed at all.
-        self._kinds_by_bytes: dict[tuple[str, bytes], NodeKind] = {}
+        # Each is kept with its numbers in the tables (`FlatNodes.kind`).
+        self._kinds_by_bytes: dict[tuple[str, bytes], tuple[NodeKind, Numbers]] = {}
         # The tables of op types, signatures, calls and attributes every body numbers into.
         self._tables = Tables()
 
@@ -144,16 +145,16 @@ class GraphBuilder:
             for count, node_def in enumerate(fdef.node_def, 1):
                 if not count % NODES_PER_REPORT:
                     self._built.tell(under_way=count)
-                name, op, texts, kind, charged = self._read_node(node_def, fn_name)
+                name, op, texts, kind, numbers = self._read_node(node_def, fn_name)
                 # One string per name: the node's, its keys and every reference to it.
                 name = sys.intern(name)
                 offsets[name] = kind.offsets
-                texts = [text for text in texts if not text.startswith("^")]
+                texts = [text for text in texts if text[:1] != "^"]
                 inputs = [_function_input(text, offsets) for text in texts]
                 if None in inputs:
                     waiting.append((nodes.input_start[-1], texts))
                     inputs = [_UNRESOLVED] * len(texts)
-                self._node(nodes, name, op, kind, inputs, fn_name, charged=charged)
+                self._node(nodes, name, op, kind, inputs, fn_name, numbers)
         except Refused as refused:
             raise malformed(self._what, _where("node", name, fn_name), refused) from None
         for first, texts in waiting:
@@ -196,17 +197,20 @@ class GraphBuilder:
                     f"has its output {index} read but declares {declared} outputs",
                 )
 
-    def _read_node(self, node_def: Any, fn_name: str) -> tuple[str, str, list[str], NodeKind, bool]:
-        """A function's node: its name, op type, inputs and kind, and whether reading the kind
-        took its cost from the budget. A node kept serialized is split on the wire; its kind
-        is looked up by the bytes of its other fields, and it is parsed only for a kind not
-        met before (or bytes the split does not read)."""
+    def _read_node(
+        self, node_def: Any, fn_name: str
+    ) -> tuple[str, str, list[str], NodeKind, Numbers | None]:
+        """A function's node: its name, op type, inputs and kind, and the kind's numbers in
+        the tables when it was met before (None: reading the kind took its cost from the
+        budget). A node kept serialized is split on the wire; its kind is looked up by the
+        bytes of its other fields, and it is parsed only for a kind not met before (or bytes
+        the split does not read)."""
         split = split_node_def(node_def) if isinstance(node_def, bytes) else None
         if split is not None:
             name, op, texts, rest = split
-            kind = self._kinds_by_bytes.get((op, rest))
-            if kind is not None:
-                return name, op, texts, kind, False
+            known = self._kinds_by_bytes.get((op, rest))
+            if known is not None:
+                return name, op, texts, *known
         parsed = parse_node_def(node_def, fn_name, self._what)
         name = parsed.name
         with self._refusing(name, fn_name):
@@ -222,8 +226,18 @@ class GraphBuilder:
                 texts,
             )
         ):
-            self._kinds_by_bytes[(parsed.op, split[3])] = kind
-        return name, parsed.op, texts, kind, True
+            self._kinds_by_bytes[(parsed.op, split[3])] = (kind, self._numbers(parsed.op, kind))
+        return name, parsed.op, texts, kind, None
+
+    def _numbers(self, op: str, kind: NodeKind) -> Numbers:
+        """The numbers of op type `op` and of `kind`'s signature, calls and attributes."""
+        tables = self._tables
+        return (
+            tables.op_types.number(op),
+            tables.signatures.number(kind.output_dtypes),
+            tables.calls.number(kind.calls) if kind.calls else 0,
+            tables.attrs.number(kind.attrs) if kind.attrs else 0,
+        )
 
     def _node(
         self,
@@ -233,13 +247,15 @@ class GraphBuilder:
         kind: NodeKind,
         inputs: list[tuple[str, int]],
         fn_name: str,
-        *,
-        charged: bool = True,
+        numbers: Numbers | None = None,
     ) -> None:
-        """Add the node `name` of kind `kind`, reading `inputs`, to `nodes`; `charged`: the
-        kind's cost was taken as it was read (else it is taken here)."""
+        """Add the node `name` of kind `kind`, reading `inputs`, to `nodes`. `numbers`: the
+        kind's numbers in the tables, for a kind met before, whose cost is taken here (None:
+        it was taken as the kind was read)."""
         _new_name(nodes, name)
-        if not charged:
+        if numbers is None:
+            numbers = self._numbers(op, kind)
+        else:
             for items, fact in kind.spends:
                 self._budget.spend(items, fact)
         outputs = len(kind.output_dtypes)
@@ -250,14 +266,12 @@ class GraphBuilder:
         location = self._locations(name, fn_name)
         # Op types, output signatures, calls and attributes are numbered in tables of the
         # distinct ones: a node holds their numbers.
-        nodes.append(
+        nodes.append_numbered(
             name,
-            op,
-            inputs,
-            kind.output_dtypes,
-            kind.calls,
+            numbers,
+            [ref[0] for ref in inputs],
+            [ref[1] for ref in inputs],
             kind.gradient_op_type,
-            kind.attrs,
             location and self._op_lines(location, op, branch_of(fn_name)),
             self._shapes(name, fn_name),
         )
@@ -290,6 +304,9 @@ def _function_input(text: str, offsets: Mapping[str, dict[str, int]]) -> tuple[s
         return None
     return _function_ref(text, offsets)
 
+
+Numbers = tuple[int, int, int, int]
+"""A kind's numbers in the tables: op type, output signature, calls, attributes."""
 
 _KIND_BYTES = 512
 """Kinds are kept by their bytes up to this size: a node with a large constant is its own."""

@@ -129,16 +129,21 @@ def split_node_def(raw: bytes) -> tuple[str, str, list[str], bytes] | None:
         tag = raw[position]
         if tag != expected:
             break
-        length, shift, position = 0, 0, position + 1
-        while True:
-            if position >= size or shift > 28:
-                return None
-            byte = raw[position]
+        position += 1
+        length = raw[position] if position < size else 0x80
+        if length < 0x80:  # names and inputs are mostly shorter than 128 bytes
             position += 1
-            length |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                break
-            shift += 7
+        else:
+            length, shift = 0, 0
+            while True:
+                if position >= size or shift > 28:
+                    return None
+                byte = raw[position]
+                position += 1
+                length |= (byte & 0x7F) << shift
+                if byte < 0x80:
+                    break
+                shift += 7
         end = position + length
         if end > size:
             return None
