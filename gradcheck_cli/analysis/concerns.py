@@ -161,10 +161,13 @@ def _dead_loss_terms(
         return []
     blamed = {b.op for v in verdicts if v.dead for b in v.blockers}
     top = program.top_body
-    flat, plain = top.nodes, gradient.index.of(top).plain
+    facts = gradient.index.of(top)
+    flat, plain, by_dtype = top.nodes, facts.plain, facts.dtype_judged
     found = []
     for n in range(len(flat)):
-        if not plain[n] or flat.names[n] in blamed:
+        # A node only the dtype rule judges cuts only inputs of a dtype without gradient:
+        # an inherited cut, never a term's own.
+        if not plain[n] or by_dtype[n] or flat.names[n] in blamed:
             continue
         cuts = gradient.node_cuts(top, n)
         if not any(cut and not cut.inherited and cut.reason in _TERM_CUTS for cut in cuts):

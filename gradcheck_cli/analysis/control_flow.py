@@ -15,8 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from gradcheck_cli.differentiability.rules import Cut, passes_trainable_inputs
-from gradcheck_cli.differentiability.structural_zeros import Surroundings
+from gradcheck_cli.differentiability.rules import (
+    Cut,
+    passes_trainable_inputs,
+    passes_unless_a_factor_is_zero,
+)
+from gradcheck_cli.differentiability.structural_zeros import Surroundings, a_factor_may_be_zero
 from gradcheck_cli.graph.arrays import BodyArrays
 from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
@@ -270,11 +274,12 @@ class BodyIndex:
     @property
     def dtype_judged(self) -> bytearray:
         """Per node number, 1 if the cut rules pass gradient to each of its inputs whose dtype
-        can carry it (`passes_trainable_inputs`): decided once per op type and signature."""
+        can carry it (`passes_trainable_inputs`): decided once per op type and signature, and
+        for a product by whether a factor may be zero."""
         if self._dtype_judged is None:
             flat = self.arrays.flat
             judged = bytearray(len(flat))
-            kinds: dict[tuple[int, int], bool] = {}
+            kinds: dict[tuple[int, int], int] = {}
             overridden = flat.gradient_op_types
             for n, pair in enumerate(zip(flat.op_types, flat.signatures)):
                 if n in overridden:
@@ -282,8 +287,16 @@ class BodyIndex:
                 kind = kinds.get(pair)
                 if kind is None:
                     op, dtypes = flat.op_table.values[pair[0]], flat.signature_table.values[pair[1]]
-                    kind = kinds[pair] = passes_trainable_inputs(Node("", op, output_dtypes=dtypes))
-                judged[n] = kind
+                    node = Node("", op, output_dtypes=dtypes)
+                    kind = kinds[pair] = (
+                        _PASSES
+                        if passes_trainable_inputs(node)
+                        else _UNLESS_A_ZERO
+                        if passes_unless_a_factor_is_zero(node)
+                        else _JUDGED_BY_RULES
+                    )
+                if kind == _PASSES or kind == _UNLESS_A_ZERO and not a_factor_may_be_zero(flat, n):
+                    judged[n] = 1
             self._dtype_judged = judged
         return self._dtype_judged
 
@@ -293,6 +306,10 @@ class BodyIndex:
         if self._carries is None:
             self._carries = self.arrays.carries_gradient()
         return self._carries
+
+
+# How the cut rules judge the nodes of an op type and signature (`BodyIndex.dtype_judged`).
+_PASSES, _UNLESS_A_ZERO, _JUDGED_BY_RULES = range(3)
 
 
 class ProgramIndex:

@@ -257,6 +257,7 @@ class Reachability:
         plain, cuts = facts.plain, facts.input_cuts
         gradient, ignore = self.gradient, self.ignore
         carries = facts.carries if gradient else b""
+        by_dtype = facts.dtype_judged if gradient else b""
         for n in plan:
             first, stop = offsets[n], offsets[n + 1]
             if stop - first == 1:
@@ -269,36 +270,49 @@ class Reachability:
                     everything |= masks[t]
                 if not everything:
                     continue
-            edges = range(starts[n], starts[n + 1])
-            reaching: Iterable[tuple[int, int]]
+            start, end = starts[n], starts[n + 1]
             if not plain[n]:
                 out_masks = masks[first:stop]
-                reaching = (
-                    (starts[n] + i, mask)
+                reaching = [
+                    (start + i, mask)
                     for i, mask in self.input_masks(body, arrays.node(n), out_masks)
-                    if i < len(edges)
-                )
-            elif gradient:
-                live = 0
+                    if i < end - start
+                ]
+                for edge, mask in reaching:
+                    t = tensors[edge]
+                    old = masks[t]
+                    if old | mask != old:
+                        masks[t] = old | mask
+                        if grown is not None and producers[edge] >= 0:
+                            grown.append(producers[edge])
+                continue
+            # An ordinary op: every input gets the same mask, unless the cut rules cut it.
+            judged: tuple[Cut | None, ...] | None = None
+            mask = everything
+            if gradient:
+                mask = 0
                 for t in range(first, stop):
                     if carries[t]:
-                        live |= masks[t]
-                if not live:
+                        mask |= masks[t]
+                if not mask:
                     continue
                 judged = cuts[n]
-                if judged is None:
+                if judged is None and by_dtype[n]:
+                    # Most nodes: an op only the dtype rule judges, every input of a dtype
+                    # that carries gradient (`_cuts_of`'s short way, without the call).
+                    for edge in range(start, end):
+                        if not carries[tensors[edge]]:
+                            judged = self._cuts_of(body, facts, n)
+                            break
+                elif judged is None:
                     judged = self._cuts_of(body, facts, n)
-                if judged is _UNCUT.get(len(judged)):
-                    reaching = ((edge, live) for edge in edges)
-                else:
-                    reaching = (
-                        (edge, live)
-                        for edge, cut in zip(edges, judged)
-                        if cut is None or cut.reason in ignore
-                    )
-            else:
-                reaching = ((edge, everything) for edge in edges)
-            for edge, mask in reaching:
+                if judged is not None and judged is _UNCUT.get(end - start):
+                    judged = None
+            for edge in range(start, end):
+                if judged is not None:
+                    cut = judged[edge - start]
+                    if cut is not None and cut.reason not in ignore:
+                        continue
                 t = tensors[edge]
                 old = masks[t]
                 if old | mask != old:
@@ -328,6 +342,7 @@ def _forward(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> Ten
     plain, cuts = facts.plain, facts.input_cuts
     gradient, ignore = reach.gradient, reach.ignore
     carries = facts.carries if gradient else b""
+    by_dtype = facts.dtype_judged if gradient else b""
     seen = bytearray(arrays.tensor_count)
     unnumbered = set()
     queue: deque[int] = deque()
@@ -348,12 +363,15 @@ def _forward(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> Ten
                 node = arrays.node(n)
                 outputs = [first + k for k in reach.outputs_from(body, node, edge - starts[n])]
             elif gradient:
-                judged = cuts[n]
-                if judged is None:
-                    judged = reach._cuts_of(body, facts, n)
-                cut = judged[edge - starts[n]]
-                if cut is not None and cut.reason not in ignore:
-                    continue
+                # A node only the dtype rule judges passes gradient on from a tensor that
+                # carries it (`_cuts_of`'s short way).
+                if not (by_dtype[n] and carries[t]):
+                    judged = cuts[n]
+                    if judged is None:
+                        judged = reach._cuts_of(body, facts, n)
+                    cut = judged[edge - starts[n]]
+                    if cut is not None and cut.reason not in ignore:
+                        continue
                 outputs = [u for u in range(first, stop) if carries[u]]
             else:
                 outputs = range(first, stop)

@@ -9,7 +9,12 @@ from dataclasses import dataclass, replace
 
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.registry import GradientRegistry, load_registry
-from gradcheck_cli.differentiability.structural_zeros import ZERO_RULE_OPS, Surroundings, zero_cut
+from gradcheck_cli.differentiability.structural_zeros import (
+    PRODUCTS,
+    ZERO_RULE_OPS,
+    Surroundings,
+    zero_cut,
+)
 from gradcheck_cli.graph.model import ARG_OP, CustomGradient, Node, is_trainable_dtype
 
 
@@ -156,11 +161,29 @@ def passes_trainable_inputs(node: Node) -> bool:
     )
 
 
+def passes_unless_a_factor_is_zero(node: Node) -> bool:
+    """`passes_trainable_inputs` for a product: true unless one of its factors is zero by
+    construction (`structural_zeros.a_factor_may_be_zero` tells, on the arrays)."""
+    return (
+        node.gradient_op_type is None
+        and node.op_type in PRODUCTS
+        and _only_dtypes_and_zeros_decide(node.op_type)
+        and _has_trainable_output(node)
+    )
+
+
 @functools.cache
 def only_dtypes_decide(op: str) -> bool:
     """True for an op type whose inputs only the dtype rule can cut (most ops: MatMul, Tanh,
     AddV2...): no other rule of `rules_cut` applies to any node of it without a custom
     gradient. Asked for every node of a graph: decided once per op type."""
+    return _only_dtypes_and_zeros_decide(op) and op not in ZERO_RULE_OPS
+
+
+@functools.cache
+def _only_dtypes_and_zeros_decide(op: str) -> bool:
+    """True for an op type whose inputs only the dtype rule and the structural-zero rules can
+    cut."""
     registry = load_registry()
     return (
         op not in ("StopGradient", "PreventGradient", "Sign", ARG_OP)
@@ -171,7 +194,6 @@ def only_dtypes_decide(op: str) -> bool:
         and op not in FUSED_BATCH_NORM_OPS
         and not registry.none_inputs.get(op)
         and registry.has_entry(op)
-        and op not in ZERO_RULE_OPS
     )
 
 

@@ -11,11 +11,11 @@ from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.graph.flat_nodes import FlatNodes
 from gradcheck_cli.graph.model import CONSTANT_ATTR, Constant, Node, TensorRef
 
-_PRODUCTS = frozenset({"Mul", "MulNoNan"})
+PRODUCTS = frozenset({"Mul", "MulNoNan"})
 _SELECTS = frozenset({"Select", "SelectV2"})
 # Ops whose output is their first input's value.
 _PASS_THROUGH = frozenset({"Identity", "Snapshot", "ReadVariableOp"})
-ZERO_RULE_OPS = _PRODUCTS | _SELECTS | {"Pack", "ConcatV2"}
+ZERO_RULE_OPS = PRODUCTS | _SELECTS | {"Pack", "ConcatV2"}
 """The op types a structural-zero rule looks at; `zero_cut` is None for every other."""
 # How far through identities a constant is followed: graphs chain a few, never many.
 _MAX_HOPS = 8
@@ -37,7 +37,7 @@ class Surroundings:
 def zero_cut(node: Node, input_index: int, around: Surroundings) -> tuple[Reason, str] | None:
     """Why the gradient from `node`'s outputs into input `input_index` is always zero, or None."""
     producers = around.producers
-    if node.op_type in _PRODUCTS and len(node.inputs) == 2 and input_index in (0, 1):
+    if node.op_type in PRODUCTS and len(node.inputs) == 2 and input_index in (0, 1):
         if is_zero(node.inputs[1 - input_index], producers):
             return Reason.ZERO_GRADIENT, (
                 "it is multiplied by a constant zero, so its gradient is zero everywhere"
@@ -69,10 +69,13 @@ def zero_rule_may_apply(flat: FlatNodes, n: int) -> bool:
     op = flat.op_type(n)
     if op not in ZERO_RULE_OPS:
         return False
-    if op not in _PRODUCTS:
-        return True
+    return op not in PRODUCTS or a_factor_may_be_zero(flat, n)
+
+
+def a_factor_may_be_zero(flat: FlatNodes, n: int) -> bool:
+    """Whether one factor of product number `n` may be zero by construction (`zero_cut`)."""
     start, stop = flat.input_start[n], flat.input_start[n + 1]
-    return stop - start == 2 and any(_may_be_zero(flat, edge) for edge in (start, start + 1))
+    return stop - start == 2 and (_may_be_zero(flat, start) or _may_be_zero(flat, start + 1))
 
 
 def _may_be_zero(flat: FlatNodes, edge: int) -> bool:

@@ -14,9 +14,10 @@ that explains what the walks found.
 
 from __future__ import annotations
 
+import operator
 from array import array
 from collections.abc import Iterable, Sequence
-from itertools import accumulate, repeat
+from itertools import accumulate, chain, repeat
 
 from gradcheck_cli.graph.flat_nodes import FlatNodes
 from gradcheck_cli.graph.model import CARRIES_GRADIENT, Body, Node, TensorRef
@@ -34,11 +35,13 @@ class BodyArrays:
         self.ids = ids = flat.ids
         producers, indices = flat.input_producers, flat.input_indices
         # How many outputs each node has: its declared ones and any that is read.
-        dtypes = flat.signature_table.values
-        widths = [len(dtypes[signature]) for signature in flat.signatures]
-        for producer, index in zip(producers, indices):
-            if producer >= 0 and index >= widths[producer]:
-                widths[producer] = index + 1
+        declared = [len(dtypes) for dtypes in flat.signature_table.values]
+        widths = list(map(declared.__getitem__, flat.signatures))
+        inside = not producers or min(producers) >= 0  # no input from outside the body
+        if not inside or any(map(operator.ge, indices, map(widths.__getitem__, producers))):
+            for producer, index in zip(producers, indices):
+                if producer >= 0 and index >= widths[producer]:
+                    widths[producer] = index + 1
         for ref in (*body.rets, *extra):
             n = ids.get(ref.node)
             if n is not None and ref.index >= widths[n]:
@@ -49,13 +52,18 @@ class BodyArrays:
         # nodes' own, so that every edge has a tensor.
         self.outside: dict[TensorRef, int] = {}
         known = offsets[-1]
-        input_tensors = array("q", bytes(8 * len(producers)))
-        for edge, (producer, index) in enumerate(zip(producers, indices)):
-            if producer >= 0:
-                input_tensors[edge] = offsets[producer] + index
-            else:
-                ref = TensorRef(flat.producer_name(producer), index)
-                input_tensors[edge] = self._outside(ref, known)
+        if inside:
+            input_tensors = array(
+                "q", map(operator.add, map(offsets.__getitem__, producers), indices)
+            )
+        else:
+            input_tensors = array("q", bytes(8 * len(producers)))
+            for edge, (producer, index) in enumerate(zip(producers, indices)):
+                if producer >= 0:
+                    input_tensors[edge] = offsets[producer] + index
+                else:
+                    ref = TensorRef(flat.producer_name(producer), index)
+                    input_tensors[edge] = self._outside(ref, known)
         for ref in (*body.rets, *extra):
             if ref.node not in ids:
                 self._outside(ref, known)
@@ -65,10 +73,8 @@ class BodyArrays:
         # enters.
         self.input_nodes = producers
         self.input_start = starts = flat.input_start
-        edge_nodes = array("q")
-        for n in range(len(flat)):
-            edge_nodes.extend(repeat(n, starts[n + 1] - starts[n]))
-        self.edge_nodes = edge_nodes
+        counts = map(operator.sub, starts[1:], starts)
+        self.edge_nodes = array("q", chain.from_iterable(map(repeat, range(len(flat)), counts)))
         self.tensor_count = known + len(self.outside)
         self.reader_start, self.reader_edges = _readers(input_tensors, self.tensor_count)
         self._producers: array[int] | None = None
