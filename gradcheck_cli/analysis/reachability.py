@@ -271,25 +271,17 @@ class Reachability:
                 if not everything:
                     continue
             start, end = starts[n], starts[n + 1]
-            if not plain[n]:
-                out_masks = masks[first:stop]
-                reaching = [
-                    (start + i, mask)
-                    for i, mask in self.input_masks(body, arrays.node(n), out_masks)
-                    if i < end - start
-                ]
-                for edge, mask in reaching:
-                    t = tensors[edge]
-                    old = masks[t]
-                    if old | mask != old:
-                        masks[t] = old | mask
-                        if grown is not None and producers[edge] >= 0:
-                            grown.append(producers[edge])
-                continue
-            # An ordinary op: every input gets the same mask, unless the cut rules cut it.
+            # Each input gets `mask`, or its own of `edge_masks` (control flow), unless the
+            # cut rules cut it (`judged`).
             judged: tuple[Cut | None, ...] | None = None
+            edge_masks: list[int] | None = None
             mask = everything
-            if gradient:
+            if not plain[n]:
+                edge_masks = [0] * (end - start)
+                for i, reached in self.input_masks(body, arrays.node(n), masks[first:stop]):
+                    if i < end - start:
+                        edge_masks[i] |= reached
+            elif gradient:
                 mask = 0
                 for t in range(first, stop):
                     if carries[t]:
@@ -309,7 +301,9 @@ class Reachability:
                 if judged is not None and judged is _UNCUT.get(end - start):
                     judged = None
             for edge in range(start, end):
-                if judged is not None:
+                if edge_masks is not None:
+                    mask = edge_masks[edge - start]
+                elif judged is not None:
                     cut = judged[edge - start]
                     if cut is not None and cut.reason not in ignore:
                         continue
