@@ -82,6 +82,7 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
         subgraph: tuple[Edge, ...] = ()
         nested: tuple[NestedCall, ...] = ()
         subgraph_ops: tuple[SubgraphOp, ...] = ()
+        left_out = 0
         remaining: tuple[Blocker, ...] = ()
         side_cuts: tuple[Blocker, ...] = ()
         read_at = None
@@ -118,6 +119,7 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
             explanation = finder.explain(source)
             route, subgraph = explanation.route, explanation.edges
             nested, subgraph_ops = explanation.nested, explanation.ops
+            left_out = explanation.left_out
             blockers, side_cuts = tuple(explanation.cuts), tuple(explanation.side_cuts)
             if any(b.reason is Reason.STOP_GRADIENT for b in blockers):
                 if without_stop_gradient is None:
@@ -153,6 +155,7 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
                 subgraph=subgraph,
                 nested=nested,
                 subgraph_ops=subgraph_ops,
+                subgraph_left_out=left_out,
                 cuts_without_stop_gradient=remaining,
                 side_cuts=side_cuts,
                 read_at=read_at,

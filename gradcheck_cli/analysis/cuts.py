@@ -35,6 +35,14 @@ class Explanation(NamedTuple):
     nested: tuple[NestedCall, ...]
     ops: tuple[SubgraphOp, ...]
     side_cuts: list[Blocker]
+    # How many edges the subgraph would hold when it holds none for being larger than
+    # MAX_SUBGRAPH_EDGES; 0 when it is kept.
+    left_out: int = 0
+
+
+MAX_SUBGRAPH_EDGES = 10_000
+"""A subgraph of more edges is not kept: Graphviz cannot lay it out in useful time, and keeping
+it would cost a large graph's explanation more than the rest of its check."""
 
 
 class CutFinder:
@@ -103,20 +111,42 @@ class CutFinder:
         path = trace.path(
             body, source, self.program.loss, self._trainable_reach, self._layer_of_scope
         )
-        nested_edges, nested = self._nested(body, trace)
-        edges = tuple(sorted([*trace.edges.values(), *nested_edges], key=_edge_key))
-        ops = self._ops(body, edges)
+        size = self._subgraph_size(trace)
+        edges: tuple[Edge, ...] = ()
+        nested: tuple[NestedCall, ...] = ()
+        ops: tuple[SubgraphOp, ...] = ()
+        left_out = size if size > MAX_SUBGRAPH_EDGES else 0
+        if not left_out:
+            nested_edges, nested = self._nested(body, trace)
+            edges = tuple(sorted([*trace.edges.values(), *nested_edges], key=_edge_key))
+            ops = self._ops(body, edges)
         essential = trace.essential(source.node, self.program.loss.node)
         if essential is None:
-            return Explanation(value_cuts, path, edges, nested, ops, [])
+            return Explanation(value_cuts, path, edges, nested, ops, [], left_out)
         inside = {id(b) for name in essential for b in trace.inner.get(name, ())}
         on_path = [
             b for b in value_cuts if (b.function is None and b.op in essential) or id(b) in inside
         ]
         if not on_path:
-            return Explanation(value_cuts, path, edges, nested, ops, [])
+            return Explanation(value_cuts, path, edges, nested, ops, [], left_out)
         side = [b for b in value_cuts if b not in on_path]
-        return Explanation(on_path, path, edges, nested, ops, side)
+        return Explanation(on_path, path, edges, nested, ops, side, left_out)
+
+    def _subgraph_size(self, trace: Trace) -> int:
+        """About how many edges the subgraph of a walk holds: its own and those of the walks
+        inside the functions it entered, each function's once."""
+        size = len(trace.edges)
+        walked: set[tuple[str, frozenset[int]]] = set()
+        pending = [trace]
+        while pending:
+            for entered in pending.pop().entered:
+                key = (entered.function, entered.arguments)
+                inner = self._inside_traces.get(key)
+                if inner is not None and key not in walked:
+                    walked.add(key)
+                    size += len(inner.edges)
+                    pending.append(inner)
+        return size
 
     # -- internals ----------------------------------------------------------------------------
 

@@ -133,6 +133,9 @@ class VariableVerdict:
     nested: tuple[NestedCall, ...] = ()
     # The ops at the ends of the subgraph's edges, in the order of their names.
     subgraph_ops: tuple[SubgraphOp, ...] = ()
+    # About how many edges a subgraph too large to keep (`cuts.MAX_SUBGRAPH_EDGES`) has: it is
+    # then left empty (0: the subgraph is kept).
+    subgraph_left_out: int = 0
     # The cuts that would remain if every stop_gradient were removed (empty if none would).
     cuts_without_stop_gradient: tuple[Blocker, ...] = ()
     # Cuts on the variable's other paths to the loss: removing them alone would not train it.

@@ -283,6 +283,11 @@ def _variable_attrs(report: Report, verdict: VariableVerdict) -> dict[str, Value
     label: tuple[str, ...] = (verdict.name, verdict.status.value)
     if verdict.location is not None:
         label += (f"created at {_where(verdict.location)}", *_code(report, verdict.location))
+    if verdict.subgraph_left_out:
+        label += (
+            f"its subgraph of about {verdict.subgraph_left_out:,} edges is too large to draw:",
+            "the route to the loss and its cuts are drawn",
+        )
     return {"label": label, "shape": "box", **_VARIABLE_STYLE.get(verdict.status, {})}
 
 

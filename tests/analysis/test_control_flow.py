@@ -424,3 +424,31 @@ def _set_nodes(prog: Program, body: str, *nodes: Node) -> None:
     """Put `nodes` into body `body` of `prog`, each in place of the node of its name."""
     old = prog.bodies[body]
     prog.bodies[body] = replace(old, nodes={**old.nodes, **{node.name: node for node in nodes}})
+
+
+def test_a_subgraph_too_large_to_draw_is_left_out_and_counted() -> None:
+    # Inside a called function, v's stop_gradient is followed by more ops than a subgraph
+    # keeps; w's small subgraph beside it is kept whole. v's cut and route are still told.
+    from gradcheck_cli.analysis.cuts import MAX_SUBGRAPH_EDGES
+
+    inner = BodyFactory("inner")
+    a, b = inner.arg("a"), inner.arg("b")
+    tail = inner.op("stop", "StopGradient", b)
+    for k in range(MAX_SUBGRAPH_EDGES):
+        tail = inner.op(f"tanh_{k}", "Tanh", tail)
+    inner_body = inner.body(inner.op("as_int", "Cast", a, dtypes=("int32",)), tail)
+    top = BodyFactory("top")
+    w, v = top.arg("w"), top.arg("v")
+    top.op("call", "PartitionedCall", w, v, dtypes=("int32", "float32"), f=("inner",))
+    summed = top.op("summed", "Cast", TensorRef("call", 0))
+    loss = top.op("loss", "AddV2", summed, TensorRef("call", 1))
+    analysis = analyse(program(top.body(loss), loss, inner_body))
+    assert _verdicts(analysis) == {
+        "w": (Status.BLOCKED, [("as_int", Reason.INTEGER_DTYPE, "inner")]),
+        "v": (Status.BLOCKED, [("stop", Reason.STOP_GRADIENT, "inner")]),
+    }
+    w_verdict, v_verdict = analysis.verdicts
+    assert w_verdict.subgraph and w_verdict.subgraph_ops and not w_verdict.subgraph_left_out
+    assert v_verdict.subgraph == v_verdict.nested == v_verdict.subgraph_ops == ()
+    assert v_verdict.subgraph_left_out > MAX_SUBGRAPH_EDGES
+    assert [s.op for s in v_verdict.route] == ["v", "call", "loss"]

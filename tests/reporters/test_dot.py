@@ -333,6 +333,28 @@ def test_without_a_subgraph_the_route_or_the_blockers_are_drawn() -> None:
     assert dot.edge(dot.node_labelled("v", "box"), round_)["label"] == ROUND
 
 
+def test_a_subgraph_too_large_to_draw_is_told_on_the_variable_and_its_route_drawn() -> None:
+    large = verdict(
+        "w",
+        Status.BLOCKED,
+        source=TensorRef("w"),
+        route=(
+            PathStep("w", "_Arg", FN),
+            PathStep("stop", "StopGradient", FN, cut=Reason.STOP_GRADIENT),
+            PathStep("loss", "Sum", FN),
+        ),
+        subgraph_left_out=123_456,
+    )
+    report = Report(SourceInfo("m", "savedmodel", "loss"), (large,))
+    dot = _check_structure(render_dot(report))
+    variable = dot.node_labelled("w", "box")
+    label = dot.nodes[variable]["label"]
+    assert "its subgraph of about 123,456 edges is too large to draw:" in label
+    stop = dot.node_labelled("stop", "ellipse")
+    assert dot.edge(variable, stop)["color"] == "red"
+    dot.edge(stop, dot.node_labelled("loss"))
+
+
 def test_output_is_deterministic_and_clean_reports_are_valid() -> None:
     report = _seed_report()
     reordered = Report(report.source, tuple(reversed(report.variables)))
