@@ -296,17 +296,23 @@ def test_names_are_escaped() -> None:
     assert r'label="dense_1/kernel\\\nunused"' in text
 
 
-def test_without_a_subgraph_the_route_or_the_blockers_are_drawn() -> None:
-    routed = verdict(
+def _routed(cut: str, op_type: str, reason: Reason, **fields: object) -> VariableVerdict:
+    """Blocked variable w, whose route to the loss crosses the cut op `cut`."""
+    return verdict(
         "w",
         Status.BLOCKED,
         source=TensorRef("w"),
         route=(
             PathStep("w", "_Arg", FN),
-            PathStep("Cast", "Cast", FN, cut=Reason.INTEGER_DTYPE),
+            PathStep(cut, op_type, FN, cut=reason),
             PathStep("loss", "Sum", FN),
         ),
+        **fields,
     )
+
+
+def test_without_a_subgraph_the_route_or_the_blockers_are_drawn() -> None:
+    routed = _routed("Cast", "Cast", Reason.INTEGER_DTYPE)
     bare = verdict(
         "v",
         Status.BLOCKED,
@@ -334,17 +340,7 @@ def test_without_a_subgraph_the_route_or_the_blockers_are_drawn() -> None:
 
 
 def test_a_subgraph_too_large_to_draw_is_told_on_the_variable_and_its_route_drawn() -> None:
-    large = verdict(
-        "w",
-        Status.BLOCKED,
-        source=TensorRef("w"),
-        route=(
-            PathStep("w", "_Arg", FN),
-            PathStep("stop", "StopGradient", FN, cut=Reason.STOP_GRADIENT),
-            PathStep("loss", "Sum", FN),
-        ),
-        subgraph_left_out=123_456,
-    )
+    large = _routed("stop", "StopGradient", Reason.STOP_GRADIENT, subgraph_left_out=123_456)
     report = Report(SourceInfo("m", "savedmodel", "loss"), (large,))
     dot = _check_structure(render_dot(report))
     variable = dot.node_labelled("w", "box")
