@@ -27,6 +27,10 @@ EXPECTED = {
     "rank_only": ("index_or_shape_input", "tf.rank(self.rank_only)"),
     "times_zero": ("zero_gradient", "0.0 * self.times_zero"),
     "times_zeros_like": ("zero_gradient", "tf.zeros_like(self.x) * self.times_zeros_like"),
+    "times_copied_zero": (
+        "zero_gradient",
+        "tf.identity(tf.identity(0.0)) * self.times_copied_zero",
+    ),
     "where_never_taken": ("zero_gradient", "self.where_never_taken))"),
     "stacked_away": ("zero_gradient", "self.stacked_away])[0]"),
     "concatenated_away": ("zero_gradient", "self.concatenated_away], 0)[:2]"),

@@ -1,5 +1,6 @@
 """Variables that reach the loss only through their shape, or through a gradient that is zero
-by construction (a constant zero factor, a constant tf.where, a slice that leaves them out)."""
+by construction (a constant zero factor, even behind identities, a constant tf.where, a slice
+that leaves them out)."""
 
 import tensorflow as tf
 
@@ -18,6 +19,7 @@ class ShapeAndZeroUses(tf.Module):
             "rank_only",
             "times_zero",
             "times_zeros_like",
+            "times_copied_zero",
             "where_never_taken",
             "stacked_away",
             "concatenated_away",
@@ -35,6 +37,9 @@ class ShapeAndZeroUses(tf.Module):
         total += tf.cast(tf.rank(self.rank_only), tf.float32)
         total += tf.reduce_sum(0.0 * self.times_zero)
         total += tf.reduce_sum(tf.zeros_like(self.x) * self.times_zeros_like)
+        # A zero behind identities, beside a product of the same kind that trains `live`.
+        total += tf.reduce_sum(tf.identity(tf.identity(0.0)) * self.times_copied_zero)
+        total += tf.reduce_sum(self.x * self.live)
         total += tf.reduce_sum(tf.where(tf.constant(True), self.live, self.where_never_taken))
         total += tf.reduce_sum(tf.stack([self.x, self.stacked_away])[0])
         total += tf.reduce_sum(tf.concat([self.live, self.concatenated_away], 0)[:2])
