@@ -23,6 +23,9 @@ from gradcheck_cli.graph.model import Node, SourceLocation, TensorRef
 
 T = TypeVar("T")
 
+Numbers = tuple[int, int, int, int]
+"""A node's numbers in the tables: op type, output signature, calls, attributes."""
+
 RECENT_NODES = 4096
 """How many of the nodes last made a model keeps made."""
 
@@ -106,6 +109,21 @@ class Tables:
         self.calls.number(_EMPTY)
         self.attrs.number(_EMPTY)
 
+    def number(
+        self,
+        op_type: str,
+        output_dtypes: tuple[str | None, ...],
+        calls: dict[str, tuple[str, ...]] | None,
+        attrs: dict[str, object] | None,
+    ) -> Numbers:
+        """The numbers of a node's op type, output signature, calls and attributes."""
+        return (
+            self.op_types.number(op_type),
+            self.signatures.number(output_dtypes),
+            self.calls.number(calls) if calls else 0,
+            self.attrs.number(attrs) if attrs else 0,
+        )
+
 
 class FlatNodes(Mapping[str, Node]):
     """The nodes of one body (see the module's docstring)."""
@@ -153,15 +171,9 @@ class FlatNodes(Mapping[str, Node]):
         """Add a node (its inputs as (producer name, output index), numbered at `finish()`);
         its number."""
         refs = inputs if isinstance(inputs, list) else list(inputs)
-        numbers = (
-            self.op_table.number(op_type),
-            self.signature_table.number(output_dtypes),
-            self.calls_table.number(calls) if calls else 0,
-            self.attrs_table.number(attrs) if attrs else 0,
-        )
         self.append_numbered(
             name,
-            numbers,
+            self.tables.number(op_type, output_dtypes, calls, attrs),
             [ref[0] for ref in refs],
             [ref[1] for ref in refs],
             gradient_op_type,
@@ -176,7 +188,7 @@ class FlatNodes(Mapping[str, Node]):
     def append_numbered(
         self,
         name: str,
-        numbers: tuple[int, int, int, int],
+        numbers: Numbers,
         producers: list[str],
         indices: list[int],
         gradient_op_type: str | None = None,
@@ -184,7 +196,7 @@ class FlatNodes(Mapping[str, Node]):
         output_shapes: tuple[tuple[int | None, ...] | None, ...] = (),
     ) -> None:
         """`append` for a builder that numbered the node's op type, signature, calls and
-        attributes itself (`kind`'s order) and names its inputs' producers and output indices
+        attributes itself (`Tables.number`) and names its inputs' producers and output indices
         in two lists: the way a million nodes are added."""
         assert self._producer_names is not None, "finished"
         n = len(self.names)
@@ -259,7 +271,7 @@ class FlatNodes(Mapping[str, Node]):
     def op_type(self, n: int) -> str:
         return self.op_table.values[self.op_types[n]]
 
-    def kind(self, n: int) -> tuple[int, int, int, int]:
+    def kind(self, n: int) -> Numbers:
         """The numbers of node `n`'s op type, output signature, calls and attributes."""
         return self.op_types[n], self.signatures[n], self.calls[n], self.attrs[n]
 

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
+from gradcheck_cli.graph.flat_nodes import FlatNodes, Numbers, Tables
 from gradcheck_cli.graph.memory import without_cyclic_gc
 from gradcheck_cli.graph.model import (
     ARG_OP,
@@ -231,13 +231,7 @@ class GraphBuilder:
 
     def _numbers(self, op: str, kind: NodeKind) -> Numbers:
         """The numbers of op type `op` and of `kind`'s signature, calls and attributes."""
-        tables = self._tables
-        return (
-            tables.op_types.number(op),
-            tables.signatures.number(kind.output_dtypes),
-            tables.calls.number(kind.calls) if kind.calls else 0,
-            tables.attrs.number(kind.attrs) if kind.attrs else 0,
-        )
+        return self._tables.number(op, kind.output_dtypes, kind.calls, kind.attrs)
 
     def _node(
         self,
@@ -304,9 +298,6 @@ def _function_input(text: str, offsets: Mapping[str, dict[str, int]]) -> tuple[s
         return None
     return _function_ref(text, offsets)
 
-
-Numbers = tuple[int, int, int, int]
-"""A kind's numbers in the tables: op type, output signature, calls, attributes."""
 
 _KIND_BYTES = 512
 """Kinds are kept by their bytes up to this size: a node with a large constant is its own."""
