@@ -63,9 +63,9 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
     index = ProgramIndex(program)
     gradient_pass = Reachability(program, gradient=True, index=index)
     gradient = gradient_pass.top_masks()
-    progress("analysing: every path to the loss")
+    # Every path to the loss, gradient or not, tells a blocked variable from an unused one:
+    # walked only when a variable gets no gradient (`top_masks` keeps what it walked).
     structural_pass = Reachability(program, gradient=False, index=index)
-    structural = structural_pass.top_masks()
     progress("analysing: each variable's verdict")
     finder = CutFinder(program, structural_pass)
     called_layers = CalledLayers(program)
@@ -114,7 +114,7 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
                     )
                     for cut in finder.cuts(source)
                 ]
-        elif structural.get(source, 0):
+        elif structural_pass.top_masks().get(source, 0):
             status = Status.BLOCKED
             explanation = finder.explain(source)
             route, subgraph = explanation.route, explanation.edges

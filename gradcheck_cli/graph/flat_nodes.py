@@ -286,6 +286,9 @@ class FlatNodes(Mapping[str, Node]):
             found.append(declared[index] if index < len(declared) else None)
         return tuple(found)
 
+    def output_dtypes(self, n: int) -> tuple[str | None, ...]:
+        return self.signature_table.values[self.signatures[n]]
+
     def input_refs(self, n: int) -> tuple[TensorRef, ...]:
         start, stop = self.input_start[n], self.input_start[n + 1]
         if start == stop:

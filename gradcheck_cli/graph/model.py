@@ -151,10 +151,12 @@ class Body:
             self.nodes = FlatNodes.of(self.nodes.values())
 
     def input_dtype(self, ref: TensorRef) -> str | None:
-        producer = self.nodes.get(ref.node)
-        if producer is None or ref.index >= len(producer.output_dtypes):
+        nodes = self.nodes
+        n = nodes.ids.get(ref.node)
+        if n is None:
             return None
-        return producer.output_dtypes[ref.index]
+        dtypes = nodes.output_dtypes(n)  # read off the arrays: no `Node` made for it
+        return dtypes[ref.index] if ref.index < len(dtypes) else None
 
 
 @dataclass

@@ -115,7 +115,7 @@ class GraphBuilder:
             inputs = [_graph_ref(text) for text in node_def.input if not text.startswith("^")]
             with self._refusing(node_def.name, ""):
                 kind = self._kinds.of(node_def, self._budget)
-                self._node(nodes, sys.intern(node_def.name), node_def.op, kind, inputs, "")
+                self._node(nodes, sys.intern(node_def.name), node_def.op, kind, inputs, "", None)
         body = Body(name=name, nodes=nodes.finish(), args=(), rets=(loss,))
         self._charge_read_outputs(body, "")
         mark_constant_inputs(body)
@@ -140,6 +140,7 @@ class GraphBuilder:
         # parsed, converted and let go (a function may hold a million of them).
         offsets: dict[str, dict[str, int]] = {}
         waiting: list[tuple[int, list[str]]] = []  # (first edge, inputs) read before producers
+        branch = branch_of(fn_name)
         name = ""
         try:
             for count, node_def in enumerate(fdef.node_def, 1):
@@ -154,7 +155,7 @@ class GraphBuilder:
                 if None in inputs:
                     waiting.append((nodes.input_start[-1], texts))
                     inputs = [_UNRESOLVED] * len(texts)
-                self._node(nodes, name, op, kind, inputs, fn_name, numbers)
+                self._node(nodes, name, op, kind, inputs, fn_name, branch, numbers)
         except Refused as refused:
             raise malformed(self._what, _where("node", name, fn_name), refused) from None
         for first, texts in waiting:
@@ -241,9 +242,11 @@ class GraphBuilder:
         kind: NodeKind,
         inputs: list[tuple[str, int]],
         fn_name: str,
+        branch: int | None,
         numbers: Numbers | None = None,
     ) -> None:
-        """Add the node `name` of kind `kind`, reading `inputs`, to `nodes`. `numbers`: the
+        """Add the node `name` of kind `kind`, reading `inputs`, to `nodes` of function
+        `fn_name` (`branch`: which of a tf.cond's branches it is, if one). `numbers`: the
         kind's numbers in the tables, for a kind met before, whose cost is taken here (None:
         it was taken as the kind was read)."""
         _new_name(nodes, name)
@@ -266,7 +269,7 @@ class GraphBuilder:
             [ref[0] for ref in inputs],
             [ref[1] for ref in inputs],
             kind.gradient_op_type,
-            location and self._op_lines(location, op, branch_of(fn_name)),
+            location and self._op_lines(location, op, branch),
             self._shapes(name, fn_name),
         )
 
@@ -308,7 +311,7 @@ _UNRESOLVED = TensorRef("", 0)
 
 def _new_name(nodes: FlatNodes, name: str) -> None:
     """Refuse a second node of the same name (TensorFlow refuses it too)."""
-    if name in nodes:
+    if name in nodes.ids:
         raise Refused("is the name of two nodes")
 
 

@@ -205,23 +205,28 @@ def _debug_locations(path: Path) -> DebugInfoLocations | None:
 def _object_paths(object_graph: Any, budget: ExpansionBudget) -> dict[int, str]:
     """Node id -> attribute path from the root ("model.dense.kernel"), shortest first."""
     paths = {0: ""}
+    nodes = object_graph.nodes
+    count = len(nodes)
     queue = deque([0])
     while queue:
         node_id = queue.popleft()
-        for child in object_graph.nodes[node_id].children:
-            if not 0 <= child.node_id < len(object_graph.nodes):
+        parent = paths[node_id]
+        for child in nodes[node_id].children:
+            child_id = child.node_id
+            if not 0 <= child_id < count:
                 raise GradcheckError(
                     f"the SavedModel is malformed: object {child.local_name!r} points at "
-                    f"node {child.node_id}, which does not exist"
+                    f"node {child_id}, which does not exist"
                 )
-            if child.node_id not in paths:
-                parent = paths[node_id]
+            if child_id not in paths:
                 # A deep chain of objects makes paths quadratic in the chain's length.
                 path = f"{parent}.{child.local_name}" if parent else child.local_name
-                with _refusing(f"object {child.node_id}"):
+                try:
                     budget.spend(len(path), f"has a path of {len(path)} characters")
-                paths[child.node_id] = path
-                queue.append(child.node_id)
+                except Refused as refused:
+                    raise malformed(_WHAT, f"object {child_id}", refused) from None
+                paths[child_id] = path
+                queue.append(child_id)
     return paths
 
 

@@ -115,10 +115,11 @@ def _keras_owners(object_graph: Any) -> tuple[dict[int, _Owners], dict[int, int]
     depth = {0: 0}
     owners: dict[int, _Owners] = {}
     layer_above: dict[int, int] = {}
+    nodes = object_graph.nodes
     queue = deque([0])
     while queue:
         node_id = queue.popleft()
-        node = object_graph.nodes[node_id]
+        node = nodes[node_id]
         if _KERAS_LAYER_CHILDREN <= {child.local_name for child in node.children}:
             above = owners.get(node_id)
             if above is not None:
