@@ -8,7 +8,8 @@ override, a source line, static shapes) sits in a dict by number. `nodes[name]` 
 `Node` the rest of gradcheck reads, and lets it go when the reader does.
 
 The builder appends nodes in order (`append`), may set inputs it could not resolve at once
-(`set_input`), and calls `finish()`, which numbers every input's producer.
+(`set_input`), and calls `finish()`, which numbers the producers that were not added yet
+when their readers were.
 """
 
 from __future__ import annotations
@@ -146,12 +147,13 @@ class FlatNodes(Mapping[str, Node]):
         self.output_shapes: dict[int, tuple[tuple[int | None, ...] | None, ...]] = {}
         self.input_start = array("q", [0])
         # Per input edge: the producer's number (-1 - k for the k-th name the body does not
-        # hold), and the output index. Producers are named until `finish()` numbers them.
+        # hold), and the output index. A producer not added yet when its reader is stays named
+        # (by edge) until `finish()` numbers it.
         self.input_producers = array("i")
         self.input_indices = array("q")
         self.constant_inputs = bytearray()
         self.outside: list[str] = []
-        self._producer_names: list[str] | None = []
+        self._later: dict[int, str] | None = {}
 
     # -- building -----------------------------------------------------------------------------
 
@@ -171,11 +173,13 @@ class FlatNodes(Mapping[str, Node]):
         """Add a node (its inputs as (producer name, output index), numbered at `finish()`);
         its number."""
         refs = inputs if isinstance(inputs, list) else list(inputs)
+        producers, later = self.producer_numbers([ref[0] for ref in refs])
         self.append_numbered(
             name,
             self.tables.number(op_type, output_dtypes, calls, attrs),
-            [ref[0] for ref in refs],
+            producers,
             [ref[1] for ref in refs],
+            later,
             gradient_op_type,
             location,
             output_shapes,
@@ -185,20 +189,30 @@ class FlatNodes(Mapping[str, Node]):
             self.constant_inputs[first + k] = bool(flag)
         return len(self.names) - 1
 
+    def producer_numbers(self, names: list[str]) -> tuple[list[int], list[tuple[int, str]]]:
+        """The numbers of the nodes `names` for `append_numbered`: a node not added yet is
+        numbered -1, and named by its position in the second list."""
+        ids = self.ids
+        numbers = [ids.get(name, -1) for name in names]
+        later = [(k, name) for k, name in enumerate(names) if numbers[k] < 0]
+        return numbers, later
+
     def append_numbered(
         self,
         name: str,
         numbers: Numbers,
-        producers: list[str],
+        producers: list[int],
         indices: list[int],
+        later: list[tuple[int, str]] | None = None,
         gradient_op_type: str | None = None,
         location: SourceLocation | None = None,
         output_shapes: tuple[tuple[int | None, ...] | None, ...] = (),
     ) -> None:
         """`append` for a builder that numbered the node's op type, signature, calls and
-        attributes itself (`Tables.number`) and names its inputs' producers and output indices
-        in two lists: the way a million nodes are added."""
-        assert self._producer_names is not None, "finished"
+        attributes itself (`Tables.number`), and gives its inputs as two lists: the producers'
+        node numbers and the output indices; `later`: (position, name) of the producers not
+        added yet (`finish()` numbers them). The way a million nodes are added."""
+        assert self._later is not None, "finished"
         n = len(self.names)
         self.names.append(name)
         self.ids[name] = n
@@ -214,34 +228,39 @@ class FlatNodes(Mapping[str, Node]):
         if output_shapes:
             self.output_shapes[n] = output_shapes
         count = len(producers)
+        first = self.input_start[-1]
         if count:
-            self._producer_names.extend(producers)
+            self.input_producers.extend(producers)
             self.input_indices.extend(indices)
             self.constant_inputs += bytes(count)
-        self.input_start.append(self.input_start[-1] + count)
+            if later:
+                for k, producer in later:
+                    self._later[first + k] = producer
+        self.input_start.append(first + count)
 
     def set_input(self, edge: int, ref: TensorRef) -> None:
         """Input edge number `edge` reads `ref` (before `finish()`)."""
-        assert self._producer_names is not None, "finished"
-        self._producer_names[edge] = ref[0]
+        assert self._later is not None, "finished"
+        self._later[edge] = ref[0]
         self.input_indices[edge] = ref[1]
 
     def finish(self) -> FlatNodes:
-        """Number every input's producer; no node is added after."""
-        names = self._producer_names
-        assert names is not None, "finished twice"
+        """Number the producers that were named; no node is added after."""
+        later = self._later
+        assert later is not None, "finished twice"
         ids = self.ids
         outside: dict[str, int] = {}
         producers = self.input_producers
-        for name in names:
+        for edge in sorted(later):  # names the body does not hold, numbered in edge order
+            name = later[edge]
             n = ids.get(name)
             if n is None:
                 n = outside.get(name)
                 if n is None:
                     n = outside[name] = -1 - len(self.outside)
                     self.outside.append(name)
-            producers.append(n)
-        self._producer_names = None
+            producers[edge] = n
+        self._later = None
         return self
 
     @classmethod

@@ -43,5 +43,7 @@ def mark_constant_inputs(body: Body) -> None:
 
     flags = nodes.constant_inputs
     for edge, producer in enumerate(producers):
-        if producer >= 0 and is_constant(producer):
+        if producer >= 0 and (
+            constant[producer] == 1 or not constant[producer] and is_constant(producer)
+        ):
             flags[edge] = 1

@@ -24,16 +24,9 @@ from gradcheck_cli.protos.tf_protos import dtype_name, parse_node_def, split_nod
 from gradcheck_cli.source_code.op_expressions import OpLines, branch_of
 
 LocationLookup = Callable[[str, str], "SourceLocation | None"]
-ShapeLookup = Callable[[str, str], "tuple[tuple[int | None, ...] | None, ...]"]
 """(node name, function name or "" for a top-level graph) -> where the user's code made it."""
-
-
-def _no_location(node: str, function: str) -> SourceLocation | None:
-    return None
-
-
-def _no_shapes(node: str, function: str) -> tuple[tuple[int | None, ...] | None, ...]:
-    return ()
+ShapeLookup = Callable[[str, str], "tuple[tuple[int | None, ...] | None, ...]"]
+"""(node name, function name) -> the shapes of the node's outputs, as traced."""
 
 
 class GraphBuilder:
@@ -41,17 +34,19 @@ class GraphBuilder:
 
     Everything a node expands from its attributes (outputs from `num`, `N`, type lists, a
     callee's signature, output indices its consumers read) is drawn from `budget`; without
-    one, the budget is proportional to the functions' serialized size. `what` names the input
-    in refusals ("malformed SavedModel: ..."); `progress` hears how much is built, as it goes.
+    one, the budget is proportional to the functions' serialized size. `locations` and
+    `shapes` tell where the user's code made a node and its outputs' shapes (none without
+    them). `what` names the input in refusals ("malformed SavedModel: ..."); `progress` hears
+    how much is built, as it goes.
     """
 
     def __init__(
         self,
         functions: Mapping[str, Any],
         op_defs: Mapping[str, Any],
-        locations: LocationLookup = _no_location,
+        locations: LocationLookup | None = None,
         *,
-        shapes: ShapeLookup = _no_shapes,
+        shapes: ShapeLookup | None = None,
         budget: ExpansionBudget | None = None,
         what: str = "model",
         progress: Progress = silent,
@@ -115,7 +110,18 @@ class GraphBuilder:
             inputs = [_graph_ref(text) for text in node_def.input if not text.startswith("^")]
             with self._refusing(node_def.name, ""):
                 kind = self._kinds.of(node_def, self._budget)
-                self._node(nodes, sys.intern(node_def.name), node_def.op, kind, inputs, "", None)
+                producers, later = nodes.producer_numbers([ref.node for ref in inputs])
+                self._node(
+                    nodes,
+                    sys.intern(node_def.name),
+                    node_def.op,
+                    kind,
+                    producers,
+                    [ref.index for ref in inputs],
+                    later,
+                    "",
+                    None,
+                )
         body = Body(name=name, nodes=nodes.finish(), args=(), rets=(loss,))
         self._charge_read_outputs(body, "")
         mark_constant_inputs(body)
@@ -130,32 +136,65 @@ class GraphBuilder:
     def _function_body(self, fdef: Any) -> Body:
         fn_name = fdef.signature.name
         nodes = FlatNodes(self._tables)
+        # FunctionDef refs name an output *argument* ("MatMul:product:0"); they resolve to flat
+        # output indices once the producer's output layout is known: `layouts` holds each
+        # node's (output argument -> its first flat output), by node number.
+        layouts: list[dict[str, int]] = []
+        offsets = _Offsets(nodes.ids, layouts)
         for arg in fdef.signature.input_arg:
             with self._refusing(arg.name, fn_name, "argument"):
                 dtype = dtype_name(arg.type) if arg.type else None
                 _new_name(nodes, arg.name)
-            nodes.append(sys.intern(arg.name), ARG_OP, output_dtypes=(dtype,))
-        # FunctionDef refs name an output *argument* ("MatMul:product:0"); they resolve to flat
-        # output indices once the producer's output layout is known. One pass: each node is
-        # parsed, converted and let go (a function may hold a million of them).
-        offsets: dict[str, dict[str, int]] = {}
+            nodes.append(arg.name, ARG_OP, output_dtypes=(dtype,))
+            layouts.append({})
+        # One pass: each node is parsed, converted and let go (a function may hold a million).
         waiting: list[tuple[int, list[str]]] = []  # (first edge, inputs) read before producers
         branch = branch_of(fn_name)
+        kinds_by_bytes, ids = self._kinds_by_bytes, nodes.ids
         name = ""
         try:
             for count, node_def in enumerate(fdef.node_def, 1):
                 if not count % NODES_PER_REPORT:
                     self._built.tell(under_way=count)
-                name, op, texts, kind, numbers = self._read_node(node_def, fn_name)
-                # One string per name: the node's, its keys and every reference to it.
-                name = sys.intern(name)
-                offsets[name] = kind.offsets
-                texts = [text for text in texts if text[:1] != "^"]
-                inputs = [_function_input(text, offsets) for text in texts]
-                if None in inputs:
-                    waiting.append((nodes.input_start[-1], texts))
-                    inputs = [_UNRESOLVED] * len(texts)
-                self._node(nodes, name, op, kind, inputs, fn_name, branch, numbers)
+                # Most nodes are of a kind met before: split on the wire, looked up by their
+                # bytes and added without a call per step.
+                split = split_node_def(node_def) if isinstance(node_def, bytes) else None
+                known = None if split is None else kinds_by_bytes.get((split[1], split[3]))
+                if known is None:
+                    name, op, texts, kind, numbers = self._read_node(node_def, fn_name, split)
+                else:
+                    name, op, texts, _ = split
+                    kind, numbers = known
+                producers: list[int] = []  # node numbers; -1 for one not added yet (`later`)
+                indices: list[int] = []
+                later: list[tuple[int, str]] = []
+                unresolved = False
+                for text in texts:
+                    if text[:1] == "^":
+                        continue
+                    parts = text.split(":")
+                    n = ids.get(parts[0]) if len(parts) == 3 else None
+                    if n is not None and parts[2].isdecimal() and len(parts[2]) < _INDEX_DIGITS:
+                        producers.append(n)
+                        indices.append(layouts[n].get(parts[1], 0) + int(parts[2]))
+                        continue
+                    ref = _function_input(text, offsets)
+                    if ref is None:
+                        unresolved = True
+                        ref = _UNRESOLVED
+                    n = ids.get(ref[0], -1)
+                    if n < 0:
+                        later.append((len(producers), ref[0]))
+                    producers.append(n)
+                    indices.append(ref[1])
+                if unresolved:
+                    waiting.append(
+                        (nodes.input_start[-1], [text for text in texts if text[:1] != "^"])
+                    )
+                self._node(
+                    nodes, name, op, kind, producers, indices, later, fn_name, branch, numbers
+                )
+                layouts.append(kind.offsets)
         except Refused as refused:
             raise malformed(self._what, _where("node", name, fn_name), refused) from None
         for first, texts in waiting:
@@ -199,19 +238,12 @@ class GraphBuilder:
                 )
 
     def _read_node(
-        self, node_def: Any, fn_name: str
-    ) -> tuple[str, str, list[str], NodeKind, Numbers | None]:
-        """A function's node: its name, op type, inputs and kind, and the kind's numbers in
-        the tables when it was met before (None: reading the kind took its cost from the
-        budget). A node kept serialized is split on the wire; its kind is looked up by the
-        bytes of its other fields, and it is parsed only for a kind not met before (or bytes
-        the split does not read)."""
-        split = split_node_def(node_def) if isinstance(node_def, bytes) else None
-        if split is not None:
-            name, op, texts, rest = split
-            known = self._kinds_by_bytes.get((op, rest))
-            if known is not None:
-                return name, op, texts, *known
+        self, node_def: Any, fn_name: str, split: tuple[str, str, list[str], bytes] | None
+    ) -> tuple[str, str, list[str], NodeKind, None]:
+        """A function's node of a kind not met before (or whose bytes the split does not
+        read: `split` is None): its name, op type, inputs and kind, whose cost is taken from
+        the budget as it is read. Its kind is kept by the bytes of its fields after the name
+        and inputs, for the nodes of the kind that follow."""
         parsed = parse_node_def(node_def, fn_name, self._what)
         name = parsed.name
         with self._refusing(name, fn_name):
@@ -240,37 +272,40 @@ class GraphBuilder:
         name: str,
         op: str,
         kind: NodeKind,
-        inputs: list[tuple[str, int]],
+        producers: list[int],
+        indices: list[int],
+        later: list[tuple[int, str]],
         fn_name: str,
         branch: int | None,
         numbers: Numbers | None = None,
     ) -> None:
-        """Add the node `name` of kind `kind`, reading `inputs`, to `nodes` of function
-        `fn_name` (`branch`: which of a tf.cond's branches it is, if one). `numbers`: the
-        kind's numbers in the tables, for a kind met before, whose cost is taken here (None:
-        it was taken as the kind was read)."""
+        """Add the node `name` of kind `kind`, whose inputs read output `indices[k]` of node
+        number `producers[k]` (or of a node not added yet: `later`, as in
+        `FlatNodes.append_numbered`), to `nodes` of function `fn_name` (`branch`: which of a
+        tf.cond's branches it is, if one). `numbers`: the kind's numbers in the tables, for a
+        kind met before, whose cost is taken here (None: it was taken as the kind was
+        read)."""
         _new_name(nodes, name)
         if numbers is None:
             numbers = self._numbers(op, kind)
         else:
             for items, fact in kind.spends:
                 self._budget.spend(items, fact)
-        outputs = len(kind.output_dtypes)
-        if len(inputs) > 1 and outputs > 1:
-            self._budget.spend(
-                len(inputs) * outputs, f"has {len(inputs)} inputs and {outputs} outputs"
-            )
-        location = self._locations(name, fn_name)
+        inputs, outputs = len(producers), len(kind.output_dtypes)
+        if inputs > 1 and outputs > 1:
+            self._budget.spend(inputs * outputs, f"has {inputs} inputs and {outputs} outputs")
+        location = self._locations and self._locations(name, fn_name)
         # Op types, output signatures, calls and attributes are numbered in tables of the
         # distinct ones: a node holds their numbers.
         nodes.append_numbered(
             name,
             numbers,
-            [ref[0] for ref in inputs],
-            [ref[1] for ref in inputs],
+            producers,
+            indices,
+            later,
             kind.gradient_op_type,
             location and self._op_lines(location, op, branch),
-            self._shapes(name, fn_name),
+            self._shapes(name, fn_name) if self._shapes else (),
         )
 
     def _callees(self, body: Body) -> Iterable[str]:
@@ -293,7 +328,7 @@ def _function_input(text: str, offsets: Mapping[str, dict[str, int]]) -> tuple[s
     """A function input as (producer, flat output index); None while its producer's outputs
     are not known (an output argument of a node not converted yet)."""
     parts = text.split(":")
-    if len(parts) == 3 and parts[0] in offsets and parts[2].isdigit():
+    if len(parts) == 3 and parts[0] in offsets and parts[2].isdecimal():
         index = int(parts[2])
         if index < _MAX_INDEX:
             return sys.intern(parts[0]), offsets[parts[0]].get(parts[1], 0) + index
@@ -304,6 +339,26 @@ def _function_input(text: str, offsets: Mapping[str, dict[str, int]]) -> tuple[s
 
 _KIND_BYTES = 512
 """Kinds are kept by their bytes up to this size: a node with a large constant is its own."""
+
+
+class _Offsets(Mapping[str, dict[str, int]]):
+    """A function's nodes' output argument offsets by node name (see `_function_body`)."""
+
+    def __init__(self, ids: Mapping[str, int], layouts: list[dict[str, int]]) -> None:
+        self._ids, self._layouts = ids, layouts
+
+    def __getitem__(self, name: str) -> dict[str, int]:
+        return self._layouts[self._ids[name]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+_INDEX_DIGITS = 19
+"""Output indices of fewer digits are below `_MAX_INDEX`: read without asking."""
 
 _UNRESOLVED = TensorRef("", 0)
 """A function input set once its producer's output layout is known."""
@@ -322,7 +377,7 @@ smaller ones once the producer is known); refused as they are parsed."""
 
 def _graph_ref(text: str) -> TensorRef:
     name, _, index = text.partition(":")
-    if not name or (index and not index.isdigit()) or index and int(index) >= _MAX_INDEX:
+    if not name or (index and not index.isdecimal()) or index and int(index) >= _MAX_INDEX:
         raise GradcheckError(f"the model is malformed: a node input reads {text!r}")
     return TensorRef(name, int(index) if index else 0)
 
@@ -333,7 +388,7 @@ def _function_ref(text: str, offsets: Mapping[str, dict[str, int]]) -> TensorRef
         not parts[0]
         or len(parts) > 3
         or len(parts) > 1
-        and (not parts[-1].isdigit() or int(parts[-1]) >= _MAX_INDEX)
+        and (not parts[-1].isdecimal() or int(parts[-1]) >= _MAX_INDEX)
     ):
         raise GradcheckError(f"the model is malformed: a function input reads {text!r}")
     node = sys.intern(parts[0])

@@ -91,7 +91,7 @@ def load_saved_model(
     builder = GraphBuilder(
         functions,
         merged_op_defs(meta_graph.meta_info_def.stripped_op_list.op),
-        locations or _no_locations,
+        locations,
         budget=budget,
         what=_WHAT,
         progress=progress,
@@ -114,10 +114,6 @@ def load_saved_model(
     program.located = locations is not None
     validate_loss(program, name, sum_loss=sum_loss)
     return program, name
-
-
-def _no_locations(node: str, function: str) -> None:
-    return None
 
 
 # -- parsing ------------------------------------------------------------------------------------
@@ -392,7 +388,7 @@ def _tf1_tensor_named(
 def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> Program:
     assert chosen.tensor is not None
     node, _, index = chosen.tensor.partition(":")
-    if not node or index and not index.isdigit():
+    if not node or index and not index.isdecimal():
         raise malformed(_WHAT, f"the loss tensor {chosen.tensor!r}", "is not a tensor name")
     loss = TensorRef(node, int(index) if index else 0)
     body = builder.add_graph(meta_graph.graph_def, TF1_TOP, loss)

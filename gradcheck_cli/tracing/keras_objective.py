@@ -255,7 +255,7 @@ def _sparse_outputs(model: Any, loss: str | None, y_sample: Any) -> set[str]:
     for path in paths:
         entry = configured.get(path.split("/")[0]) if isinstance(configured, dict) else configured
         if isinstance(configured, (list, tuple)):
-            index = int(path.split("/")[0] or 0) if path.split("/")[0].isdigit() else 0
+            index = int(path.split("/")[0] or 0) if path.split("/")[0].isdecimal() else 0
             entry = configured[index] if index < len(configured) else None
         label = entry if isinstance(entry, str) else type(entry).__name__ if entry else ""
         if "sparse" in label.lower():
