@@ -69,6 +69,7 @@ class GraphBuilder:
         self._kinds_by_bytes: dict[tuple[str, bytes], tuple[NodeKind, Numbers]] = {}
         # The tables of op types, signatures, calls and attributes every body numbers into.
         self._tables = Tables()
+        self._arg_numbers: dict[str | None, Numbers] = {}  # an argument's, by its dtype
 
     # -- entry points -----------------------------------------------------------------------
 
@@ -142,15 +143,26 @@ class GraphBuilder:
         layouts: list[dict[str, int]] = []
         offsets = _Offsets(nodes.ids, layouts)
         for arg in fdef.signature.input_arg:
-            with self._refusing(arg.name, fn_name, "argument"):
+            try:
                 dtype = dtype_name(arg.type) if arg.type else None
                 _new_name(nodes, arg.name)
-            nodes.append(arg.name, ARG_OP, output_dtypes=(dtype,))
+            except Refused as refused:
+                raise malformed(
+                    self._what, _where("argument", arg.name, fn_name), refused
+                ) from None
+            numbers = self._arg_numbers.get(dtype)
+            if numbers is None:
+                numbers = self._tables.number(ARG_OP, (dtype,), None, None)
+                self._arg_numbers[dtype] = numbers
+            nodes.append_numbered(arg.name, numbers, [], [])
             layouts.append({})
         # One pass: each node is parsed, converted and let go (a function may hold a million).
         waiting: list[tuple[int, list[str]]] = []  # (first edge, inputs) read before producers
         branch = branch_of(fn_name)
         kinds_by_bytes, ids = self._kinds_by_bytes, nodes.ids
+        # Small functions of one shape name their nodes alike: one string per name for them
+        # all. A large function's names are its own (interning them only costs).
+        share_names = len(fdef.node_def) <= _SHARED_NAMES
         name = ""
         try:
             for count, node_def in enumerate(fdef.node_def, 1):
@@ -165,6 +177,8 @@ class GraphBuilder:
                 else:
                     name, op, texts, _ = split
                     kind, numbers = known
+                if share_names:
+                    name = sys.intern(name)
                 producers: list[int] = []  # node numbers; -1 for one not added yet (`later`)
                 indices: list[int] = []
                 later: list[tuple[int, str]] = []
@@ -173,8 +187,17 @@ class GraphBuilder:
                     if text[:1] == "^":
                         continue
                     parts = text.split(":")
-                    n = ids.get(parts[0]) if len(parts) == 3 else None
-                    if n is not None and parts[2].isdecimal() and len(parts[2]) < _INDEX_DIGITS:
+                    n = ids.get(parts[0])
+                    if n is not None and len(parts) == 1:  # an argument, or a node's output 0
+                        producers.append(n)
+                        indices.append(0)
+                        continue
+                    if (
+                        n is not None
+                        and len(parts) == 3
+                        and parts[2].isdecimal()
+                        and len(parts[2]) < _INDEX_DIGITS
+                    ):
                         producers.append(n)
                         indices.append(layouts[n].get(parts[1], 0) + int(parts[2]))
                         continue
@@ -246,8 +269,10 @@ class GraphBuilder:
         and inputs, for the nodes of the kind that follow."""
         parsed = parse_node_def(node_def, fn_name, self._what)
         name = parsed.name
-        with self._refusing(name, fn_name):
+        try:
             kind = self._kinds.of(parsed, self._budget)
+        except Refused as refused:
+            raise malformed(self._what, _where("node", name, fn_name), refused) from None
         texts = list(parsed.input)
         if (
             split is not None
@@ -356,6 +381,9 @@ class _Offsets(Mapping[str, dict[str, int]]):
     def __len__(self) -> int:
         return len(self._ids)
 
+
+_SHARED_NAMES = 4096
+"""Functions of at most this many nodes share the strings of their nodes' names."""
 
 _INDEX_DIGITS = 19
 """Output indices of fewer digits are below `_MAX_INDEX`: read without asking."""
