@@ -37,24 +37,27 @@ def flat_outputs(structure: Any, budget: ExpansionBudget, prefix: str = "") -> l
 def output_shape(saved: Any, index: int) -> tuple[int | None, ...] | None:
     """The static shape of output `index` of a saved concrete function, when it says."""
     specs: list[Any] = []
-
-    def walk(structure: Any) -> None:
-        kind = structure.WhichOneof("kind")
-        if kind == "dict_value":
-            for key in sorted(structure.dict_value.fields):
-                walk(structure.dict_value.fields[key])
-        elif kind in ("list_value", "tuple_value"):
-            for value in getattr(structure, kind).values:
-                walk(value)
-        elif kind == "named_tuple_value":
-            for pair in structure.named_tuple_value.values:
-                walk(pair.value)
-        elif kind == "tensor_spec_value":
-            specs.append(structure.tensor_spec_value.shape)
-        elif kind in ("bounded_tensor_spec_value", "type_spec_value"):
-            specs.append(None)
-
-    walk(saved.output_signature)
+    _tensor_specs(saved.output_signature, specs)
     if index >= len(specs) or specs[index] is None:
         return None
     return shape_dims(specs[index])
+
+
+def _tensor_specs(structure: Any, specs: list[Any]) -> None:
+    """Append the shape of each tensor of a structured value to `specs`, in output order (None
+    for one that says none). A module function, not a closure: a recursive closure is a cycle,
+    and a cycle holding a part of the SavedModel keeps all of it until a collection."""
+    kind = structure.WhichOneof("kind")
+    if kind == "dict_value":
+        for key in sorted(structure.dict_value.fields):
+            _tensor_specs(structure.dict_value.fields[key], specs)
+    elif kind in ("list_value", "tuple_value"):
+        for value in getattr(structure, kind).values:
+            _tensor_specs(value, specs)
+    elif kind == "named_tuple_value":
+        for pair in structure.named_tuple_value.values:
+            _tensor_specs(pair.value, specs)
+    elif kind == "tensor_spec_value":
+        specs.append(structure.tensor_spec_value.shape)
+    elif kind in ("bounded_tensor_spec_value", "type_spec_value"):
+        specs.append(None)
