@@ -99,7 +99,7 @@ class CutFinder:
         leaves the variable dead when removed: a side cut, told only on request.
         """
         body = self.program.top_body
-        trace = Trace()
+        trace = Trace(self.structural.index.of(body).arrays.flat)
         blockers = _dedupe(self._walk(body, [source], self.structural.top_masks(), trace))
         # A shape read (tf.shape, a reduction over an unknown rank) is worth naming only when
         # it is the variable's sole way to the loss.
@@ -118,7 +118,7 @@ class CutFinder:
         left_out = size if size > MAX_SUBGRAPH_EDGES else 0
         if not left_out:
             nested_edges, nested = self._nested(body, trace)
-            edges = tuple(sorted([*trace.edges.values(), *nested_edges], key=_edge_key))
+            edges = tuple(sorted([*trace.edges(), *nested_edges], key=_edge_key))
             ops = self._ops(body, edges)
         essential = trace.essential(source.node, self.program.loss.node)
         if essential is None:
@@ -135,7 +135,7 @@ class CutFinder:
     def _subgraph_size(self, trace: Trace) -> int:
         """About how many edges the subgraph of a walk holds: its own and those of the walks
         inside the functions it entered, each function's once."""
-        size = len(trace.edges)
+        size = len(trace)
         walked: set[tuple[str, frozenset[int]]] = set()
         pending = [trace]
         while pending:
@@ -144,7 +144,7 @@ class CutFinder:
                 inner = self._inside_traces.get(key)
                 if inner is not None and key not in walked:
                     walked.add(key)
-                    size += len(inner.edges)
+                    size += len(inner)
                     pending.append(inner)
         return size
 
@@ -187,9 +187,8 @@ class CutFinder:
                 if callee is None or inner is None:
                     continue
                 # The arguments the walk went on from, or that the function returns as they are.
-                leading = {edge.source for edge in inner.edges.values()} | {
-                    ret.node for ret in callee.rets
-                }
+                inner_edges = inner.edges()
+                leading = {edge.source for edge in inner_edges} | {ret.node for ret in callee.rets}
                 arguments = tuple(
                     (callee.args[i], i)
                     for i in sorted(entered.arguments)
@@ -213,14 +212,14 @@ class CutFinder:
                         )
                     )
                 reached = {name for name, _ in arguments} | {
-                    end for edge in inner.edges.values() for end in (edge.source, edge.target)
+                    end for edge in inner_edges for end in (edge.source, edge.target)
                 }
                 for ret in callee.rets:
                     if ret.node in reached:
                         add(Edge(ret.node, entered.caller, False, entered.function, here))
                 if (entered.function, entered.arguments) not in walked:
                     walked.add((entered.function, entered.arguments))
-                    for edge in inner.edges.values():
+                    for edge in inner_edges:
                         add(Edge(edge.source, edge.target, edge.cut, callee.name, callee.name))
                     pending.append((callee, inner))
         ordered = sorted(
@@ -236,7 +235,8 @@ class CutFinder:
             if body is None:
                 return []
             seeds = [TensorRef(body.args[i], 0) for i in sorted(args) if i < len(body.args)]
-            trace = Trace()
+            flat = self.structural.index.of(body).arrays.flat
+            trace = Trace(flat, routed=False, counted_past=MAX_SUBGRAPH_EDGES)
             self._inside[key] = self._walk(body, seeds, self.structural.body_masks(name), trace)
             self._inside_traces[key] = trace
         return self._inside[key]
@@ -255,6 +255,8 @@ class CutFinder:
         flat, names = arrays.flat, arrays.flat.names
         offsets, starts, edge_nodes = arrays.offsets, arrays.input_start, arrays.edge_nodes
         reader_start, reader_edges = arrays.reader_start, arrays.reader_edges
+        tensors, producers = arrays.input_tensors, arrays.tensor_producers()
+        input_cuts, by_dtype, carries = facts.input_cuts, facts.dtype_judged, facts.carries
         values = masks.values
         shape_ops = {n for n, op in enumerate(flat.op_table.values) if op in SHAPE_OPS}
         found: list[Blocker] = []
@@ -266,9 +268,9 @@ class CutFinder:
             seen[t] = 1
         while queue:
             t = queue.popleft()
-            source = (
-                names[producer] if (producer := arrays.producer(t)) >= 0 else arrays.ref(t).node
-            )
+            source = producers[t]  # a node number, or the trace's for an op outside the body
+            if source < 0 and trace is not None:
+                source = trace.number(arrays.ref(t).node)
             for edge in reader_edges[reader_start[t] : reader_start[t + 1]]:
                 n = edge_nodes[edge]
                 i = edge - starts[n]
@@ -278,12 +280,20 @@ class CutFinder:
                     reached = [u for u in range(first, offsets[n + 1]) if values[u]]
                     if not reached:
                         continue
-                    cut = self.structural.node_cuts(body, n)[i]
+                    judged = input_cuts[n]
+                    if judged is not None:
+                        cut = judged[i]
+                    elif by_dtype[n] and all(
+                        carries[tensors[e]] for e in range(starts[n], starts[n + 1])
+                    ):
+                        cut = None  # `_cuts_of`'s short way, without the call
+                    else:
+                        cut = self.structural.node_cuts(body, n)[i]
                     if cut is not None and not cut.inherited:
                         found.append(_blocker(body, flat.node(n), cut.reason, cut.message))
                     if trace is not None:
                         here = cut.reason if cut and not cut.inherited else None
-                        trace.add(source, names[n], here)
+                        trace.add(source, n, here)
                     if flat.op_types[n] in shape_ops:
                         continue  # only the shape goes on: what follows is shape arithmetic
                 else:
@@ -293,10 +303,11 @@ class CutFinder:
                     if not reached:
                         continue
                     before = len(found)
-                    found.extend(self._step_cuts(body, node, i, source, trace))
+                    source_name = names[source] if source >= 0 else arrays.ref(t).node
+                    found.extend(self._step_cuts(body, node, i, source_name, trace))
                     if trace is not None:
                         cut_here = found[before].reason if len(found) > before else None
-                        trace.add(source, node.name, cut_here)
+                        trace.add(source, n, cut_here)
                         trace.inner.setdefault(node.name, []).extend(found[before:])
                 for u in reached:
                     if not seen[u]:

@@ -110,13 +110,17 @@ class BodyArrays:
 
     def producer(self, tensor: int) -> int:
         """The node that makes tensor number `tensor`; -1 for one from outside the body."""
+        return self.tensor_producers()[tensor]
+
+    def tensor_producers(self) -> array[int]:
+        """Per tensor number, the node that makes it; -1 for one from outside the body."""
         if self._producers is None:
             producers = array("q", repeat(-1, self.tensor_count))
             for n, width in enumerate(self.widths):
                 start = self.offsets[n]
                 producers[start : start + width] = array("q", repeat(n, width))
             self._producers = producers
-        return self._producers[tensor]
+        return self._producers
 
     def carries_gradient(self) -> bytearray:
         """Per tensor, 1 if its dtype can carry gradient (an undeclared output is given the
