@@ -15,7 +15,7 @@ from gradcheck_cli.analysis.control_flow import (
     set_bits,
     step_of,
 )
-from gradcheck_cli.analysis.reachability import Reachability, forward_reached
+from gradcheck_cli.analysis.reachability import Reachability, forward_reached, uncut
 from gradcheck_cli.analysis.verdicts import Blocker, Edge, NestedCall, PathStep, SubgraphOp
 from gradcheck_cli.analysis.walk_traces import Entered, Trace
 from gradcheck_cli.differentiability.reasons import Reason
@@ -281,14 +281,14 @@ class CutFinder:
                     if not reached:
                         continue
                     judged = input_cuts[n]
-                    if judged is not None:
-                        cut = judged[i]
-                    elif by_dtype[n] and all(
-                        carries[tensors[e]] for e in range(starts[n], starts[n + 1])
-                    ):
-                        cut = None  # `_cuts_of`'s short way, without the call
-                    else:
-                        cut = self.structural.node_cuts(body, n)[i]
+                    if judged is None:
+                        start, stop = starts[n], starts[n + 1]
+                        if by_dtype[n] and all(carries[tensors[e]] for e in range(start, stop)):
+                            # `_cuts_of`'s short way, without the call; kept for the next walk.
+                            judged = input_cuts[n] = uncut(stop - start)
+                        else:
+                            judged = self.structural.node_cuts(body, n)
+                    cut = judged[i]
                     if cut is not None and not cut.inherited:
                         found.append(_blocker(body, flat.node(n), cut.reason, cut.message))
                     if trace is not None:

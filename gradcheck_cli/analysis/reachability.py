@@ -154,7 +154,7 @@ class Reachability:
             carries = facts.carries
             inputs = arrays.input_tensors[arrays.input_start[n] : arrays.input_start[n + 1]]
             if facts.dtype_judged[n] and all(carries[t] for t in inputs):
-                facts.input_cuts[n] = cuts = _UNCUT.setdefault(len(inputs), (None,) * len(inputs))
+                facts.input_cuts[n] = cuts = uncut(len(inputs))
                 return cuts
             # A node no structural-zero rule can judge is judged by what it is alone: nodes of
             # one kind share their cuts.
@@ -173,7 +173,7 @@ class Reachability:
                 )
                 # Most nodes pass gradient to every input: they share one tuple of Nones.
                 if not any(cuts):
-                    cuts = _UNCUT.setdefault(len(cuts), cuts)
+                    cuts = uncut(len(cuts))
                 if kind is not None:
                     self.index.cuts_by_kind[kind] = cuts
             facts.input_cuts[n] = cuts
@@ -377,6 +377,17 @@ def _forward(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> Ten
 
 
 _UNCUT: dict[int, tuple[Cut | None, ...]] = {}
+
+
+def uncut(count: int) -> tuple[Cut | None, ...]:
+    """The cuts of a node that passes gradient to each of its `count` inputs: one tuple of
+    Nones shared by every such node."""
+    cuts = _UNCUT.get(count)
+    if cuts is None:
+        cuts = _UNCUT[count] = (None,) * count
+    return cuts
+
+
 """(None,) * n: the cuts of a node whose every input gets gradient, one tuple per n."""
 
 
