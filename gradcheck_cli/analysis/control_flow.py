@@ -279,7 +279,7 @@ class BodyIndex:
         if self._dtype_judged is None:
             flat = self.arrays.flat
             judged = bytearray(len(flat))
-            kinds: dict[tuple[int, int], int] = {}
+            kinds = _DTYPE_KINDS.setdefault(flat.tables, {})
             overridden = flat.gradient_op_types
             for n, pair in enumerate(zip(flat.op_types, flat.signatures)):
                 if n in overridden:
@@ -310,6 +310,10 @@ class BodyIndex:
 
 # How the cut rules judge the nodes of an op type and signature (`BodyIndex.dtype_judged`).
 _PASSES, _UNLESS_A_ZERO, _JUDGED_BY_RULES = range(3)
+
+_DTYPE_KINDS: WeakKeyDictionary[Tables, dict[tuple[int, int], int]] = WeakKeyDictionary()
+"""How the cut rules judge each (op type, signature) pair, by the tables that number them (the
+bodies of one model share them)."""
 
 
 class ProgramIndex:
