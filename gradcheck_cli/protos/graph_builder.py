@@ -195,7 +195,8 @@ class GraphBuilder:
                     if (
                         n is not None
                         and len(parts) == 3
-                        and parts[2].isdecimal()
+                        and parts[2].isascii()
+                        and parts[2].isdigit()
                         and len(parts[2]) < _INDEX_DIGITS
                     ):
                         producers.append(n)
@@ -353,7 +354,7 @@ def _function_input(text: str, offsets: Mapping[str, dict[str, int]]) -> tuple[s
     """A function input as (producer, flat output index); None while its producer's outputs
     are not known (an output argument of a node not converted yet)."""
     parts = text.split(":")
-    if len(parts) == 3 and parts[0] in offsets and parts[2].isdecimal():
+    if len(parts) == 3 and parts[0] in offsets and _is_index(parts[2]):
         index = int(parts[2])
         if index < _MAX_INDEX:
             return sys.intern(parts[0]), offsets[parts[0]].get(parts[1], 0) + index
@@ -398,6 +399,12 @@ def _new_name(nodes: FlatNodes, name: str) -> None:
         raise Refused("is the name of two nodes")
 
 
+def _is_index(text: str) -> bool:
+    """True for an output index as TensorFlow writes it: ASCII digits ("²" and "١" are digits
+    to Python, and the second even to int(), but not to TensorFlow)."""
+    return text.isascii() and text.isdigit()
+
+
 _MAX_INDEX = 2**62
 """Output indices past this cannot be read by any graph (the expansion budget refuses far
 smaller ones once the producer is known); refused as they are parsed."""
@@ -405,7 +412,7 @@ smaller ones once the producer is known); refused as they are parsed."""
 
 def _graph_ref(text: str) -> TensorRef:
     name, _, index = text.partition(":")
-    if not name or (index and not index.isdecimal()) or index and int(index) >= _MAX_INDEX:
+    if not name or (index and not _is_index(index)) or index and int(index) >= _MAX_INDEX:
         raise GradcheckError(f"the model is malformed: a node input reads {text!r}")
     return TensorRef(name, int(index) if index else 0)
 
@@ -416,7 +423,7 @@ def _function_ref(text: str, offsets: Mapping[str, dict[str, int]]) -> TensorRef
         not parts[0]
         or len(parts) > 3
         or len(parts) > 1
-        and (not parts[-1].isdecimal() or int(parts[-1]) >= _MAX_INDEX)
+        and (not _is_index(parts[-1]) or int(parts[-1]) >= _MAX_INDEX)
     ):
         raise GradcheckError(f"the model is malformed: a function input reads {text!r}")
     node = sys.intern(parts[0])

@@ -388,7 +388,7 @@ def _tf1_tensor_named(
 def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> Program:
     assert chosen.tensor is not None
     node, _, index = chosen.tensor.partition(":")
-    if not node or index and not index.isdecimal():
+    if not node or index and not (index.isascii() and index.isdigit()):
         raise malformed(_WHAT, f"the loss tensor {chosen.tensor!r}", "is not a tensor name")
     loss = TensorRef(node, int(index) if index else 0)
     body = builder.add_graph(meta_graph.graph_def, TF1_TOP, loss)

@@ -138,3 +138,24 @@ def test_a_name_repeated_after_the_attributes_is_the_name_protobuf_reads() -> No
     builder_input.pop()
     body = GraphBuilder({"f": Serialized}, merged_op_defs([])).add_function("f")
     assert list(body.nodes) == ["x", "a", "c"]
+
+
+@pytest.mark.parametrize("index", ["²", "١", "0x1", "-1"])
+def test_an_output_index_not_written_in_decimal_digits_is_refused(index: str) -> None:
+    # "²" is a digit to str.isdigit but not to int(); "١" is decimal to int() but not to
+    # TensorFlow. Each is one clear refusal, never a traceback.
+    nodes = [_node("a", "Tanh", ["x"]), _node("b", "Tanh", [f"a:y:{index}"])]
+    with pytest.raises(GradcheckError, match="a function input reads"):
+        _build(_function(nodes))
+
+
+def test_a_node_read_before_it_is_defined_is_its_readers_producer() -> None:
+    # FunctionDefs need not list a producer before its readers: the input is numbered when the
+    # body is finished, at the output its argument name gives.
+    late = _node("late", "Tanh", ["x"])
+    nodes = [_node("early", "Tanh", ["late:y:0", "x"]), late, _node("z", "Tanh", ["early:y:0"])]
+    body = _build(_function(nodes))
+    assert body.nodes["early"].inputs == (TensorRef("late", 0), TensorRef("x", 0))
+    flat = body.nodes
+    first = flat.input_start[flat.ids["early"]]
+    assert flat.input_producers[first] == flat.ids["late"]
