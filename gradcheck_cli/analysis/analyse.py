@@ -128,6 +128,7 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
                         gradient=True,
                         ignore=frozenset({Reason.STOP_GRADIENT}),
                         index=index,
+                        like=gradient_pass,
                     ).top_masks()
                 if not without_stop_gradient.get(source, 0):
                     remaining = tuple(b for b in blockers if b.reason is not Reason.STOP_GRADIENT)

@@ -16,6 +16,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from gradcheck_cli.differentiability.rules import (
+    STOP_GRADIENT_OPS,
     Cut,
     passes_trainable_inputs,
     passes_unless_a_factor_is_zero,
@@ -325,6 +326,33 @@ class ProgramIndex:
         # The cut rules' verdict on the inputs of nodes that only their kind decides (no
         # gradient override, no structural-zero rule), by tables, kind and input dtypes.
         self.cuts_by_kind: dict[tuple[object, ...], tuple[Cut | None, ...]] = {}
+        self._stopping: dict[str, bool] = {}  # `may_stop_gradient`, by function
+
+    def may_stop_gradient(self, name: str) -> bool:
+        """True if a cut in function `name`, or in a function it runs, may be a stop_gradient:
+        an op of `STOP_GRADIENT_OPS`, or one with a gradient override. A pass that lets
+        stop_gradients through differs from the gradient pass only in such functions."""
+        found = self._stopping.get(name)
+        if found is None:
+            body = self.program.bodies.get(name)
+            if body is None:
+                return False  # summarised as reaching everything in every pass
+            self._stopping[name] = True  # a recursive call: assume it may
+            flat = body.nodes
+            stopping = {n for n, op in enumerate(flat.op_table.values) if op in STOP_GRADIENT_OPS}
+            found = (
+                not isinstance(flat, FlatNodes)
+                or bool(flat.gradient_op_types)
+                or any(op in stopping for op in set(flat.op_types))
+                or any(
+                    self.may_stop_gradient(callee)
+                    for number in set(flat.calls)
+                    for callees in flat.calls_table.values[number].values()
+                    for callee in callees
+                )
+            )
+            self._stopping[name] = found
+        return found
 
     def of(self, body: Body) -> BodyIndex:
         if body.name not in self._bodies:

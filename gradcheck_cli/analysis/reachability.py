@@ -41,13 +41,18 @@ class Reachability:
         gradient: bool,
         ignore: frozenset[Reason] = frozenset(),
         index: ProgramIndex | None = None,
+        like: Reachability | None = None,
     ) -> None:
         """`ignore`: cut reasons to treat as passing gradient ("what if no stop_gradient");
-        `index`: the program's consumer maps and widths, shared with the other walkers."""
+        `index`: the program's consumer maps and widths, shared with the other walkers;
+        `like`: the gradient pass, when `ignore` is only `Reason.STOP_GRADIENT`: a function
+        that can hold no stop_gradient has the same summary in both, read from it."""
+        assert like is None or (gradient and ignore == {Reason.STOP_GRADIENT} and not like.ignore)
         self.program = program
         self.gradient = gradient
         self.ignore = ignore
         self.index = index or ProgramIndex(program)
+        self._like = like
         self._summaries: dict[str, list[int]] = {}
         self._masks: dict[str, TensorMap] = {}
         self._in_progress: set[str] = set()
@@ -81,6 +86,8 @@ class Reachability:
     def summary(self, name: str) -> Summary:
         """Per argument of function `name`, the mask of the rets it reaches."""
         if name not in self._summaries:
+            if self._like is not None and not self.index.may_stop_gradient(name):
+                return self._like.summary(name)
             body = self.program.bodies.get(name)
             if body is None or name in self._in_progress:
                 # A missing body (recorded as a note by the loader) or a recursive call:

@@ -90,6 +90,11 @@ def input_cut(
     return rules_cut(node, input_index, input_dtype, custom_gradients, around)
 
 
+STOP_GRADIENT_OPS = frozenset({"StopGradient", "PreventGradient"})
+"""The op types whose cut is a stop_gradient (`Reason.STOP_GRADIENT`); an op with a gradient
+override may be one too, as the op type it names."""
+
+
 def rules_cut(
     node: Node,
     input_index: int,

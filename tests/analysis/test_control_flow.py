@@ -452,3 +452,51 @@ def test_a_subgraph_too_large_to_draw_is_left_out_and_counted() -> None:
     assert v_verdict.subgraph == v_verdict.nested == v_verdict.subgraph_ops == ()
     assert v_verdict.subgraph_left_out > MAX_SUBGRAPH_EDGES
     assert [s.op for s in v_verdict.route] == ["v", "call", "loss"]
+
+
+def _cast_function(name: str) -> Body:
+    """a -> float(int(a)): no stop_gradient, and no gradient."""
+    f = BodyFactory(name)
+    as_int = f.op("as_int", "Cast", f.arg("a"), dtypes=("int32",))
+    return f.body(f.op("back", "Cast", as_int))
+
+
+def _stopping_functions() -> tuple[Body, Body]:
+    """outer(a) = inner(a), inner(a) = stop_gradient(a): the stop_gradient two calls deep."""
+    inner = BodyFactory("inner")
+    inner_body = inner.body(inner.op("stop", "StopGradient", inner.arg("a")))
+    outer = BodyFactory("outer")
+    called = outer.op("call_inner", "PartitionedCall", outer.arg("a"), f=("inner",))
+    return outer.body(outer.op("same", "Identity", called)), inner_body
+
+
+def test_without_its_stop_gradients_a_variable_is_judged_through_every_function() -> None:
+    # "What if no stop_gradient" reads the gradient pass's summary of a function that holds no
+    # stop_gradient, and walks again one that holds one, however deep.
+    top = BodyFactory("top")
+    w, v = top.arg("w"), top.arg("v")
+    # w: a stop_gradient two calls deep, and an integer cast on another path. Without the
+    # stop_gradient w trains through the calls: the stop_gradient alone is why it does not.
+    through = top.op("call_outer", "PartitionedCall", w, f=("outer",))
+    cast = top.op("as_int", "Cast", w, dtypes=("int32",))
+    w_loss = top.op("w_loss", "AddV2", through, top.op("back", "Cast", cast))
+    # v: a stop_gradient after a call that casts to int: without it, v still gets nothing.
+    stopped = top.op(
+        "stopped", "StopGradient", top.op("call_cast", "PartitionedCall", v, f=("cast",))
+    )
+    loss = top.op("loss", "AddV2", w_loss, stopped)
+    outer_body, inner_body = _stopping_functions()
+    prog = program(top.body(loss), loss, outer_body, inner_body, _cast_function("cast"))
+    analysis = analyse(prog)
+    assert _verdicts(analysis) == {
+        "w": (Status.BLOCKED, [("stop", Reason.STOP_GRADIENT, "inner")]),
+        "v": (
+            Status.BLOCKED,
+            [("as_int", Reason.INTEGER_DTYPE, "cast"), ("stopped", Reason.STOP_GRADIENT, None)],
+        ),
+    }
+    by_name = {verdict.name: verdict for verdict in analysis.verdicts}
+    assert [(b.op, b.function) for b in by_name["v"].cuts_without_stop_gradient] == [
+        ("as_int", "cast")
+    ]
+    assert not by_name["w"].cuts_without_stop_gradient
