@@ -65,7 +65,7 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
     gradient = gradient_pass.top_masks()
     # Every path to the loss, gradient or not, tells a blocked variable from an unused one:
     # walked only when a variable gets no gradient (`top_masks` keeps what it walked).
-    structural_pass = Reachability(program, gradient=False, index=index)
+    structural_pass = Reachability(program, gradient=False, index=index, like=gradient_pass)
     progress("analysing: each variable's verdict")
     finder = CutFinder(program, structural_pass)
     called_layers = CalledLayers(program)

@@ -24,6 +24,7 @@ from gradcheck_cli.analysis.control_flow import (
     step_of,
     union,
 )
+from gradcheck_cli.analysis.walk_order import consumers_first
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import Cut, input_cut
 from gradcheck_cli.differentiability.structural_zeros import Surroundings, zero_rule_may_apply
@@ -45,9 +46,13 @@ class Reachability:
     ) -> None:
         """`ignore`: cut reasons to treat as passing gradient ("what if no stop_gradient");
         `index`: the program's consumer maps and widths, shared with the other walkers;
-        `like`: the gradient pass, when `ignore` is only `Reason.STOP_GRADIENT`: a function
-        that can hold no stop_gradient has the same summary in both, read from it."""
-        assert like is None or (gradient and ignore == {Reason.STOP_GRADIENT} and not like.ignore)
+        `like`: the gradient pass, whose masks this pass reads where they are the same. A
+        function the gradient pass walked without losing a mask to a cut or a dtype (its
+        `lossless`) has the same masks in every pass: every pass lies between that one and
+        the structural pass, which then loses nothing either. With `ignore` only
+        `Reason.STOP_GRADIENT`, so has a function that can hold no stop_gradient."""
+        assert like is None or (like.gradient and not like.ignore)
+        assert like is None or not gradient or ignore == {Reason.STOP_GRADIENT}
         self.program = program
         self.gradient = gradient
         self.ignore = ignore
@@ -57,6 +62,8 @@ class Reachability:
         self._masks: dict[str, TensorMap] = {}
         self._in_progress: set[str] = set()
         self._steps: dict[tuple[Step, int], list[Summary]] = {}
+        # Functions whose masks in this pass lost nothing to a cut or a dtype (gradient pass).
+        self.lossless: set[str] = set()
         # Forward walks by body and seeds (`forward_reached`).
         self.forward: dict[tuple[str, tuple[TensorRef, ...]], TensorSet] = {}
 
@@ -66,28 +73,35 @@ class Reachability:
         """Masks of the top body's tensors: bit 0 set when the tensor reaches the loss."""
         key = "\0top"
         if key not in self._masks:
-            self._masks[key] = self._propagate(self.program.top_body, {self.program.loss: 1})
+            self._masks[key], _ = self._propagate(self.program.top_body, {self.program.loss: 1})
         return self._masks[key]
 
     def body_masks(self, name: str) -> TensorMap:
         """Masks of a function body's tensors against its own rets."""
         if name not in self._masks:
+            if self._like is not None and name in self._like.lossless:
+                return self._like.body_masks(name)
             body = self.program.bodies[name]
             seeds: dict[TensorRef, int] = {}
             for k, ret in enumerate(body.rets):
                 seeds[ret] = seeds.get(ret, 0) | (1 << k)
             self._in_progress.add(name)
             try:
-                self._masks[name] = self._propagate(body, seeds)
+                self._masks[name], lost = self._propagate(body, seeds)
             finally:
                 self._in_progress.discard(name)
+            if not lost and self.gradient and not self.ignore:
+                self.lossless.add(name)
         return self._masks[name]
 
     def summary(self, name: str) -> Summary:
         """Per argument of function `name`, the mask of the rets it reaches."""
         if name not in self._summaries:
-            if self._like is not None and not self.index.may_stop_gradient(name):
-                return self._like.summary(name)
+            like = self._like
+            if like is not None and (
+                name in like.lossless or self.gradient and not self.index.may_stop_gradient(name)
+            ):
+                return like.summary(name)
             body = self.program.bodies.get(name)
             if body is None or name in self._in_progress:
                 # A missing body (recorded as a note by the loader) or a recursive call:
@@ -218,7 +232,9 @@ class Reachability:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _propagate(self, body: Body, seeds: dict[TensorRef, int]) -> TensorMap:
+    def _propagate(self, body: Body, seeds: dict[TensorRef, int]) -> tuple[TensorMap, bool]:
+        """The masks of `body`'s tensors from the seeds', and whether some mask was lost on
+        the way (to a cut, a dtype, or a step whose masks may differ between passes)."""
         facts = self.index.of(body)
         arrays = facts.arrays
         masks = [0] * arrays.tensor_count
@@ -228,10 +244,11 @@ class Reachability:
                 masks[t] |= bits
         key = frozenset(seeds)
         if key not in facts.orders:
-            facts.orders[key] = _consumers_first(facts, seeds)
+            facts.orders[key] = consumers_first(facts, seeds)
         plan = facts.orders[key]
-        self._visit(body, facts, plan, masks)
+        lost = self._visit(body, facts, plan, masks)
         if plan.cyclic:
+            lost = True
             # TF1 while loops (NextIteration) form cycles: iterate until nothing grows.
             planned = set(plan)
             pending = deque(plan)
@@ -245,7 +262,7 @@ class Reachability:
                     if producer not in queued and producer in planned:
                         queued.add(producer)
                         pending.append(producer)
-        return TensorMap(arrays, masks)
+        return TensorMap(arrays, masks), lost
 
     def _visit(
         self,
@@ -254,10 +271,10 @@ class Reachability:
         plan: Iterable[int],
         masks: list[int],
         grown: list[int] | None = None,
-    ) -> None:
+    ) -> bool:
         """Carry each planned node's output masks to its inputs; the producers whose masks grew
-        go to `grown`. Runs for every ancestor of the loss in every pass, so ordinary ops take
-        a short way over the body's arrays."""
+        go to `grown`. True if some mask was lost (see `_propagate`). Runs for every ancestor
+        of the loss in every pass, so ordinary ops take a short way over the body's arrays."""
         arrays = facts.arrays
         offsets, starts = arrays.offsets, arrays.input_start
         tensors, producers = arrays.input_tensors, arrays.input_nodes
@@ -265,6 +282,8 @@ class Reachability:
         gradient, ignore = self.gradient, self.ignore
         carries = facts.carries if gradient else b""
         by_dtype = facts.dtype_judged if gradient else b""
+        lossless = self.lossless
+        lost = False
         for n in plan:
             first, stop = offsets[n], offsets[n + 1]
             if stop - first == 1:
@@ -285,16 +304,23 @@ class Reachability:
             mask = everything
             if not plain[n]:
                 edge_masks = [0] * (end - start)
-                for i, reached in self.input_masks(body, arrays.node(n), masks[first:stop]):
+                node = arrays.node(n)
+                for i, reached in self.input_masks(body, node, masks[first:stop]):
                     if i < end - start:
                         edge_masks[i] |= reached
+                # A call loses nothing its callee does not; other steps differ between passes.
+                if not lost:
+                    step = step_of(node)
+                    lost = step.kind is not StepKind.CALL or not lossless.issuperset(step.callees)
             elif gradient:
                 mask = 0
                 for t in range(first, stop):
                     if carries[t]:
                         mask |= masks[t]
-                if not mask:
-                    continue
+                if mask != everything:
+                    lost = True
+                    if not mask:
+                        continue
                 judged = cuts[n]
                 if judged is None and by_dtype[n]:
                     # Most nodes: an op only the dtype rule judges, every input of a dtype
@@ -313,6 +339,7 @@ class Reachability:
                 elif judged is not None:
                     cut = judged[edge - start]
                     if cut is not None and cut.reason not in ignore:
+                        lost = True
                         continue
                 t = tensors[edge]
                 old = masks[t]
@@ -320,6 +347,7 @@ class Reachability:
                     masks[t] = old | mask
                     if grown is not None and producers[edge] >= 0:
                         grown.append(producers[edge])
+        return lost
 
 
 def forward_reached(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> TensorSet:
@@ -384,6 +412,7 @@ def _forward(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> Ten
 
 
 _UNCUT: dict[int, tuple[Cut | None, ...]] = {}
+"""(None,) * n: the cuts of a node whose every input gets gradient, one tuple per n."""
 
 
 def uncut(count: int) -> tuple[Cut | None, ...]:
@@ -393,9 +422,6 @@ def uncut(count: int) -> tuple[Cut | None, ...]:
     if cuts is None:
         cuts = _UNCUT[count] = (None,) * count
     return cuts
-
-
-"""(None,) * n: the cuts of a node whose every input gets gradient, one tuple per n."""
 
 
 def _live(node: Node, out_masks: list[int]) -> int:
@@ -412,84 +438,3 @@ def _carries_gradient(node: Node, index: int) -> bool:
     benefit of the doubt."""
     dtypes = node.output_dtypes
     return index >= len(dtypes) or dtypes[index] in CARRIES_GRADIENT
-
-
-class _Order(list):  # type: ignore[type-arg]
-    """Node numbers in the order a backward pass visits them."""
-
-    cyclic = False
-
-
-def _consumers_first(facts: BodyIndex, seeds: Iterable[TensorRef]) -> _Order:
-    """Ancestors of the seeds, each after all of its consumers: a depth-first walk up the
-    inputs, in reverse post-order. A cycle (a TF1 while loop) takes Kahn's algorithm instead,
-    which places what it can and leaves the rest to iteration."""
-    arrays = facts.arrays
-    starts, producers = arrays.input_start, arrays.input_nodes
-    seed_nodes = [n for ref in seeds if (n := arrays.ids.get(ref.node)) is not None]
-    # 0: not met yet, 1: on the walk's path, 2: done.
-    state = bytearray(len(arrays))
-    post_order: list[int] = []
-    for seed in seed_nodes:
-        if state[seed]:
-            continue
-        state[seed] = 1
-        path, positions = [seed], [starts[seed]]
-        while path:
-            n, edge = path[-1], positions[-1]
-            stop = starts[n + 1]
-            while edge < stop:
-                producer = producers[edge]
-                edge += 1
-                if producer < 0 or state[producer] == 2:
-                    continue
-                if state[producer] == 1:
-                    return _kahn(facts, seed_nodes)
-                state[producer] = 1
-                positions[-1] = edge
-                path.append(producer)
-                positions.append(starts[producer])
-                break
-            else:
-                path.pop()
-                positions.pop()
-                state[n] = 2
-                post_order.append(n)
-    post_order.reverse()
-    return _Order(post_order)
-
-
-def _kahn(facts: BodyIndex, seed_nodes: list[int]) -> _Order:
-    """Ancestors of the seeds, each after all of its consumers (Kahn's algorithm); the nodes
-    on a cycle go last, by name, and the order is marked cyclic."""
-    arrays = facts.arrays
-    starts, producers = arrays.input_start, arrays.input_nodes
-
-    def inputs(n: int) -> list[int]:
-        return [p for p in producers[starts[n] : starts[n + 1]] if p >= 0]
-
-    ancestors: set[int] = set()
-    stack = list(seed_nodes)
-    while stack:
-        n = stack.pop()
-        if n not in ancestors:
-            ancestors.add(n)
-            stack.extend(inputs(n))
-    pending_consumers = dict.fromkeys(sorted(ancestors), 0)
-    for n in ancestors:
-        for p in inputs(n):
-            pending_consumers[p] += 1
-    ready = deque(n for n, count in pending_consumers.items() if count == 0)
-    order = _Order()
-    while ready:
-        n = ready.popleft()
-        order.append(n)
-        for p in inputs(n):
-            pending_consumers[p] -= 1
-            if pending_consumers[p] == 0:
-                ready.append(p)
-    if len(order) < len(ancestors):
-        order.cyclic = True
-        placed = set(order)
-        order.extend(sorted(ancestors - placed, key=lambda n: arrays.flat.names[n]))
-    return order

@@ -87,3 +87,29 @@ def test_a_call_output_a_variable_does_not_reach_names_none_of_its_cuts(tf: Any)
     # Without the stop_gradient on the second output, w is just as dead and v lives.
     w_gradient, v_gradient = _gradients(tf, objective(tf.identity), [w, v])
     assert _dead(w_gradient) and not _dead(v_gradient)
+
+
+def test_a_function_whose_only_path_is_an_integer_output_still_connects_its_variable(
+    tf: Any,
+) -> None:
+    # The gradient pass loses the path inside `inner` to a dtype alone (its ret is an
+    # integer, no cut rule fires): the structural pass must walk `inner` itself, not take
+    # the gradient pass's summary, or `w` would look unused instead of blocked.
+    w = tf.Variable([1.5, 2.5, 0.5], name="w_through_argmax")
+    v = tf.Variable([0.5, 0.25], name="v_alongside")
+
+    @tf.function
+    def inner(a: Any, b: Any) -> Any:
+        return tf.argmax(a), b * 2.0
+
+    @tf.function
+    def loss() -> Any:
+        index, scaled = inner(w * 1.0, v * 1.0)
+        return tf.cast(index, tf.float32) + tf.reduce_sum(scaled)
+
+    report = check_function(loss, variables=[w, v], verify=True)
+    assert report.verification is not None and not report.verification.disagreements
+    assert _verdict(report, "w_through_argmax").status is Status.BLOCKED
+    assert _verdict(report, "v_alongside").status is Status.OK
+    w_gradient, v_gradient = _gradients(tf, loss, [w, v])
+    assert _dead(w_gradient) and not _dead(v_gradient)
