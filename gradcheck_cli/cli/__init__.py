@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import signal
@@ -397,6 +398,11 @@ def main() -> None:
         )
         sys.exit(ExitCode.ERROR)
     stop_on_signals()
+    # The models a command checks stay alive until their report, and leave next to no cyclic
+    # garbage: the cyclic collector would walk every node of a large graph again and again
+    # (and once more as the graph model is built and analysed) to find nothing. The workers,
+    # and the script they run, are processes of their own, with their collector on.
+    gc.disable()
     try:
         if sys.argv[1:2] == ["run"]:
             run_command(args=sys.argv[2:], prog_name="gradcheck run")
