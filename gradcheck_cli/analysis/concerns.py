@@ -51,8 +51,9 @@ def find_concerns(
     for body in program.bodies.values():
         if body is top:
             continue
-        used = index.of(body).consumed
-        for n in body.nodes.numbers_of_types(STOP_GRADIENT_OPS):
+        stops = body.nodes.numbers_of_types(STOP_GRADIENT_OPS)
+        used = index.of(body).consumed if stops else frozenset()
+        for n in stops:
             node = body.nodes.node(n)
             if TensorRef(node.name, 0) not in used:
                 concerns.append(_concern(ConcernKind.STOP_GRADIENT_UNUSED, body, node))

@@ -354,6 +354,10 @@ class ProgramIndex:
             self._stopping[name] = found
         return found
 
+    def forget(self, name: str) -> None:
+        """Let body `name`'s index go (built again if asked for)."""
+        self._bodies.pop(name, None)
+
     def of(self, body: Body) -> BodyIndex:
         if body.name not in self._bodies:
             extra = (self.program.loss,) if body.name == self.program.top else ()

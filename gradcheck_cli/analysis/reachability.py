@@ -110,6 +110,11 @@ class Reachability:
                 return [EVERYTHING] * width
             masks = self.body_masks(name)
             self._summaries[name] = [masks.get(TensorRef(arg, 0), 0) for arg in body.args]
+            if name in self.lossless:
+                # Every pass reads the summary of a lossless function and walks it no more:
+                # its masks and index go (built again if an explanation walks into it).
+                del self._masks[name]
+                self.index.forget(name)
         return self._summaries[name]
 
     def input_masks(

@@ -67,6 +67,7 @@ class GraphBuilder:
         # whose bytes after its name and inputs were met before is not parsed at all.
         # Each is kept with its numbers in the tables (`FlatNodes.kind`).
         self._kinds_by_bytes: dict[tuple[str, bytes], tuple[NodeKind, Numbers]] = {}
+        self._kinds_met: set[int] = set()  # hashes of the (op type, bytes) met once
         # The tables of op types, signatures, calls and attributes every body numbers into.
         self._tables = Tables()
         self._arg_numbers: dict[str | None, Numbers] = {}  # an argument's, by its dtype
@@ -285,7 +286,14 @@ class GraphBuilder:
                 texts,
             )
         ):
-            self._kinds_by_bytes[(parsed.op, split[3])] = (kind, self._numbers(parsed.op, kind))
+            # Kept from its second node on: a kind met once (a call names its callee in its
+            # bytes) would keep its parse alive for nothing.
+            key = (parsed.op, split[3])
+            digest = hash(key)
+            if digest in self._kinds_met:
+                self._kinds_by_bytes[key] = (kind, self._numbers(parsed.op, kind))
+            else:
+                self._kinds_met.add(digest)
         return name, parsed.op, texts, kind, None
 
     def _numbers(self, op: str, kind: NodeKind) -> Numbers:
