@@ -6,7 +6,7 @@ import sys
 from collections import deque
 
 from gradcheck_cli.analysis.concerns import find_concerns
-from gradcheck_cli.analysis.control_flow import ProgramIndex, steps
+from gradcheck_cli.analysis.control_flow import ProgramIndex
 from gradcheck_cli.analysis.cuts import CalledLayers, CutFinder
 from gradcheck_cli.analysis.folded_shapes import unfold_shape_reads
 from gradcheck_cli.analysis.reachability import Reachability
@@ -195,11 +195,9 @@ models nest a few dozen at most; each level costs some frames of Python's stack.
 
 def nesting_depth(program: Program) -> int:
     """The longest chain of bodies calling one another from the top body, counted without
-    recursion (a body that calls itself again counts once)."""
-    callees = {
-        name: {c for step in steps(body.nodes).values() for c in step.callees}
-        for name, body in program.bodies.items()
-    }
+    recursion (a body that calls itself again counts once). Every function a node names
+    counts, a loop's condition too: the structural pass walks into it as well."""
+    callees = {name: body.nodes.functions_named() for name, body in program.bodies.items()}
     depth: dict[str, int] = {}
     stack = [(program.top, False)]
     on_path: set[str] = set()

@@ -344,12 +344,7 @@ class ProgramIndex:
                 not isinstance(flat, FlatNodes)
                 or bool(flat.gradient_op_types)
                 or any(op in stopping for op in set(flat.op_types))
-                or any(
-                    self.may_stop_gradient(callee)
-                    for number in set(flat.calls)
-                    for callees in flat.calls_table.values[number].values()
-                    for callee in callees
-                )
+                or any(self.may_stop_gradient(callee) for callee in sorted(flat.functions_named()))
             )
             self._stopping[name] = found
         return found

@@ -30,17 +30,12 @@ def unfold_shape_reads(program: Program) -> Program:
 
 def _unfold(body: Body) -> Body:
     flat = body.nodes
-    consumed = bytearray(len(flat))
-    for producer in flat.input_producers:
-        if producer >= 0:
-            consumed[producer] = 1
-    for ref in body.rets:
-        if ref.node in flat.ids:
-            consumed[flat.ids[ref.node]] = 1
+    unconsumed = set(range(len(flat))).difference(flat.input_producers)
+    unconsumed.difference_update(flat.ids[ref.node] for ref in body.rets if ref.node in flat.ids)
     dtypes, signatures = flat.signature_table.values, flat.signatures
     unfolded: dict[str, Node] = {}
-    for n in range(len(flat)):
-        if consumed[n] or not dtypes[signatures[n]]:
+    for n in sorted(unconsumed):
+        if not dtypes[signatures[n]]:
             continue
         scope = _folding_scope(body, flat.names[n])
         if scope is None:

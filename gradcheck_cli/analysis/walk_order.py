@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections import deque
 from collections.abc import Iterable
 
@@ -21,6 +22,11 @@ def consumers_first(facts: BodyIndex, seeds: Iterable[TensorRef]) -> Order:
     which places what it can and leaves the rest to iteration."""
     arrays = facts.arrays
     starts, producers = arrays.input_start, arrays.input_nodes
+    if not any(map(operator.ge, producers, arrays.edge_nodes)):
+        # Every node after its inputs, as TensorFlow writes a function: the reverse of the
+        # body's order visits each node after its consumers (those the seeds do not reach
+        # are passed over with nothing to carry).
+        return Order(range(len(arrays) - 1, -1, -1))
     seed_nodes = [n for ref in seeds if (n := arrays.ids.get(ref.node)) is not None]
     # 0: not met yet, 1: on the walk's path, 2: done.
     state = bytearray(len(arrays))

@@ -349,6 +349,17 @@ class FlatNodes(Mapping[str, Node]):
                     n += 1
                 yield edge, n
 
+    def functions_named(self) -> set[str]:
+        """The functions the nodes name (a callee, a branch, a loop's body or condition)."""
+        table = self.calls_table.values
+        return {
+            name
+            for number in set(self.calls)
+            if number  # number 0: no calls
+            for names in table[number].values()
+            for name in names
+        }
+
     def numbers_of_types(self, op_types: Iterable[str]) -> list[int]:
         """The numbers of the nodes of these op types, in order."""
         wanted = {

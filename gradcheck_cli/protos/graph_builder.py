@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -247,9 +248,16 @@ class GraphBuilder:
         nodes = body.nodes
         widest: dict[int, int] = {}
         signatures, dtypes = nodes.signatures, nodes.signature_table.values
-        for producer, index in zip(nodes.input_producers, nodes.input_indices):
-            if producer >= 0 and index >= len(dtypes[signatures[producer]]):
-                widest[producer] = max(widest.get(producer, 0), index)
+        producers, indices = nodes.input_producers, nodes.input_indices
+        widths = list(map([len(d) for d in dtypes].__getitem__, signatures))
+        # Most bodies read no output past its node's declared ones, and every input inside
+        # the body: found without a step per edge.
+        if (producers and min(producers) < 0) or any(
+            map(operator.ge, indices, map(widths.__getitem__, producers))
+        ):
+            for producer, index in zip(producers, indices):
+                if producer >= 0 and index >= widths[producer]:
+                    widest[producer] = max(widest.get(producer, 0), index)
         for ref in body.rets:
             n = nodes.ids.get(ref.node)
             if n is not None and ref.index >= len(dtypes[signatures[n]]):

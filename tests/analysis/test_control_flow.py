@@ -500,3 +500,41 @@ def test_without_its_stop_gradients_a_variable_is_judged_through_every_function(
         ("as_int", "cast")
     ]
     assert not by_name["w"].cuts_without_stop_gradient
+
+
+def _call_chain(levels: int, *, through_condition: bool = False) -> Program:
+    """f0 calls f1 ... calls f{levels - 1}, which squares its argument; with
+    `through_condition`, f0 runs a loop whose condition is the head of the chain instead."""
+    bodies = []
+    for level in range(1, levels):
+        f = BodyFactory(f"f{level}")
+        x = f.arg("x")
+        callee = (f"f{level + 1}",) if level + 1 < levels else None
+        if callee is None:
+            bodies.append(f.body(f.op("squared", "Mul", x, x)))
+        else:
+            bodies.append(f.body(f.op("call", "PartitionedCall", x, f=callee)))
+    top = BodyFactory("top")
+    v = top.arg("v")
+    if through_condition:
+        body = BodyFactory("loop_body")
+        y = body.arg("y")
+        bodies.append(body.body(body.op("halved", "Mul", y, y)))
+        loop = top.op("loop", "While", v, body=("loop_body",), cond=("f1",))
+        loss = top.op("loss", "Sum", loop)
+    else:
+        loss = top.op("loss", "Sum", top.op("call", "PartitionedCall", v, f=("f1",)))
+    return program(top.body(loss), loss, *bodies)
+
+
+@pytest.mark.parametrize("through_condition", [False, True], ids=["calls", "loop condition"])
+def test_functions_nested_past_the_limit_are_refused_and_below_it_analysed(
+    through_condition: bool,
+) -> None:
+    from gradcheck_cli.analysis.analyse import MAX_NESTING
+    from gradcheck_cli.errors import GradcheckError
+
+    with pytest.raises(GradcheckError, match=f"{MAX_NESTING + 1} levels deep"):
+        analyse(_call_chain(MAX_NESTING + 1, through_condition=through_condition))
+    analysis = analyse(_call_chain(MAX_NESTING, through_condition=through_condition))
+    assert [v.status for v in analysis.verdicts] == [Status.OK]
