@@ -22,7 +22,7 @@ from gradcheck_cli.differentiability.rules import (
     passes_unless_a_factor_is_zero,
 )
 from gradcheck_cli.differentiability.structural_zeros import Surroundings, a_factor_may_be_zero
-from gradcheck_cli.graph.arrays import BodyArrays
+from gradcheck_cli.graph.arrays import BodyArrays, TensorSet
 from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
@@ -244,7 +244,6 @@ class BodyIndex:
         """`extra`: tensors read from outside the body besides its rets (the loss)."""
         self.arrays = arrays = BodyArrays(body, extra)
         self.consumers = arrays.readers()
-        self.consumed = arrays.read()
         # Filled by the walkers, shared by every pass over the body: the differentiability
         # rules' verdict on each node's inputs (by node number), ancestor orders by their
         # seeds, and which tensors can carry gradient.
@@ -254,6 +253,14 @@ class BodyIndex:
         self._carries: bytearray | None = None
         self._plain: bytearray | None = None
         self._dtype_judged: bytearray | None = None
+        self._consumed: TensorSet | None = None
+
+    @property
+    def consumed(self) -> TensorSet:
+        """The tensors some node reads or the body returns."""
+        if self._consumed is None:
+            self._consumed = self.arrays.read()
+        return self._consumed
 
     def width(self, node: Node) -> int:
         """How many outputs of `node` exist: its declared ones and any that is read."""

@@ -76,8 +76,23 @@ class BodyArrays:
         counts = map(operator.sub, starts[1:], starts)
         self.edge_nodes = array("q", chain.from_iterable(map(repeat, range(len(flat)), counts)))
         self.tensor_count = known + len(self.outside)
-        self.reader_start, self.reader_edges = _readers(input_tensors, self.tensor_count)
+        self._readers: tuple[array[int], array[int]] | None = None  # the backward pass needs none
         self._producers: array[int] | None = None
+
+    @property
+    def reader_start(self) -> array[int]:
+        """Per tensor number, where its readers start in `reader_edges` (CSR)."""
+        return self._reader_arrays()[0]
+
+    @property
+    def reader_edges(self) -> array[int]:
+        """The edges that read each tensor, in edge order, tensor after tensor."""
+        return self._reader_arrays()[1]
+
+    def _reader_arrays(self) -> tuple[array[int], array[int]]:
+        if self._readers is None:
+            self._readers = _readers(self.input_tensors, self.tensor_count)
+        return self._readers
 
     def _outside(self, ref: TensorRef, known: int) -> int:
         return self.outside.setdefault(ref, known + len(self.outside))

@@ -185,6 +185,7 @@ class FlatNodes(Mapping[str, Node]):
             output_shapes,
         )
         first = self.input_start[-2]
+        self.constant_inputs += bytes(len(self.input_producers) - len(self.constant_inputs))
         for k, flag in enumerate(constant_inputs[: len(refs)]):
             self.constant_inputs[first + k] = bool(flag)
         return len(self.names) - 1
@@ -232,7 +233,6 @@ class FlatNodes(Mapping[str, Node]):
         if count:
             self.input_producers.extend(producers)
             self.input_indices.extend(indices)
-            self.constant_inputs += bytes(count)
             if later:
                 for k, producer in later:
                     self._later[first + k] = producer
@@ -248,6 +248,8 @@ class FlatNodes(Mapping[str, Node]):
         """Number the producers that were named; no node is added after."""
         later = self._later
         assert later is not None, "finished twice"
+        # One flag per input edge (`append_numbered` leaves them to here).
+        self.constant_inputs += bytes(len(self.input_producers) - len(self.constant_inputs))
         ids = self.ids
         outside: dict[str, int] = {}
         producers = self.input_producers

@@ -327,14 +327,16 @@ class GraphBuilder:
         tf.cond's branches it is, if one). `numbers`: the kind's numbers in the tables, for a
         kind met before, whose cost is taken here (None: it was taken as the kind was
         read)."""
-        _new_name(nodes, name)
+        if name in nodes.ids:
+            raise Refused("is the name of two nodes")  # TensorFlow refuses it too
         if numbers is None:
             numbers = self._numbers(op, kind)
-        else:
+        elif kind.spends:
             for items, fact in kind.spends:
                 self._budget.spend(items, fact)
-        inputs, outputs = len(producers), len(kind.output_dtypes)
-        if inputs > 1 and outputs > 1:
+        inputs = len(producers)
+        if inputs > 1 and len(kind.output_dtypes) > 1:
+            outputs = len(kind.output_dtypes)
             self._budget.spend(inputs * outputs, f"has {inputs} inputs and {outputs} outputs")
         location = self._locations and self._locations(name, fn_name)
         # Op types, output signatures, calls and attributes are numbered in tables of the
