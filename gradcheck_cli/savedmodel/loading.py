@@ -26,10 +26,11 @@ from gradcheck_cli.loss.names import (
     keyed_matches,
     resolve_loss_name,
 )
+from gradcheck_cli.protos.descriptors import messages
 from gradcheck_cli.protos.graph_builder import GraphBuilder
 from gradcheck_cli.protos.limits import ExpansionBudget, Refused, malformed, shape_dims
 from gradcheck_cli.protos.op_defs import merged_op_defs
-from gradcheck_cli.protos.tf_protos import dtype_name, lazy_saved_model, protos
+from gradcheck_cli.protos.tf_protos import dtype_name, protos
 from gradcheck_cli.savedmodel.custom_gradients import saved_custom_gradients
 from gradcheck_cli.savedmodel.structured_values import flat_outputs, output_shape
 from gradcheck_cli.savedmodel.variable_lists import (
@@ -156,7 +157,7 @@ def _parse(path: Path, progress: Progress) -> tuple[Any, int]:
     try:
         if binary.is_file():
             data = binary.read_bytes()
-            saved_model = lazy_saved_model()()
+            saved_model = messages().SavedModel()
             saved_model.ParseFromString(data)
         else:
             from google.protobuf import text_format
@@ -187,7 +188,7 @@ def _debug_locations(path: Path) -> DebugInfoLocations | None:
             return None
     except OSError:
         return None
-    info = protos().graph_debug_info_pb2.GraphDebugInfo()
+    info = messages().GraphDebugInfo()
     try:
         info.ParseFromString(debug_file.read_bytes())
     except Exception:
@@ -392,7 +393,7 @@ def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
         raise malformed(_WHAT, f"the loss tensor {chosen.tensor!r}", "is not a tensor name")
     loss = TensorRef(node, int(index) if index else 0)
     body = builder.add_graph(meta_graph.graph_def, TF1_TOP, loss)
-    variable_def = protos().variable_pb2.VariableDef
+    variable_def = messages().VariableDef
     trainable_names: set[str] = set()
     variables: list[Variable] = []
     for collection, trainable in (("trainable_variables", True), ("variables", False)):
