@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import stat
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,12 +100,13 @@ def load_saved_model(
     object_graph = meta_graph.object_graph_def
     if object_graph.nodes:
         text = ExpansionBudget.of_text(size, "saved_model.pb")
-        paths = _object_paths(object_graph, text)
+        children = _object_children(object_graph)
+        paths = _object_paths(children, text)
         candidates = _tf2_candidates(meta_graph, paths, text)
         name = resolve_loss_name(loss, candidates, what=f"SavedModel {path}")
         chosen = candidates[name]
         assert chosen.concrete_function is not None
-        program = _tf2_program(meta_graph, builder, chosen, paths)
+        program = _tf2_program(meta_graph, builder, chosen, paths, children, functions)
     else:
         candidates = _tf1_candidates(meta_graph)
         name = _tf1_loss_name(loss, candidates, meta_graph, path)
@@ -199,25 +200,32 @@ def _debug_locations(path: Path) -> DebugInfoLocations | None:
 # -- TF2: object graph --------------------------------------------------------------------------
 
 
-def _object_paths(object_graph: Any, budget: ExpansionBudget) -> dict[int, str]:
+def _object_children(object_graph: Any) -> list[list[tuple[int, str]]]:
+    """Each object's children as (node id, attribute name), read from the proto once for the
+    walks over them (paths here, Keras owners in `variable_names`)."""
+    return [
+        [(child.node_id, child.local_name) for child in node.children]
+        for node in object_graph.nodes
+    ]
+
+
+def _object_paths(children: list[list[tuple[int, str]]], budget: ExpansionBudget) -> dict[int, str]:
     """Node id -> attribute path from the root ("model.dense.kernel"), shortest first."""
     paths = {0: ""}
-    nodes = object_graph.nodes
-    count = len(nodes)
+    count = len(children)
     queue = deque([0])
     while queue:
         node_id = queue.popleft()
         parent = paths[node_id]
-        for child in nodes[node_id].children:
-            child_id = child.node_id
+        for child_id, local_name in children[node_id]:
             if not 0 <= child_id < count:
                 raise GradcheckError(
-                    f"the SavedModel is malformed: object {child.local_name!r} points at "
+                    f"the SavedModel is malformed: object {local_name!r} points at "
                     f"node {child_id}, which does not exist"
                 )
             if child_id not in paths:
                 # A deep chain of objects makes paths quadratic in the chain's length.
-                path = f"{parent}.{child.local_name}" if parent else child.local_name
+                path = f"{parent}.{local_name}" if parent else local_name
                 try:
                     budget.spend(len(path), f"has a path of {len(path)} characters")
                 except Refused as refused:
@@ -259,7 +267,12 @@ def _tf2_candidates(
 
 
 def _tf2_program(
-    meta_graph: Any, builder: GraphBuilder, chosen: _Candidate, paths: dict[int, str]
+    meta_graph: Any,
+    builder: GraphBuilder,
+    chosen: _Candidate,
+    paths: dict[int, str],
+    children: list[list[tuple[int, str]]],
+    functions: Mapping[str, Any],
 ) -> Program:
     object_graph = meta_graph.object_graph_def
     concrete = chosen.concrete_function
@@ -305,7 +318,7 @@ def _tf2_program(
                 path=path,
             )
         )
-    name_saved_variables(variables, meta_graph, node_of)
+    name_saved_variables(variables, meta_graph, node_of, children, functions)
     make_names_unique(variables)
     custom = saved_custom_gradients(meta_graph, builder)
     if chosen.ret_index >= len(top.rets):
