@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import (
@@ -43,6 +43,7 @@ from gradcheck_cli.source_code.debug_info import DebugInfoLocations
 from gradcheck_cli.source_code.files import bounded_text
 
 _SKIPPED_SIGNATURES = frozenset({"__saved_model_init_op", "__saved_model_train_op"})
+_FUNCTION_KINDS = frozenset({"function", "bare_concrete_function"})
 _WHAT = "SavedModel"
 
 
@@ -100,13 +101,13 @@ def load_saved_model(
     object_graph = meta_graph.object_graph_def
     if object_graph.nodes:
         text = ExpansionBudget.of_text(size, "saved_model.pb")
-        children = _object_children(object_graph)
-        paths = _object_paths(children, text)
-        candidates = _tf2_candidates(meta_graph, paths, text)
+        objects = _read_objects(object_graph)
+        paths = _object_paths(objects.children, text)
+        candidates = _tf2_candidates(meta_graph, paths, objects.kinds, text)
         name = resolve_loss_name(loss, candidates, what=f"SavedModel {path}")
         chosen = candidates[name]
         assert chosen.concrete_function is not None
-        program = _tf2_program(meta_graph, builder, chosen, paths, children, functions)
+        program = _tf2_program(meta_graph, builder, chosen, paths, objects, functions)
     else:
         candidates = _tf1_candidates(meta_graph)
         name = _tf1_loss_name(loss, candidates, meta_graph, path)
@@ -200,13 +201,20 @@ def _debug_locations(path: Path) -> DebugInfoLocations | None:
 # -- TF2: object graph --------------------------------------------------------------------------
 
 
-def _object_children(object_graph: Any) -> list[list[tuple[int, str]]]:
-    """Each object's children as (node id, attribute name), read from the proto once for the
-    walks over them (paths here, Keras owners in `variable_names`)."""
-    return [
-        [(child.node_id, child.local_name) for child in node.children]
-        for node in object_graph.nodes
-    ]
+class _Objects(NamedTuple):
+    """The object graph's nodes as plain lists, read from the proto once for the walks over
+    them (paths, loss candidates and variables here, Keras owners in `variable_names`)."""
+
+    children: list[list[tuple[int, str]]]  # each node's (child node id, attribute name)
+    kinds: list[str | None]  # each node's kind: "variable", "function", "user_object"...
+
+
+def _read_objects(object_graph: Any) -> _Objects:
+    objects = _Objects([], [])
+    for node in object_graph.nodes:
+        objects.children.append([(child.node_id, child.local_name) for child in node.children])
+        objects.kinds.append(node.WhichOneof("kind"))
+    return objects
 
 
 def _object_paths(children: list[list[tuple[int, str]]], budget: ExpansionBudget) -> dict[int, str]:
@@ -236,13 +244,14 @@ def _object_paths(children: list[list[tuple[int, str]]], budget: ExpansionBudget
 
 
 def _tf2_candidates(
-    meta_graph: Any, paths: dict[int, str], budget: ExpansionBudget
+    meta_graph: Any, paths: dict[int, str], kinds: list[str | None], budget: ExpansionBudget
 ) -> dict[str, _Candidate]:
     object_graph = meta_graph.object_graph_def
     candidates: dict[str, _Candidate] = {}
-    for node_id, path in sorted(paths.items(), key=lambda item: (item[1].count("."), item[1])):
+    callables = [item for item in paths.items() if kinds[item[0]] in _FUNCTION_KINDS]
+    for node_id, path in sorted(callables, key=lambda item: (item[1].count("."), item[1])):
         node = object_graph.nodes[node_id]
-        kind = node.WhichOneof("kind")
+        kind = kinds[node_id]
         if kind == "function" and node.function.concrete_functions:
             names = [node.function.concrete_functions[0]]
         elif kind == "bare_concrete_function":
@@ -271,7 +280,7 @@ def _tf2_program(
     builder: GraphBuilder,
     chosen: _Candidate,
     paths: dict[int, str],
-    children: list[list[tuple[int, str]]],
+    objects: _Objects,
     functions: Mapping[str, Any],
 ) -> Program:
     object_graph = meta_graph.object_graph_def
@@ -287,10 +296,11 @@ def _tf2_program(
     with _refusing("the list of trainable variables"):
         listed = listed_trainable(object_graph)
     node_of: dict[int, int] = {}
-    for node_id, node in enumerate(object_graph.nodes):
-        if node.WhichOneof("kind") != "variable":
+    nodes = object_graph.nodes
+    for node_id, kind in enumerate(objects.kinds):
+        if kind != "variable":
             continue
-        saved_variable = node.variable
+        saved_variable = nodes[node_id].variable
         with _refusing(f"variable {saved_variable.name or node_id!r}"):
             shape = shape_dims(saved_variable.shape)
             dtype = dtype_name(saved_variable.dtype)
@@ -318,7 +328,7 @@ def _tf2_program(
                 path=path,
             )
         )
-    name_saved_variables(variables, meta_graph, node_of, children, functions)
+    name_saved_variables(variables, meta_graph, node_of, objects.children, functions)
     make_names_unique(variables)
     custom = saved_custom_gradients(meta_graph, builder)
     if chosen.ret_index >= len(top.rets):
