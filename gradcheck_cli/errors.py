@@ -4,6 +4,7 @@ text from outside (names, paths, what the user typed) is shown: as data, never a
 from __future__ import annotations
 
 import enum
+import functools
 import re
 
 # C0 (tab, line feed and carriage return included), DEL and C1: an ESC or a C1 CSI starts a
@@ -12,8 +13,8 @@ import re
 # Lone surrogates too: a file name that is not UTF-8 holds them, and no stream can write them.
 # A tab commands nothing and breaks no line: gradcheck's sentences and the user's code keep it.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_CONTROL_IN_CODE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
-_CONTROL_IN_SENTENCE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_CONTROL_IN_CODE = "[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]"
+_CONTROL_IN_SENTENCE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]"
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 ECHO_LIMIT = 500
@@ -21,9 +22,7 @@ ECHO_LIMIT = 500
 path as deep as real projects have stays whole; longer is not a name anyone reads whole."""
 
 # An echoed value: a quoted one (as repr() writes it), or a run without spaces (a path).
-_LONG_RUN = re.compile(
-    rf"'[^'\n]{{{ECHO_LIMIT},}}'|\"[^\"\n]{{{ECHO_LIMIT},}}\"|\S{{{ECHO_LIMIT + 1},}}"
-)
+_LONG_RUN = rf"'[^'\n]{{{ECHO_LIMIT},}}'|\"[^\"\n]{{{ECHO_LIMIT},}}\"|\S{{{ECHO_LIMIT + 1},}}"
 
 
 class GradcheckError(Exception):
@@ -45,17 +44,24 @@ class TextKind(enum.Enum):
 
 
 _CONTROLS = {
-    TextKind.VALUE: _CONTROL,
+    TextKind.VALUE: _CONTROL.pattern,
     TextKind.CODE: _CONTROL_IN_CODE,
     TextKind.SENTENCE: _CONTROL_IN_SENTENCE,
 }
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """A pattern compiled when first used: most runs print no error and escape no code line,
+    and each compilation costs a start-up."""
+    return re.compile(pattern)
 
 
 def escape_controls(text: str, kind: TextKind = TextKind.VALUE) -> str:
     """`text` with every C0 and C1 control character, DEL and lone surrogate as a visible
     escape (`\\x1b`, `\\n`, `\\t`, `\\x9b`, `\\udc9b`), so it commands no terminal and
     starts no line; what `kind` of text keeps, it keeps."""
-    return _CONTROLS[kind].sub(_escape, text)
+    return _compiled(_CONTROLS[kind]).sub(_escape, text)
 
 
 def has_controls(text: str) -> bool:
@@ -74,7 +80,7 @@ def capped(text: str, limit: int = ECHO_LIMIT) -> str:
 def error_line(text: str) -> str:
     """An error message as the one line gradcheck prints: control characters escaped, and
     every long value it echoes (a quoted name, a run without spaces) capped."""
-    return _LONG_RUN.sub(lambda match: _capped_run(match.group()), escape_controls(text))
+    return _compiled(_LONG_RUN).sub(lambda match: _capped_run(match.group()), escape_controls(text))
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import math
 import os
@@ -267,16 +268,23 @@ def takes_check_options(*, exclude: Collection[str] = ()) -> Callable[[Function]
             parameters=[*leading, *options, *keyword_only]
         )
         function.__doc__ = inspect.cleandoc(function.__doc__ or "") + _options_help(
-            [item for item in dataclasses.fields(CheckOptions) if item.name not in exclude]
+            frozenset(exclude)
         )
         return function
 
     return decorate
 
 
-def _options_help(fields: list[dataclasses.Field[Any]]) -> str:
+@functools.cache  # the same text for every function that takes the options (a wrap each)
+def _options_help(exclude: frozenset[str]) -> str:
     lines = ["", "", "Options (keyword arguments, the fields of CheckOptions):"]
-    for item in fields:
-        text = f"{item.name}={item.default!r}: {item.metadata['help']}"
-        lines += textwrap.wrap(text, 96, initial_indent="  ", subsequent_indent="      ")
+    for item in dataclasses.fields(CheckOptions):
+        if item.name not in exclude:
+            lines += _option_help(item)
     return "\n".join(lines) + "\n"
+
+
+@functools.cache
+def _option_help(item: dataclasses.Field[Any]) -> tuple[str, ...]:
+    text = f"{item.name}={item.default!r}: {item.metadata['help']}"
+    return tuple(textwrap.wrap(text, 96, initial_indent="  ", subsequent_indent="      "))

@@ -56,7 +56,12 @@ def test_a_machine_readable_check_loads_neither_rich_nor_tensorflow(saved: Path)
 
 # What a SavedModel's check from the command line never runs: its start-up is most of its time.
 NOT_FOR_A_SAVED_MODEL = (
-    "tensorflow",  # the protos load without the runtime (protos/tf_protos.py)
+    "tensorflow",  # the protos load without the runtime (protos/descriptors.py)
+    "tensorflow.core",  # nor its generated modules: their descriptors are read from source
+    "google.protobuf.descriptor_pb2",
+    "google.protobuf.descriptor_pool",  # which imports protobuf's pure-Python implementation
+    "google.protobuf.internal.python_message",
+    "google.protobuf.text_format",  # a saved_model.pbtxt's
     "keras",
     "numpy",
     "rich",  # JSON output

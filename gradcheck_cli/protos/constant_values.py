@@ -8,7 +8,8 @@ import struct
 from typing import Any
 
 from gradcheck_cli.graph.model import Constant
-from gradcheck_cli.protos.tf_protos import dtype_name, protos
+from gradcheck_cli.protos.descriptors import messages
+from gradcheck_cli.protos.tf_protos import dtype_name
 
 # Const values the analysis reads (zeros, where-conditions, slice bounds) are small; a larger
 # constant is kept as an unknown value rather than copied into the model.
@@ -49,7 +50,7 @@ def constant_value(tensor: Any) -> Constant | None:
 
 @functools.cache
 def _known_dtypes_of_constants() -> frozenset[int]:
-    types = protos().types_pb2
+    named = messages().DataType.values_by_name
     return frozenset(
-        {types.DT_FLOAT, types.DT_DOUBLE, types.DT_INT32, types.DT_INT64, types.DT_BOOL}
+        named[name].number for name in ("DT_FLOAT", "DT_DOUBLE", "DT_INT32", "DT_INT64", "DT_BOOL")
     )

@@ -8,14 +8,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from importlib import resources
 from typing import Any
 
-from gradcheck_cli.protos.tf_protos import protos
+from gradcheck_cli.protos.descriptors import messages
 
 
 @functools.cache
 def snapshot_op_defs() -> dict[str, Any]:
     """Every OpDef of the TensorFlow the snapshot was generated from (differentiability/data)."""
     data = resources.files("gradcheck_cli.differentiability").joinpath("data/op_defs.pb.gz")
-    op_list = protos().op_def_pb2.OpList()
+    op_list = messages().OpList()
     op_list.ParseFromString(gzip.decompress(data.read_bytes()))
     return {op.name: op for op in op_list.op}
 

@@ -1,4 +1,5 @@
-"""TensorFlow's generated protobuf modules, imported without starting the TensorFlow runtime."""
+"""TensorFlow's protos read without starting its runtime: its generated modules, the NodeDefs
+a FunctionDef keeps serialized, and dtype names."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.protos.descriptors import messages
 from gradcheck_cli.protos.limits import Refused, malformed
 
 _MODULES = {
@@ -30,13 +32,24 @@ _MODULES = {
 def protos() -> types.SimpleNamespace:
     """The pb2 modules gradcheck reads, as attributes (`protos().saved_model_pb2`).
 
+    Only the routes that hold TensorFlow's own messages (a trace, a text SavedModel) need
+    them: a SavedModel check reads with `descriptors.messages()`.
+    """
+    return types.SimpleNamespace(
+        **{short: generated_module(full) for short, full in _MODULES.items()}
+    )
+
+
+def generated_module(name: str) -> types.ModuleType:
+    """The generated module `name` ("tensorflow.core.framework.types_pb2").
+
     Importing `tensorflow.core...` normally runs `tensorflow/__init__.py`, which loads the whole
     runtime (about 2 s). When TensorFlow is not imported yet, a stand-in package object with the
     real package path lets only the generated modules load; the stand-in is removed afterwards
     so a later `import tensorflow` runs the real package.
     """
-    if "tensorflow" in sys.modules:
-        return _import_all()
+    if "tensorflow" in sys.modules or not name.startswith("tensorflow."):
+        return importlib.import_module(name)
     spec = importlib.util.find_spec("tensorflow")
     if spec is None or not spec.submodule_search_locations:
         raise GradcheckError("TensorFlow is not installed: pip install tensorflow")
@@ -44,52 +57,10 @@ def protos() -> types.SimpleNamespace:
     stand_in.__path__ = list(spec.submodule_search_locations)
     sys.modules["tensorflow"] = stand_in
     try:
-        return _import_all()
+        return importlib.import_module(name)
     finally:
         if sys.modules.get("tensorflow") is stand_in:
             del sys.modules["tensorflow"]
-
-
-def _import_all() -> types.SimpleNamespace:
-    return types.SimpleNamespace(
-        **{short: importlib.import_module(full) for short, full in _MODULES.items()}
-    )
-
-
-@functools.cache
-def lazy_saved_model() -> type:
-    """The SavedModel message class, except that a function's nodes stay serialized:
-    `FunctionDef.node_def` holds bytes, read by `node_defs` when the function is converted.
-
-    A parsed NodeDef takes about twelve times its serialized size (its attribute maps above
-    all): 800 MB for a million ops. Kept as bytes, a node costs its size until it is read, and
-    the functions the loss never calls are never read. The bytes are the field's own wire
-    format, so the same data parses with either class.
-    """
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-    function = protos().function_pb2.FunctionDef.DESCRIPTOR
-    pool = descriptor_pool.DescriptorPool()
-    added: set[str] = set()
-
-    def add(file: Any) -> None:
-        if file.name in added:
-            return
-        added.add(file.name)
-        for dependency in file.dependencies:
-            add(dependency)
-        proto = descriptor_pb2.FileDescriptorProto()
-        file.CopyToProto(proto)
-        if file.name == function.file.name:
-            message = next(m for m in proto.message_type if m.name == function.name)
-            nodes = next(f for f in message.field if f.name == "node_def")
-            nodes.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
-            nodes.ClearField("type_name")
-        pool.Add(proto)
-
-    saved_model = protos().saved_model_pb2.SavedModel.DESCRIPTOR
-    add(saved_model.file)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(saved_model.full_name))
 
 
 def node_defs(function: Any, what: str = "SavedModel") -> Iterator[Any]:
@@ -104,7 +75,7 @@ def parse_node_def(node: Any, function: str, what: str = "SavedModel") -> Any:
     if not isinstance(node, bytes):
         return node
     try:
-        return protos().node_def_pb2.NodeDef.FromString(node)
+        return messages().NodeDef.FromString(node)
     except Exception as error:  # protobuf's DecodeError, and anything else a bad proto raises
         raise malformed(
             what,
@@ -161,20 +132,19 @@ def split_node_def(raw: bytes) -> tuple[str, str, list[str], bytes] | None:
 @functools.cache  # asked for every output of every node; a refusal is not kept
 def dtype_name(enum_value: int) -> str:
     """`DT_FLOAT` -> "float32", `DT_INT32_REF` -> "int32_ref", as TensorFlow names dtypes."""
-    types_pb2 = protos().types_pb2
     ref = enum_value > 100
     base = enum_value - 100 if ref else enum_value
     # The proto keeps enum values it does not know; DataType.Name would raise a ValueError.
     if base not in _known_dtypes() or (ref and base == 0):
         raise Refused(f"has dtype {enum_value}, which is not a TensorFlow DataType")
-    raw = types_pb2.DataType.Name(base)
+    raw = messages().DataType.values_by_number[base].name
     name = _DTYPE_NAMES.get(raw, raw.removeprefix("DT_").lower())
     return name + "_ref" if ref else name
 
 
 @functools.cache
 def _known_dtypes() -> frozenset[int]:
-    return frozenset(protos().types_pb2.DataType.values())
+    return frozenset(messages().DataType.values_by_number)
 
 
 _DTYPE_NAMES = {

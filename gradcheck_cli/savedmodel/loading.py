@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import stat
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import (
@@ -26,10 +26,11 @@ from gradcheck_cli.loss.names import (
     keyed_matches,
     resolve_loss_name,
 )
+from gradcheck_cli.protos.descriptors import messages
 from gradcheck_cli.protos.graph_builder import GraphBuilder
 from gradcheck_cli.protos.limits import ExpansionBudget, Refused, malformed, shape_dims
 from gradcheck_cli.protos.op_defs import merged_op_defs
-from gradcheck_cli.protos.tf_protos import dtype_name, lazy_saved_model, protos
+from gradcheck_cli.protos.tf_protos import dtype_name, protos
 from gradcheck_cli.savedmodel.custom_gradients import saved_custom_gradients
 from gradcheck_cli.savedmodel.structured_values import flat_outputs, output_shape
 from gradcheck_cli.savedmodel.variable_lists import (
@@ -42,6 +43,7 @@ from gradcheck_cli.source_code.debug_info import DebugInfoLocations
 from gradcheck_cli.source_code.files import bounded_text
 
 _SKIPPED_SIGNATURES = frozenset({"__saved_model_init_op", "__saved_model_train_op"})
+_FUNCTION_KINDS = frozenset({"function", "bare_concrete_function"})
 _WHAT = "SavedModel"
 
 
@@ -99,12 +101,13 @@ def load_saved_model(
     object_graph = meta_graph.object_graph_def
     if object_graph.nodes:
         text = ExpansionBudget.of_text(size, "saved_model.pb")
-        paths = _object_paths(object_graph, text)
-        candidates = _tf2_candidates(meta_graph, paths, text)
+        objects = _read_objects(object_graph)
+        paths = _object_paths(objects.children, text)
+        candidates = _tf2_candidates(meta_graph, paths, objects.kinds, text)
         name = resolve_loss_name(loss, candidates, what=f"SavedModel {path}")
         chosen = candidates[name]
         assert chosen.concrete_function is not None
-        program = _tf2_program(meta_graph, builder, chosen, paths)
+        program = _tf2_program(meta_graph, builder, chosen, paths, objects, functions)
     else:
         candidates = _tf1_candidates(meta_graph)
         name = _tf1_loss_name(loss, candidates, meta_graph, path)
@@ -156,7 +159,7 @@ def _parse(path: Path, progress: Progress) -> tuple[Any, int]:
     try:
         if binary.is_file():
             data = binary.read_bytes()
-            saved_model = lazy_saved_model()()
+            saved_model = messages().SavedModel()
             saved_model.ParseFromString(data)
         else:
             from google.protobuf import text_format
@@ -187,7 +190,7 @@ def _debug_locations(path: Path) -> DebugInfoLocations | None:
             return None
     except OSError:
         return None
-    info = protos().graph_debug_info_pb2.GraphDebugInfo()
+    info = messages().GraphDebugInfo()
     try:
         info.ParseFromString(debug_file.read_bytes())
     except Exception:
@@ -198,25 +201,39 @@ def _debug_locations(path: Path) -> DebugInfoLocations | None:
 # -- TF2: object graph --------------------------------------------------------------------------
 
 
-def _object_paths(object_graph: Any, budget: ExpansionBudget) -> dict[int, str]:
+class _Objects(NamedTuple):
+    """The object graph's nodes as plain lists, read from the proto once for the walks over
+    them (paths, loss candidates and variables here, Keras owners in `variable_names`)."""
+
+    children: list[list[tuple[int, str]]]  # each node's (child node id, attribute name)
+    kinds: list[str | None]  # each node's kind: "variable", "function", "user_object"...
+
+
+def _read_objects(object_graph: Any) -> _Objects:
+    objects = _Objects([], [])
+    for node in object_graph.nodes:
+        objects.children.append([(child.node_id, child.local_name) for child in node.children])
+        objects.kinds.append(node.WhichOneof("kind"))
+    return objects
+
+
+def _object_paths(children: list[list[tuple[int, str]]], budget: ExpansionBudget) -> dict[int, str]:
     """Node id -> attribute path from the root ("model.dense.kernel"), shortest first."""
     paths = {0: ""}
-    nodes = object_graph.nodes
-    count = len(nodes)
+    count = len(children)
     queue = deque([0])
     while queue:
         node_id = queue.popleft()
         parent = paths[node_id]
-        for child in nodes[node_id].children:
-            child_id = child.node_id
+        for child_id, local_name in children[node_id]:
             if not 0 <= child_id < count:
                 raise GradcheckError(
-                    f"the SavedModel is malformed: object {child.local_name!r} points at "
+                    f"the SavedModel is malformed: object {local_name!r} points at "
                     f"node {child_id}, which does not exist"
                 )
             if child_id not in paths:
                 # A deep chain of objects makes paths quadratic in the chain's length.
-                path = f"{parent}.{child.local_name}" if parent else child.local_name
+                path = f"{parent}.{local_name}" if parent else local_name
                 try:
                     budget.spend(len(path), f"has a path of {len(path)} characters")
                 except Refused as refused:
@@ -227,13 +244,14 @@ def _object_paths(object_graph: Any, budget: ExpansionBudget) -> dict[int, str]:
 
 
 def _tf2_candidates(
-    meta_graph: Any, paths: dict[int, str], budget: ExpansionBudget
+    meta_graph: Any, paths: dict[int, str], kinds: list[str | None], budget: ExpansionBudget
 ) -> dict[str, _Candidate]:
     object_graph = meta_graph.object_graph_def
     candidates: dict[str, _Candidate] = {}
-    for node_id, path in sorted(paths.items(), key=lambda item: (item[1].count("."), item[1])):
+    callables = [item for item in paths.items() if kinds[item[0]] in _FUNCTION_KINDS]
+    for node_id, path in sorted(callables, key=lambda item: (item[1].count("."), item[1])):
         node = object_graph.nodes[node_id]
-        kind = node.WhichOneof("kind")
+        kind = kinds[node_id]
         if kind == "function" and node.function.concrete_functions:
             names = [node.function.concrete_functions[0]]
         elif kind == "bare_concrete_function":
@@ -258,7 +276,12 @@ def _tf2_candidates(
 
 
 def _tf2_program(
-    meta_graph: Any, builder: GraphBuilder, chosen: _Candidate, paths: dict[int, str]
+    meta_graph: Any,
+    builder: GraphBuilder,
+    chosen: _Candidate,
+    paths: dict[int, str],
+    objects: _Objects,
+    functions: Mapping[str, Any],
 ) -> Program:
     object_graph = meta_graph.object_graph_def
     concrete = chosen.concrete_function
@@ -273,10 +296,11 @@ def _tf2_program(
     with _refusing("the list of trainable variables"):
         listed = listed_trainable(object_graph)
     node_of: dict[int, int] = {}
-    for node_id, node in enumerate(object_graph.nodes):
-        if node.WhichOneof("kind") != "variable":
+    nodes = object_graph.nodes
+    for node_id, kind in enumerate(objects.kinds):
+        if kind != "variable":
             continue
-        saved_variable = node.variable
+        saved_variable = nodes[node_id].variable
         with _refusing(f"variable {saved_variable.name or node_id!r}"):
             shape = shape_dims(saved_variable.shape)
             dtype = dtype_name(saved_variable.dtype)
@@ -304,7 +328,7 @@ def _tf2_program(
                 path=path,
             )
         )
-    name_saved_variables(variables, meta_graph, node_of)
+    name_saved_variables(variables, meta_graph, node_of, objects.children, functions)
     make_names_unique(variables)
     custom = saved_custom_gradients(meta_graph, builder)
     if chosen.ret_index >= len(top.rets):
@@ -392,7 +416,7 @@ def _tf1_program(meta_graph: Any, builder: GraphBuilder, chosen: _Candidate) -> 
         raise malformed(_WHAT, f"the loss tensor {chosen.tensor!r}", "is not a tensor name")
     loss = TensorRef(node, int(index) if index else 0)
     body = builder.add_graph(meta_graph.graph_def, TF1_TOP, loss)
-    variable_def = protos().variable_pb2.VariableDef
+    variable_def = messages().VariableDef
     trainable_names: set[str] = set()
     variables: list[Variable] = []
     for collection, trainable in (("trainable_variables", True), ("variables", False)):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,11 @@ class _Owners:
 
 
 def name_saved_variables(
-    variables: list[Variable], meta_graph: Any, node_of: dict[int, int]
+    variables: list[Variable],
+    meta_graph: Any,
+    node_of: dict[int, int],
+    children: list[list[tuple[int, str]]],
+    functions: Mapping[str, Any],
 ) -> None:
     """Give Keras layers' variables their Keras paths, and colliding names attribute paths.
 
@@ -36,13 +41,14 @@ def name_saved_variables(
     one scope per Keras layer on the variable's attribute path. Where they do not, colliding
     names become attribute paths scoped like Keras ("moe_model/blocks/0/dense/kernel").
     `node_of` maps the index of each variable whose `path` follows attributes (not a flat
-    variable list) to its object graph node.
+    variable list) to its object graph node; `children`, each object node's (child node,
+    attribute name); `functions`, the saved functions by name.
     """
     if not node_of:
         return
-    object_graph = meta_graph.object_graph_def
-    owners, layer_above = _keras_owners(object_graph)
-    readers = _readers(meta_graph, {node_of[i] for i in node_of if node_of[i] in owners})
+    owners, layer_above = _keras_owners(children)
+    wanted = {node_of[i] for i in node_of if node_of[i] in owners}
+    readers = _readers(meta_graph, functions, wanted)
     counts = Counter(variable.name for variable in variables)
     prefixes: dict[int, str] = {}  # owner layer node -> its Keras path, from a read variable
     unread: list[int] = []
@@ -109,18 +115,19 @@ def _scoped_name(scope: str, leaf: str, reader: str | None, owner: _Owners | Non
     return None
 
 
-def _keras_owners(object_graph: Any) -> tuple[dict[int, _Owners], dict[int, int]]:
+def _keras_owners(
+    children: list[list[tuple[int, str]]],
+) -> tuple[dict[int, _Owners], dict[int, int]]:
     """Node id -> its Keras owners, along the breadth-first paths that name the nodes; and
     each Keras layer's node -> the node of the Keras layer above it."""
     depth = {0: 0}
     owners: dict[int, _Owners] = {}
     layer_above: dict[int, int] = {}
-    nodes = object_graph.nodes
     queue = deque([0])
     while queue:
         node_id = queue.popleft()
-        node = nodes[node_id]
-        if _KERAS_LAYER_CHILDREN <= {child.local_name for child in node.children}:
+        below = children[node_id]
+        if _KERAS_LAYER_CHILDREN <= {local_name for _, local_name in below}:
             above = owners.get(node_id)
             if above is not None:
                 layer_above[node_id] = above.layer
@@ -129,20 +136,19 @@ def _keras_owners(object_graph: Any) -> tuple[dict[int, _Owners], dict[int, int]
                 if above is not None
                 else _Owners(depth[node_id], 1, node_id)
             )
-        for child in node.children:
-            if child.node_id not in depth:
-                depth[child.node_id] = depth[node_id] + 1
+        for child_id, _ in below:
+            if child_id not in depth:
+                depth[child_id] = depth[node_id] + 1
                 if node_id in owners:
-                    owners[child.node_id] = owners[node_id]
-                queue.append(child.node_id)
+                    owners[child_id] = owners[node_id]
+                queue.append(child_id)
     return owners, layer_above
 
 
-def _readers(meta_graph: Any, wanted: set[int]) -> dict[int, str]:
+def _readers(meta_graph: Any, functions: Mapping[str, Any], wanted: set[int]) -> dict[int, str]:
     """Object node id -> the name of the first op of a saved function that reads it."""
     if not wanted:
         return {}
-    functions = {f.signature.name: f for f in meta_graph.graph_def.library.function}
     readers: dict[int, str] = {}
     saved_functions = meta_graph.object_graph_def.concrete_functions
     for name in sorted(saved_functions):
