@@ -10,6 +10,7 @@ from typing import Any
 
 from gradcheck_cli.differentiability.rules import is_trainable_dtype
 from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, Variable, make_names_unique
+from gradcheck_cli.source_code.debug_info import made_by_a_library
 from gradcheck_cli.tracing import traced
 from gradcheck_cli.tracing.keras_weights import KerasWeights
 from gradcheck_cli.tracing.leaving_tensorflow import Leave
@@ -36,7 +37,7 @@ class CreatedVariables:
     owners: dict[int, str] = field(default_factory=dict)
     # ids of the variables a tf.distribute strategy makes for itself (not for a layer)
     bookkeeping: set[int] = field(default_factory=set)
-    # ids of the variables a library made (traced.made_by_a_library): its bookkeeping unless
+    # ids of the variables a library made (made_by_a_library): its bookkeeping unless
     # a model, layer or module of the script owns them
     by_libraries: set[int] = field(default_factory=set)
 
@@ -46,7 +47,7 @@ class CreatedVariables:
         self.at[id(variable)] = traced.user_location(stack)
         if _made_by_a_strategy(stack):
             self.bookkeeping.add(id(variable))
-        if traced.made_by_a_library(stack):
+        if made_by_a_library(stack):
             self.by_libraries.add(id(variable))
         owner = _creating_module(sys._getframe(1))
         if owner is not None:

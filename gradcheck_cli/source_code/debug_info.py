@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation
@@ -134,3 +135,28 @@ def innermost_with_callers(
         return None
     callers = tuple(SourceLocation(*frame) for frame in frames[:-1])
     return SourceLocation(*frames[-1], callers=callers, inside=inside)
+
+
+def made_by_a_library(frames: Sequence[Any]) -> bool:
+    """Whether the stack `frames` (outermost first) that created a variable went from the
+    user's innermost frame through a library other than TensorFlow itself: Keras's layers and
+    step counters, TensorFlow Probability's seeds, TF-MOT's clones. Unless a model or module
+    of the user owns it, such a variable is the library's bookkeeping, no candidate."""
+    after: list[str] = []
+    for frame in frames:
+        filename = getattr(frame, "filename", "") or ""
+        if is_user_file(filename):
+            after = []
+        else:
+            after.append(filename)
+    return any(_in_a_library(filename) for filename in after)
+
+
+def _in_a_library(filename: str) -> bool:
+    installed = _INSTALLED[0] in filename or _INSTALLED[1] in filename
+    return installed and not any(own in filename for own in _NOT_A_LIBRARY)
+
+
+_INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
+# TensorFlow creates every variable (its frames are the creation's, not a library's).
+_NOT_A_LIBRARY = (f"{os.sep}tensorflow{os.sep}", f"{os.sep}gradcheck_cli{os.sep}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import traceback as traceback_module
 import weakref
@@ -10,6 +9,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from gradcheck_cli.differentiability.registry import load_registry
+from gradcheck_cli.graph.memory import without_cyclic_gc
 from gradcheck_cli.graph.model import CustomGradient, SourceLocation, Variable, make_names_unique
 from gradcheck_cli.source_code.debug_info import (
     ENTRY_FRAMES,
@@ -39,31 +39,6 @@ def user_location(frames: Iterable[Any] | None) -> SourceLocation | None:
     return innermost_with_callers(located, library_entry(after) if located else None)
 
 
-def made_by_a_library(frames: Sequence[Any]) -> bool:
-    """Whether the stack `frames` (outermost first) that created a variable went from the
-    user's innermost frame through a library other than TensorFlow itself: Keras's layers and
-    step counters, TensorFlow Probability's seeds, TF-MOT's clones. Unless a model or module
-    of the user owns it, such a variable is the library's bookkeeping, no candidate."""
-    after: list[str] = []
-    for frame in frames:
-        filename = getattr(frame, "filename", "") or ""
-        if is_user_file(filename):
-            after = []
-        else:
-            after.append(filename)
-    return any(_in_a_library(filename) for filename in after)
-
-
-def _in_a_library(filename: str) -> bool:
-    installed = _INSTALLED[0] in filename or _INSTALLED[1] in filename
-    return installed and not any(own in filename for own in _NOT_A_LIBRARY)
-
-
-_INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
-# TensorFlow creates every variable (its frames are the creation's, not a library's).
-_NOT_A_LIBRARY = (f"{os.sep}tensorflow{os.sep}", f"{os.sep}gradcheck_cli{os.sep}")
-
-
 def exception_location(error: BaseException) -> SourceLocation | None:
     """Where the user's code raised `error`; autograph errors name the original line in text."""
     for filename, line in reversed(_AUTOGRAPH_FRAME.findall(str(error))):
@@ -85,7 +60,10 @@ def variable_name(variable: Any) -> str:
     return variable.name.split(":")[0]
 
 
-def _static_shape(tensor: Any) -> tuple[int | None, ...] | None:
+Shape = tuple[int | None, ...] | None  # a static shape's dimensions; None: an unknown rank
+
+
+def static_shape(tensor: Any) -> Shape:
     shape = tensor.shape
     return None if shape.rank is None else tuple(shape.as_list())
 
@@ -103,7 +81,7 @@ def model_variable(
         name=name,
         trainable=trainable,
         dtype=variable.dtype.base_dtype.name,
-        shape=_static_shape(variable),
+        shape=static_shape(variable),
         source=None,
         path=path,
         location=location,
@@ -173,9 +151,9 @@ def traced_function(
         variables=records,
         library=library.SerializeToString(),
         op_defs=_op_defs(library.function, ()),
-        loss_shape=_static_shape(graph.outputs[loss_output]),
+        loss_shape=static_shape(graph.outputs[loss_output]),
         locations=_locations(graphs),
-        output_shapes=_output_shapes(graphs),
+        output_shapes=output_shapes(graphs),
         custom_gradients=custom_gradients,
         notes=notes,
         top_function=fdef.signature.name,
@@ -266,13 +244,31 @@ _LOCATION_OF_TRACE: dict[str, SourceLocation | None] = {}
 _MOST_TRACES = 1 << 16
 
 
-def _output_shapes(graphs: Iterable[tuple[str, Any]]) -> dict[str, tuple[Any, ...]]:
-    """Static output shapes by "node@function", for the ops whose shapes advice relies on."""
-    return {
-        f"{op.name}@{fn_name}": tuple(_static_shape(output) for output in op.outputs)
-        for fn_name, graph in graphs
-        for op in graph.get_operations()
-    }
+def output_shapes(graphs: Iterable[tuple[str, Any]]) -> dict[str, tuple[Shape, ...]]:
+    """Static output shapes by "node@function", for the ops whose shapes advice relies on; a
+    fully known shape stays (`set_shape` only refines), so it is read at one snapshot only."""
+    shapes = {}
+    for fn_name, graph in graphs:
+        known = _kept_for(graph, _SHAPES)
+        for op in graph.get_operations():
+            name = op.name
+            found = known.get(name)
+            if found is None:
+                found = tuple(map(_shape_of, op.outputs))
+                if all(shape is not None and None not in shape for shape in found):
+                    known[name] = found
+            shapes[f"{name}@{fn_name}"] = found
+    return shapes
+
+
+def _shape_of(tensor: Any) -> Shape:
+    # A graph tensor's `_shape_tuple` reads what `shape.as_list()` does, in a third of the time.
+    read = getattr(tensor, "_shape_tuple", None)
+    return read() if read is not None else static_shape(tensor)  # type: ignore[no-any-return]
+
+
+_SHAPES: weakref.WeakKeyDictionary[Any, dict[str, tuple[Shape, ...]]] = weakref.WeakKeyDictionary()
+"""Per graph, op name -> its outputs' static shapes, once every one of them is fully known."""
 
 
 def _custom_gradients(
@@ -443,21 +439,27 @@ def graph_protos(
     graph: Any, loss: Any, loss_name: str, records: list[TracedVariable]
 ) -> TracedGraph:
     """Protos of `graph` (a TF1 graph, or a function graph as it is being traced) with the loss
-    tensor `loss` and the variables `records`, each at its node in the graph (or none)."""
-    graphs = _graph_and_functions(graph)
+    tensor `loss` and the variables `records`, each at its node in the graph (or none).
+
+    Taken with the cyclic collector paused: the script's heap (TensorFlow, Keras, the traced
+    step) is millions of objects that a full collection walks, while the snapshot's own
+    objects live until they are written or die by reference counting."""
     from gradcheck_cli.tracing.override_maps import mark_missed_overrides
 
-    graph_def = graph.as_graph_def()
-    mark_missed_overrides(graph, graph_def.node)
-    # The GraphDef holds each op's attributes: the ops with a custom gradient's type.
-    marked = {"": {node.name for node in graph_def.node if _GRADIENT_OP_TYPE in node.attr}}
-    shape = _static_shape(loss)
-    return graph_def_protos(graph_def, graphs, loss_name, records, shape, loss.name, marked)
+    with without_cyclic_gc():
+        graphs = _graph_and_functions(graph)
+        graph_def = graph.as_graph_def()
+        mark_missed_overrides(graph, graph_def.node)
+        # The GraphDef holds each op's attributes: the ops with a custom gradient's type.
+        marked = {"": {node.name for node in graph_def.node if _GRADIENT_OP_TYPE in node.attr}}
+        shape = static_shape(loss)
+        return graph_def_protos(graph_def, graphs, loss_name, records, shape, loss.name, marked)
 
 
 def probe_custom_gradients(graph: Any) -> None:
     """Probe the custom gradients of `graph` as `graph_protos` does, without its protos."""
-    _custom_gradients(_graph_and_functions(graph))
+    with without_cyclic_gc():
+        _custom_gradients(_graph_and_functions(graph))
 
 
 def _graph_and_functions(graph: Any) -> list[tuple[str, Any]]:
@@ -490,7 +492,7 @@ def graph_def_protos(
         op_defs=_op_defs(graph_def.library.function, graph_def.node),
         loss_shape=loss_shape,
         locations={**_locations(graphs, attributed), **(locations or {})},
-        output_shapes=_output_shapes(graphs),
+        output_shapes=output_shapes(graphs),
         custom_gradients=custom_gradients,
         notes=notes,
         graph_def=graph_def.SerializeToString(),
