@@ -14,6 +14,9 @@ from typing import Any
 
 _SAVED_MODEL = "tensorflow/core/protobuf/saved_model.proto"
 _FUNCTION = "tensorflow/core/framework/function.proto"
+_GRAPH = "tensorflow/core/framework/graph.proto"
+_SERIALIZED_NODES = {_FUNCTION: ("FunctionDef", "node_def"), _GRAPH: ("GraphDef", "node")}
+"""The fields of NodeDefs that this pool keeps serialized: a proto file's (message, field)."""
 
 _ADDED = "DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile("
 """How a generated module (protoc 3.20 and later) hands its file's descriptor to the pool: one
@@ -36,7 +39,8 @@ def messages() -> types.SimpleNamespace:
     pool is given the same serialized descriptors, read from the modules' source, and only the
     classes asked for are made; the rest are made when first met.
 
-    In this pool `FunctionDef.node_def` holds bytes: see `tf_protos.node_defs`. A parsed
+    In this pool `FunctionDef.node_def` and `GraphDef.node` hold bytes: see
+    `tf_protos.node_defs`. A parsed
     NodeDef takes about twelve times its serialized size (its attribute maps above all): 800 MB
     for a million ops. Kept as bytes, a node costs its size until it is read, and the functions
     the loss never calls are never read. The bytes are the field's own wire format, so the
@@ -52,9 +56,9 @@ def messages() -> types.SimpleNamespace:
         serialized = serialized_file(name)
         for dependency in _strings(serialized, _DEPENDENCY):
             add(dependency)
-        pool.AddSerializedFile(
-            with_serialized_node_defs(serialized) if name == _FUNCTION else serialized
-        )
+        if name in _SERIALIZED_NODES:
+            serialized = with_serialized_node_defs(serialized, *_SERIALIZED_NODES[name])
+        pool.AddSerializedFile(serialized)
 
     add(_SAVED_MODEL)
 
@@ -64,6 +68,8 @@ def messages() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         SavedModel=find("SavedModel"),
         NodeDef=find("NodeDef"),
+        GraphDef=find("GraphDef"),
+        FunctionDefLibrary=find("FunctionDefLibrary"),
         GraphDebugInfo=find("GraphDebugInfo"),
         OpList=find("OpList"),
         VariableDef=find("VariableDef"),
@@ -134,23 +140,25 @@ def _package_folders(package: str) -> tuple[str, ...]:
     return tuple(spec.submodule_search_locations)
 
 
-def with_serialized_node_defs(function_file: bytes) -> bytes:
-    """function.proto's serialized FileDescriptorProto, with `FunctionDef.node_def` declared
-    as bytes instead of NodeDef messages."""
+def with_serialized_node_defs(
+    proto_file: bytes, message_name: str = "FunctionDef", field_name: str = "node_def"
+) -> bytes:
+    """A serialized FileDescriptorProto (function.proto's), with its message `message_name`'s
+    field `field_name` (of NodeDefs) declared as bytes instead."""
     fields = []
     changed = 0
-    for number, value, encoded in _fields(function_file):
-        if number == _MESSAGE_TYPE and _strings(value, _NAME) == ["FunctionDef"]:
+    for number, value, encoded in _fields(proto_file):
+        if number == _MESSAGE_TYPE and _strings(value, _NAME) == [message_name]:
             message = []
             for field_number, field, field_encoded in _fields(value):
-                if field_number == _FIELD and _strings(field, _NAME) == ["node_def"]:
+                if field_number == _FIELD and _strings(field, _NAME) == [field_name]:
                     field_encoded = _delimited(_FIELD, _as_bytes_field(field))
                     changed += 1
                 message.append(field_encoded)
             encoded = _delimited(_MESSAGE_TYPE, b"".join(message))
         fields.append(encoded)
     if changed != 1:
-        raise ValueError("function.proto holds no FunctionDef.node_def")
+        raise ValueError(f"the proto file holds no {message_name}.{field_name}")
     return b"".join(fields)
 
 

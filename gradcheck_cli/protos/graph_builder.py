@@ -107,24 +107,28 @@ class GraphBuilder:
         if self._sized_by_functions:
             self._budget = ExpansionBudget(self._budget.serialized_bytes + graph_def.ByteSize())
         nodes = FlatNodes(self._tables)
-        for count, node_def in enumerate(graph_def.node, 1):
-            if not count % NODES_PER_REPORT:
-                self._built.tell(under_way=count)
-            inputs = [_graph_ref(text) for text in node_def.input if not text.startswith("^")]
-            with self._refusing(node_def.name, ""):
-                kind = self._kinds.of(node_def, self._budget)
+        node_name = ""
+        try:
+            for count, node_def in enumerate(graph_def.node, 1):
+                if not count % NODES_PER_REPORT:
+                    self._built.tell(under_way=count)
+                node_name, op, texts, kind, numbers = self._node_kind(node_def, "")
+                inputs = [_graph_ref(text) for text in texts if not text.startswith("^")]
                 producers, later = nodes.producer_numbers([ref.node for ref in inputs])
                 self._node(
                     nodes,
-                    sys.intern(node_def.name),
-                    node_def.op,
+                    sys.intern(node_name),
+                    op,
                     kind,
                     producers,
                     [ref.index for ref in inputs],
                     later,
                     "",
                     None,
+                    numbers,
                 )
+        except Refused as refused:
+            raise malformed(self._what, _where("node", node_name, ""), refused) from None
         body = Body(name=name, nodes=nodes.finish(), args=(), rets=(loss,))
         self._charge_read_outputs(body, "")
         mark_constant_inputs(body)
@@ -161,7 +165,7 @@ class GraphBuilder:
         # One pass: each node is parsed, converted and let go (a function may hold a million).
         waiting: list[tuple[int, list[str]]] = []  # (first edge, inputs) read before producers
         branch = branch_of(fn_name)
-        kinds_by_bytes, ids = self._kinds_by_bytes, nodes.ids
+        ids = nodes.ids
         # Small functions of one shape name their nodes alike: one string per name for them
         # all. A large function's names are its own (interning them only costs).
         share_names = len(fdef.node_def) <= _SHARED_NAMES
@@ -170,15 +174,7 @@ class GraphBuilder:
             for count, node_def in enumerate(fdef.node_def, 1):
                 if not count % NODES_PER_REPORT:
                     self._built.tell(under_way=count)
-                # Most nodes are of a kind met before: split on the wire, looked up by their
-                # bytes and added without a call per step.
-                split = split_node_def(node_def) if isinstance(node_def, bytes) else None
-                known = None if split is None else kinds_by_bytes.get((split[1], split[3]))
-                if known is None:
-                    name, op, texts, kind, numbers = self._read_node(node_def, fn_name, split)
-                else:
-                    name, op, texts, _ = split
-                    kind, numbers = known
+                name, op, texts, kind, numbers = self._node_kind(node_def, fn_name)
                 if share_names:
                     name = sys.intern(name)
                 producers: list[int] = []  # node numbers; -1 for one not added yet (`later`)
@@ -269,6 +265,19 @@ class GraphBuilder:
                     index + 1 - declared,
                     f"has its output {index} read but declares {declared} outputs",
                 )
+
+    def _node_kind(
+        self, node_def: Any, fn_name: str
+    ) -> tuple[str, str, list[str], NodeKind, Numbers | None]:
+        """A node's name, op type, inputs and kind, and the kind's numbers if it was met
+        before (None: its cost is taken as it is read). Most nodes are of a kind met before:
+        split on the wire and looked up by their bytes, without a parse."""
+        split = split_node_def(node_def) if isinstance(node_def, bytes) else None
+        if split is not None:
+            known = self._kinds_by_bytes.get((split[1], split[3]))
+            if known is not None:
+                return split[0], split[1], split[2], known[0], known[1]
+        return self._read_node(node_def, fn_name, split)
 
     def _read_node(
         self, node_def: Any, fn_name: str, split: tuple[str, str, list[str], bytes] | None

@@ -71,7 +71,7 @@ def node_defs(function: Any, what: str = "SavedModel") -> Iterator[Any]:
 
 
 def parse_node_def(node: Any, function: str, what: str = "SavedModel") -> Any:
-    """A NodeDef of function `function`, parsed if it is kept serialized."""
+    """A NodeDef of function `function` ("": of the graph), parsed if it is kept serialized."""
     if not isinstance(node, bytes):
         return node
     try:
@@ -79,9 +79,18 @@ def parse_node_def(node: Any, function: str, what: str = "SavedModel") -> Any:
     except Exception as error:  # protobuf's DecodeError, and anything else a bad proto raises
         raise malformed(
             what,
-            f"function {function!r}",
+            f"function {function!r}" if function else "the graph",
             f"holds a node that is not a readable NodeDef ({error})",
         ) from None
+
+
+def node_name(node: Any, what: str = "SavedModel") -> str:
+    """The name of a graph's NodeDef, kept serialized or parsed."""
+    if isinstance(node, bytes):
+        split = split_node_def(node)
+        if split is not None:
+            return split[0]
+    return str(parse_node_def(node, "", what).name)
 
 
 _NAME, _OP, _INPUT = 0x0A, 0x12, 0x1A

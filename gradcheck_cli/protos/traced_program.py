@@ -6,18 +6,18 @@ from dataclasses import replace
 
 from gradcheck_cli.graph.model import TF1_TOP, GraphKind, Program, SourceLocation, TensorRef
 from gradcheck_cli.loss.checks import validate_loss
+from gradcheck_cli.protos.descriptors import messages
 from gradcheck_cli.protos.graph_builder import GraphBuilder
 from gradcheck_cli.protos.op_defs import merged_op_defs
-from gradcheck_cli.protos.tf_protos import protos
 from gradcheck_cli.worker.protocol import Traced, TracedGraph
 
 
 def program_from_traced(traced: Traced, *, sum_loss: bool = False) -> Program:
-    p = protos()
-    library = p.function_pb2.FunctionDefLibrary()
-    library.ParseFromString(traced.library)
-    op_list = p.op_def_pb2.OpList()
-    op_list.ParseFromString(traced.op_defs)
+    # The classes that keep NodeDefs serialized: most nodes are of a kind met before, found by
+    # their bytes without a parse (see `GraphBuilder`).
+    m = messages()
+    library = m.FunctionDefLibrary.FromString(traced.library)
+    op_list = m.OpList.FromString(traced.op_defs)
     functions = {f.signature.name: f for f in library.function}
     locations = traced.locations
 
@@ -31,8 +31,7 @@ def program_from_traced(traced: Traced, *, sum_loss: bool = False) -> Program:
 
     builder = GraphBuilder(functions, merged_op_defs(op_list.op), locate, shapes=shape)
     if isinstance(traced, TracedGraph):
-        graph_def = p.graph_pb2.GraphDef()
-        graph_def.ParseFromString(traced.graph_def)
+        graph_def = m.GraphDef.FromString(traced.graph_def)
         node, _, index = traced.loss_tensor.partition(":")
         loss = TensorRef(node, int(index or 0))
         builder.add_graph(graph_def, TF1_TOP, loss)

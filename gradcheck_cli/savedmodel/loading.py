@@ -30,7 +30,7 @@ from gradcheck_cli.protos.descriptors import messages
 from gradcheck_cli.protos.graph_builder import GraphBuilder
 from gradcheck_cli.protos.limits import ExpansionBudget, Refused, malformed, shape_dims
 from gradcheck_cli.protos.op_defs import merged_op_defs
-from gradcheck_cli.protos.tf_protos import dtype_name, protos
+from gradcheck_cli.protos.tf_protos import dtype_name, node_name, protos
 from gradcheck_cli.savedmodel.custom_gradients import saved_custom_gradients
 from gradcheck_cli.savedmodel.structured_values import flat_outputs, output_shape
 from gradcheck_cli.savedmodel.variable_lists import (
@@ -397,9 +397,9 @@ def _tf1_tensor_named(
     """The tensor a TF1 graph answers to under `loss`: a node's name ("loss", "loss:0",
     "scope/loss"), or the last part of exactly one node's scoped name ("loss" for
     "train/loss"), unless a signature output key already names it."""
-    node_name, colon, _ = loss.partition(":")
-    node_names = {node.name for node in meta_graph.graph_def.node}
-    if node_name in node_names:
+    wanted, colon, _ = loss.partition(":")
+    node_names = {node_name(node, _WHAT) for node in meta_graph.graph_def.node}
+    if wanted in node_names:
         return loss if colon else f"{loss}:0"
     if colon or keyed_matches(loss, candidates):
         return None

@@ -18,7 +18,7 @@ from gradcheck_cli.protos.descriptors import (
     serialized_file,
     with_serialized_node_defs,
 )
-from gradcheck_cli.protos.tf_protos import parse_node_def, protos
+from gradcheck_cli.protos.tf_protos import node_name, parse_node_def, protos
 
 _IMPLEMENTATION = "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"
 
@@ -51,23 +51,39 @@ def test_a_file_without_a_generated_module_has_no_source_descriptor() -> None:
     assert _from_source("no_such_package.types_pb2") is None
 
 
-def test_only_function_defs_nodes_become_bytes() -> None:
+@pytest.mark.parametrize(
+    ("module", "message_name", "field_name"),
+    [("function_pb2", "FunctionDef", "node_def"), ("graph_pb2", "GraphDef", "node")],
+)
+def test_only_the_nodes_of_functions_and_graphs_become_bytes(
+    module: str, message_name: str, field_name: str
+) -> None:
     from google.protobuf import descriptor_pb2
 
-    function = protos().function_pb2.DESCRIPTOR
+    file = getattr(protos(), module).DESCRIPTOR
     edited = descriptor_pb2.FileDescriptorProto.FromString(
-        with_serialized_node_defs(function.serialized_pb)
+        with_serialized_node_defs(file.serialized_pb, message_name, field_name)
     )
-    expected = descriptor_pb2.FileDescriptorProto.FromString(function.serialized_pb)
-    (message,) = (m for m in expected.message_type if m.name == "FunctionDef")
-    (nodes,) = (f for f in message.field if f.name == "node_def")
+    expected = descriptor_pb2.FileDescriptorProto.FromString(file.serialized_pb)
+    (message,) = (m for m in expected.message_type if m.name == message_name)
+    (nodes,) = (f for f in message.field if f.name == field_name)
     nodes.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
     nodes.ClearField("type_name")
     assert edited == expected
     nodes_field = messages().SavedModel.DESCRIPTOR.file.pool.FindFieldByName(
-        "tensorflow.FunctionDef.node_def"
+        f"tensorflow.{message_name}.{field_name}"
     )
     assert nodes_field.type == nodes_field.TYPE_BYTES
+
+
+def test_a_graph_keeps_its_nodes_serialized_and_reads_as_tensorflows() -> None:
+    graph_pb2 = protos().graph_pb2
+    graph = graph_pb2.GraphDef()
+    graph.node.add(name="x", op="Placeholder").attr["dtype"].type = 1
+    graph.node.add(name="y", op="Identity", input=["x"])
+    read = messages().GraphDef.FromString(graph.SerializeToString())
+    assert [node_name(node) for node in read.node] == ["x", "y"]
+    assert read.SerializeToString() == graph.SerializeToString()
 
 
 def test_a_file_that_is_not_function_proto_is_refused_for_the_edit() -> None:
@@ -87,7 +103,7 @@ def _data(message: Any) -> dict[str, Any]:
 
 
 def _value(field: Any, value: Any) -> Any:
-    if field.full_name == "tensorflow.FunctionDef.node_def":
+    if field.full_name in ("tensorflow.FunctionDef.node_def", "tensorflow.GraphDef.node"):
         return [_data(parse_node_def(node, "f")) for node in value]
     if field.message_type is None:
         return list(value) if isinstance(value, Sequence) and field.is_repeated else value
