@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gradcheck_cli.analysis.analyse import analyse
-from gradcheck_cli.analysis.concerns import regularizer_only
 from gradcheck_cli.analysis.eager import eager_verdicts
 from gradcheck_cli.analysis.verdicts import Analysis, Status, VariableVerdict
 from gradcheck_cli.errors import GradcheckError
@@ -23,6 +22,7 @@ from gradcheck_cli.findings.verification import compare
 from gradcheck_cli.graph.model import GraphKind, TensorFlowVerdict
 from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.reporters import display_path
+from gradcheck_cli.traced_analysis import EarlyAnalyses, by_tape, traced_analysis
 from gradcheck_cli.worker.progress import Steps
 
 # The worker's messages are imported where a traced result is handled: a SavedModel is read
@@ -153,6 +153,7 @@ def check_run(
 
     request = WorkerRequest(Job.RUN, path.resolve(), options, arguments, run_on, sources=sources)
     run_options = replace(options, sum_loss=True)  # TensorFlow sums a non-scalar target
+    analysed = EarlyAnalyses(run_options)  # each graph request, while the script goes on
 
     early: list[list[Report]] = []  # analysed once, when the running script delivered them
     callback = None
@@ -160,20 +161,24 @@ def check_run(
 
         def callback(result: WorkerResult) -> None:
             assert isinstance(result, RunResult)
-            early.append(run_reports(str(path), result, run_options, sources))
+            early.append(run_reports(str(path), result, run_options, sources, analysed))
             on_reports(early[0])
 
-    result = run_worker(request, callback)
+    result = run_worker(request, callback, analysed.add)
     assert isinstance(result, RunResult)
-    return early[0] if early else run_reports(str(path), result, run_options, sources)
+    return early[0] if early else run_reports(str(path), result, run_options, sources, analysed)
 
 
 def run_reports(
-    path: str, result: RunResult, options: CheckOptions, texts: tuple[tuple[str, str], ...] = ()
+    path: str,
+    result: RunResult,
+    options: CheckOptions,
+    texts: tuple[tuple[str, str], ...] = (),
+    early: EarlyAnalyses | None = None,
 ) -> list[Report]:
     """One report per gradient request of a run (`path`: the script, as the reports name it),
     in the order the program asked; `gradcheck run` and `watch()` alike. `texts`: as
-    `check_path`'s `sources`."""
+    `check_path`'s `sources`; `early`: requests analysed while the script ran."""
     untrained = [v.name for v in result.untrained]
     # A variable no request lists, that a request's loss reads and would train (a codebook
     # left out of the list), is told with that request (GC213); the rest with the first
@@ -195,7 +200,7 @@ def run_reports(
             read_not_requested=tuple(n for n in untrained if n in read and n not in told),
             texts=texts,
         )
-        report = report_from_result(request.result, source, options, extra)
+        report = report_from_result(request.result, source, options, extra, early)
         told.update(report.read_not_requested)
         reports[index] = report
     return trained_elsewhere([reports[index] for index in range(len(result.requests))])
@@ -225,8 +230,10 @@ def report_from_result(
     source: SourceInfo,
     options: CheckOptions,
     run: Context | None = None,
+    early: EarlyAnalyses | None = None,
 ) -> Report:
-    """Analyse what the tracer brought back (or take the eager tape's verdicts) and report."""
+    """Analyse what the tracer brought back (or take the eager tape's verdicts) and report.
+    `early`: what was analysed of a run while its script ran."""
     from gradcheck_cli.worker.protocol import (
         EagerResult,
         TensorFlowGradients,
@@ -235,7 +242,7 @@ def report_from_result(
     )
 
     if isinstance(result, TracedGraph) and result.eager_fallback is not None:
-        return _eager_step_report(result, result.eager_fallback, source, options, run)
+        return _eager_step_report(result, result.eager_fallback, source, options, run, early)
     if isinstance(result, EagerResult) and source.kind == "run":
         source = source.read_as(EAGER_VERDICT_ONLY)
     left = None
@@ -245,11 +252,12 @@ def report_from_result(
         notes: list[str] = []
         left = (result.left_at, result.reason)
     else:
-        analysis, notes = _traced_analysis(result, options)
+        analyses = early.analysis if early is not None else traced_analysis
+        analysis, notes = analyses(result, options)
         if isinstance(result, TracedFunction):
             for tape in result.other_tapes:
-                more, more_notes = _traced_analysis(tape, options)
-                analysis = _by_tape(analysis, more)
+                more, more_notes = analyses(tape, options)
+                analysis = by_tape(analysis, more)
                 notes += [note for note in more_notes if note not in notes]
             if result.untrained:
                 never = (run.never_requested if run else ()) + result.untrained
@@ -271,44 +279,6 @@ def report_from_result(
         run or Context(), notes=tuple(notes), verification=verification, left_tensorflow=left
     )
     return _report(source, analysis, context)
-
-
-def _traced_analysis(result: Traced, options: CheckOptions) -> tuple[Analysis, list[str]]:
-    from gradcheck_cli.protos.traced_program import program_from_traced
-    from gradcheck_cli.worker.protocol import TracedFunction
-
-    program = program_from_traced(result, sum_loss=options.sum_loss)
-    context = set(getattr(result, "context_variables", ()))
-    if isinstance(result, TracedFunction) and result.tape_variables is not None:
-        context |= {v.name for v in program.variables} - set(result.tape_variables)
-    whole = analyse(program, cuts_of_live=options.all_cuts)
-    # Variables the graph reads that the request does not list, and that its loss would train
-    # if it did (a codebook, not a teacher under tf.stop_gradient).
-    trainable_context = {v.name for v in whole.verdicts if v.name in context and not v.dead}
-    analysis = replace(_judged(whole, context), trainable_context=frozenset(trainable_context))
-    data_only = result.data_only if isinstance(result, TracedFunction) else None
-    if data_only is not None:
-        alone = analyse(program_from_traced(data_only, sum_loss=options.sum_loss))
-        analysis = replace(analysis, concerns=analysis.concerns + regularizer_only(analysis, alone))
-    return analysis, list(program.notes)
-
-
-def _by_tape(first: Analysis, other: Analysis) -> Analysis:
-    """Two tapes of one train_step: each variable judged by the tape that differentiates it,
-    as `gradcheck run` judges each request; one that both differentiate is live if either
-    trains it."""
-    verdicts = {v.name: v for v in first.verdicts}
-    for verdict in other.verdicts:
-        known = verdicts.get(verdict.name)
-        if known is None or (known.dead and not verdict.dead):
-            verdicts[verdict.name] = verdict
-    concerns = first.concerns + tuple(c for c in other.concerns if c not in first.concerns)
-    return replace(
-        first,
-        verdicts=tuple(verdicts.values()),
-        concerns=concerns,
-        trainable_context=first.trainable_context | other.trainable_context,
-    )
 
 
 def _tape_gradients(result: Traced | EagerResult) -> TensorFlowGradients | None:
@@ -338,13 +308,14 @@ def _eager_step_report(
     source: SourceInfo,
     options: CheckOptions,
     run: Context | None,
+    early: EarlyAnalyses | None,
 ) -> Report:
     """The rebuilt graph's story where it agrees with TensorFlow's eager verdicts, else the
     eager verdicts alone (with where a value left TensorFlow)."""
     rebuilt = replace(result, eager_fallback=None)
     tagged = source.read_as(EAGER_RECONSTRUCTED)
     try:
-        report = report_from_result(rebuilt, tagged, options, run)
+        report = report_from_result(rebuilt, tagged, options, run, early)
     except GradcheckError:
         return report_from_result(eager, source, options, run)
     agreement = compare(report.variables, eager.gradients, None, EAGER_RECONSTRUCTED)
@@ -363,19 +334,6 @@ def _eager_step_report(
     if disagree or left_tensorflow:
         return report_from_result(eager, source, options, run)
     return report
-
-
-def _judged(analysis: Analysis, context: set[str]) -> Analysis:
-    """The analysis without the variables that were in the graph only as context."""
-    if not context:
-        return analysis
-    return replace(
-        analysis,
-        verdicts=tuple(v for v in analysis.verdicts if v.name not in context),
-        concerns=tuple(
-            c for c in analysis.concerns if not c.variables or set(c.variables) - context
-        ),
-    )
 
 
 def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:

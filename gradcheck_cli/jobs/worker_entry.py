@@ -27,10 +27,12 @@ from gradcheck_cli.worker.process_tree import MARK_VARIABLE, ProcessTree, kill_g
 from gradcheck_cli.worker.protocol import (
     UNWRITTEN_EXIT,
     Job,
+    Traced,
     WorkerFailure,
     WorkerRequest,
     WorkerResult,
     reads_path,
+    snapshot_path,
 )
 
 # How often the worker checks that gradcheck, its parent, is still there.
@@ -94,7 +96,11 @@ def main(argv: list[str]) -> int:
         from gradcheck_cli.tracing.keras_models import warnings_told_by_their_cause
 
         with warnings_told_by_their_cause():
-            result = run_job(request, lambda delivered: _deliver(result_path, delivered))
+            result = run_job(
+                request,
+                lambda delivered: _deliver(result_path, delivered),
+                _Sharing(result_path),
+            )
     except Exception as error:
         result = _failure(error, request)
     exit_code = 0
@@ -262,13 +268,33 @@ def _write(path: Path, result: object) -> None:
     partial.replace(path)
 
 
-def run_job(request: WorkerRequest, deliver: Callable[[WorkerResult], None]) -> WorkerResult | None:
-    """The job's result; None when the job delivered it itself (a run, as soon as it is known)."""
+class _Sharing:
+    """Writes a run's graph requests, each as soon as it is made (`snapshot_path`)."""
+
+    def __init__(self, result_path: Path) -> None:
+        self._result_path = result_path
+        self._written = 0
+
+    def __call__(self, traced: Traced) -> None:
+        try:
+            _write(snapshot_path(self._result_path, self._written), traced)
+        except OSError:  # the result holds the request all the same
+            return
+        self._written += 1
+
+
+def run_job(
+    request: WorkerRequest,
+    deliver: Callable[[WorkerResult], None],
+    share: Callable[[Traced], None] | None = None,
+) -> WorkerResult | None:
+    """The job's result; None when the job delivered it itself (a run, as soon as it is known).
+    `share`: takes each graph request of a run as it is made."""
     options = request.options
     if request.job is Job.RUN:
         from gradcheck_cli.run_mode.runner import run_script
 
-        run_script(request, deliver)
+        run_script(request, deliver, share)
         return None
     if request.job is Job.SCRIPT:
         from gradcheck_cli.tracing.script_loading import load_script

@@ -24,7 +24,15 @@ from gradcheck_cli.tracing.leaving_tensorflow import (
     LeaveLog,
     leaving_owners,
 )
-from gradcheck_cli.worker.protocol import EagerResult, GradientRequest, IdleTraining, RunResult
+from gradcheck_cli.worker.protocol import (
+    EagerResult,
+    GradientRequest,
+    IdleTraining,
+    RunResult,
+    Traced,
+    TracedFunction,
+    TracedGraph,
+)
 
 
 class CaptureFailed(BaseException):  # noqa: N818 - it stops the script, like ScriptStopped
@@ -53,6 +61,8 @@ class Capture:
     run_on: bool = False
     # Told when a request cannot be read, instead of stopping the program (in its own process).
     failed: Callable[[CaptureFailed], None] | None = None
+    # Takes each graph request (a traced step's) once it is made, before the program goes on.
+    share: Callable[[Traced], None] | None = None
     created: CreatedVariables = field(default_factory=CreatedVariables)
     requests: list[GradientRequest] = field(default_factory=list)
     # Gradient requests with respect to tensors only, no variable (a deep dream's image, an
@@ -280,6 +290,8 @@ class Capture:
     def _record(self, request: GradientRequest | None, variables: list[tuple[int, Any]]) -> None:
         if request is not None:
             self.requests.append(request)
+            if self.share is not None and isinstance(request.result, (TracedGraph, TracedFunction)):
+                self.share(request.result)
         for _, variable in variables:
             backing = gradient_requests.backing(variable)
             self._requested.add(id(backing))

@@ -13,20 +13,25 @@ from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.run_mode.capture import Capture, CaptureFailed, ScriptStopped
 from gradcheck_cli.tracing.override_maps import recording_override_maps
 from gradcheck_cli.worker import progress
-from gradcheck_cli.worker.protocol import RunResult, WorkerRequest
+from gradcheck_cli.worker.protocol import RunResult, Traced, WorkerRequest
 
 running = False
 """Whether this process is `gradcheck run`'s worker, running a script: its own watch() then
 leaves the check to the run."""
 
 
-def run_script(request: WorkerRequest, deliver: Callable[[RunResult], None]) -> None:
+def run_script(
+    request: WorkerRequest,
+    deliver: Callable[[RunResult], None],
+    share: Callable[[Traced], None] | None = None,
+) -> None:
     """Run the script with its arguments; `deliver` gets its gradient requests at its first
-    weight change (or at its end). GradcheckError if it fails or never asks for gradients."""
+    weight change (or at its end), `share` each graph request as it is made. GradcheckError if
+    it fails or never asks for gradients."""
     global running
     running = True
     path = request.path
-    capture = Capture(deliver, run_on=request.run_on)
+    capture = Capture(deliver, run_on=request.run_on, share=share)
     capture.track_variables()
     capture.install()
     sys.argv = [str(path), *request.arguments]

@@ -41,12 +41,14 @@ from gradcheck_cli.worker.protocol import (
     Reads,
     RunResult,
     TensorFlowGradients,
+    Traced,
     TracedFunction,
     TracedGraph,
     WorkerFailure,
     WorkerRequest,
     WorkerResult,
     reads_path,
+    snapshot_path,
 )
 from gradcheck_cli.worker.warm_workers import start_worker
 
@@ -161,7 +163,9 @@ Answer = TracedFunction | TracedGraph | EagerResult | TensorFlowGradients | RunR
 
 
 def run_worker(
-    request: WorkerRequest, on_result: Callable[[WorkerResult], None] | None = None
+    request: WorkerRequest,
+    on_result: Callable[[WorkerResult], None] | None = None,
+    on_snapshot: Callable[[Traced], None] | None = None,
 ) -> Answer:
     """Everything the worker (and the user's code in it) prints goes to our stderr, line by line.
 
@@ -172,8 +176,10 @@ def run_worker(
 
     A run that goes on after delivering its result (`request.run_on`) hands it to `on_result`
     as soon as it is written; the wait for the script's end then has no time limit.
+    `on_snapshot` gets each graph request of a run as the worker writes it, while the script
+    goes on (`snapshot_path`).
     """
-    return _run_worker(request, on_result)[0]
+    return _run_worker(request, on_result, on_snapshot)[0]
 
 
 def run_worker_recording(request: WorkerRequest) -> tuple[Answer, Reads | None]:
@@ -182,7 +188,9 @@ def run_worker_recording(request: WorkerRequest) -> tuple[Answer, Reads | None]:
 
 
 def _run_worker(
-    request: WorkerRequest, on_result: Callable[[WorkerResult], None] | None
+    request: WorkerRequest,
+    on_result: Callable[[WorkerResult], None] | None,
+    on_snapshot: Callable[[Traced], None] | None = None,
 ) -> tuple[Answer, Reads | None]:
     options = request.options
     timeout = _time_limit(options.timeout)
@@ -238,7 +246,10 @@ def _run_worker(
                     assert stream is not None
                     relays.append(_start_relay(stream, relay))
                 watch = result_path if request.run_on and on_result is not None else None
-                finished = _wait_for_exit(process.pid, left, watch, status.poll)
+                meanwhile = status.poll
+                if on_snapshot is not None:
+                    meanwhile = _Snapshots(result_path, on_snapshot, status.poll)
+                finished = _wait_for_exit(process.pid, left, watch, meanwhile)
             if finished and watch is not None and process.poll() is None:
                 assert on_result is not None
                 delivered = _read_result(result_path)
@@ -283,6 +294,29 @@ def _run_worker(
     if isinstance(result, WorkerFailure):
         raise GradcheckError(result.message)
     return result, reads
+
+
+class _Snapshots:
+    """At each look at the worker: hand on the graph requests it wrote since, then `then`."""
+
+    def __init__(
+        self, result_path: Path, on_snapshot: Callable[[Traced], None], then: Callable[[], None]
+    ) -> None:
+        self._result_path, self._on_snapshot, self._then = result_path, on_snapshot, then
+        self._read = 0
+
+    def __call__(self) -> None:
+        path = snapshot_path(self._result_path, self._read)
+        while path.is_file():
+            self._read += 1
+            try:
+                snapshot = _read_result(path)
+            except (OSError, pickle.UnpicklingError, EOFError):
+                snapshot = None  # the result holds the request all the same
+            if isinstance(snapshot, (TracedFunction, TracedGraph)):
+                self._on_snapshot(snapshot)
+            path = snapshot_path(self._result_path, self._read)
+        self._then()
 
 
 def _read_reads(path: Path) -> Reads | None:

@@ -52,6 +52,13 @@ def reads_path(result_path: Path) -> Path:
     return result_path.with_name("reads.pickle")
 
 
+def snapshot_path(result_path: Path, number: int) -> Path:
+    """Where a run's worker leaves its graph request `number` (from 0) as soon as it is made,
+    while the script goes on: gradcheck analyses it meanwhile (`pipeline.check_run`). The
+    result still holds every request; a snapshot only lets the work start sooner."""
+    return result_path.with_name(f"snapshot-{number}.pickle")
+
+
 class ReadKind(str, enum.Enum):
     FILE = "file"  # its content
     FOLDER = "folder"  # the names it holds (os.listdir, os.scandir, glob)
