@@ -10,6 +10,7 @@ loop variables (`loop_summary`), so every walker sees it as a plain call.
 from __future__ import annotations
 
 import enum
+import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -253,6 +254,7 @@ class BodyIndex:
         self._carries: bytearray | None = None
         self._plain: bytearray | None = None
         self._dtype_judged: bytearray | None = None
+        self._passing: bytes | None = None
         self._consumed: TensorSet | None = None
 
     @property
@@ -272,11 +274,8 @@ class BodyIndex:
         """Per node number, 1 for an ordinary op (no control flow: `StepKind.PLAIN`)."""
         if self._plain is None:
             flat = self.arrays.flat
-            plain = bytearray(len(flat))
             kinds = {pair: step.kind is StepKind.PLAIN for pair, step in steps(flat).items()}
-            for n, pair in enumerate(zip(flat.op_types, flat.calls)):
-                plain[n] = kinds[pair]
-            self._plain = plain
+            self._plain = bytearray(map(kinds.__getitem__, zip(flat.op_types, flat.calls)))
         return self._plain
 
     @property
@@ -286,27 +285,52 @@ class BodyIndex:
         for a product by whether a factor may be zero."""
         if self._dtype_judged is None:
             flat = self.arrays.flat
-            judged = bytearray(len(flat))
             kinds = _DTYPE_KINDS.setdefault(flat.tables, {})
-            overridden = flat.gradient_op_types
-            for n, pair in enumerate(zip(flat.op_types, flat.signatures)):
-                if n in overridden:
-                    continue
-                kind = kinds.get(pair)
-                if kind is None:
-                    op, dtypes = flat.op_table.values[pair[0]], flat.signature_table.values[pair[1]]
-                    node = Node("", op, output_dtypes=dtypes)
-                    kind = kinds[pair] = (
-                        _PASSES
-                        if passes_trainable_inputs(node)
-                        else _UNLESS_A_ZERO
-                        if passes_unless_a_factor_is_zero(node)
-                        else _JUDGED_BY_RULES
-                    )
-                if kind == _PASSES or kind == _UNLESS_A_ZERO and not a_factor_may_be_zero(flat, n):
-                    judged[n] = 1
+            for pair in set(zip(flat.op_types, flat.signatures)) - kinds.keys():
+                op, dtypes = flat.op_table.values[pair[0]], flat.signature_table.values[pair[1]]
+                node = Node("", op, output_dtypes=dtypes)
+                kinds[pair] = (
+                    _PASSES
+                    if passes_trainable_inputs(node)
+                    else _UNLESS_A_ZERO
+                    if passes_unless_a_factor_is_zero(node)
+                    else _JUDGED_BY_RULES
+                )
+            # Per node its kind's code, then 1 for the kinds the dtype rule alone judges; a
+            # product is judged so when no factor may be zero.
+            codes = bytes(map(kinds.__getitem__, zip(flat.op_types, flat.signatures)))
+            judged = bytearray(codes.translate(_JUDGED_BY_KIND))
+            n = codes.find(_UNLESS_A_ZERO_CODE)
+            while n >= 0:
+                judged[n] = not a_factor_may_be_zero(flat, n)
+                n = codes.find(_UNLESS_A_ZERO_CODE, n + 1)
+            for n in flat.gradient_op_types:
+                judged[n] = 0
             self._dtype_judged = judged
         return self._dtype_judged
+
+    @property
+    def passing(self) -> bytes:
+        """Per node number, 1 for an ordinary op that the dtype rule alone judges and whose
+        every input and output can carry gradient: gradient from any output reaches every
+        input, in every gradient pass. Found on the arrays, by the few tensors that cannot
+        carry gradient."""
+        if self._passing is None:
+            arrays, carries = self.arrays, self.carries
+            passing = bytearray(map(operator.and_, self.plain, self.dtype_judged))
+            producers = arrays.tensor_producers() if carries.find(0) >= 0 else ()
+            t = carries.find(0)
+            while t >= 0:
+                if producers[t] >= 0:
+                    passing[producers[t]] = 0
+                t = carries.find(0, t + 1)
+            inputs = bytes(map(carries.__getitem__, arrays.input_tensors))
+            edge = inputs.find(0)
+            while edge >= 0:
+                passing[arrays.edge_nodes[edge]] = 0
+                edge = inputs.find(0, edge + 1)
+            self._passing = bytes(passing)
+        return self._passing
 
     @property
     def carries(self) -> bytearray:
@@ -318,6 +342,8 @@ class BodyIndex:
 
 # How the cut rules judge the nodes of an op type and signature (`BodyIndex.dtype_judged`).
 _PASSES, _UNLESS_A_ZERO, _JUDGED_BY_RULES = range(3)
+_JUDGED_BY_KIND = bytes([1, 0, 0]) + bytes(253)  # a `bytes.translate` table: 1 for _PASSES
+_UNLESS_A_ZERO_CODE = bytes([_UNLESS_A_ZERO])
 
 _DTYPE_KINDS: WeakKeyDictionary[Tables, dict[tuple[int, int], int]] = WeakKeyDictionary()
 """How the cut rules judge each (op type, signature) pair, by the tables that number them (the

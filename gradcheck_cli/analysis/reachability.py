@@ -287,6 +287,8 @@ class Reachability:
         gradient, ignore = self.gradient, self.ignore
         carries = facts.carries if gradient else b""
         by_dtype = facts.dtype_judged if gradient else b""
+        # Nodes whose every input gets every output's mask, in this pass: most of them.
+        passing = facts.passing if gradient else plain
         lossless = self.lossless
         lost = False
         for n in plan:
@@ -302,6 +304,15 @@ class Reachability:
                 if not everything:
                     continue
             start, end = starts[n], starts[n + 1]
+            if passing[n]:
+                for edge in range(start, end):
+                    t = tensors[edge]
+                    old = masks[t]
+                    if old | everything != old:
+                        masks[t] = old | everything
+                        if grown is not None and producers[edge] >= 0:
+                            grown.append(producers[edge])
+                continue
             # Each input gets `mask`, or its own of `edge_masks` (control flow), unless the
             # cut rules cut it (`judged`).
             judged: tuple[Cut | None, ...] | None = None
@@ -406,7 +417,17 @@ def _forward(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> Ten
                     cut = judged[edge - starts[n]]
                     if cut is not None and cut.reason not in ignore:
                         continue
+                if stop - first == 1:  # most ops: one output, without a list for it
+                    if carries[first] and not seen[first]:
+                        seen[first] = 1
+                        queue.append(first)
+                    continue
                 outputs = [u for u in range(first, stop) if carries[u]]
+            elif stop - first == 1:
+                if not seen[first]:
+                    seen[first] = 1
+                    queue.append(first)
+                continue
             else:
                 outputs = range(first, stop)
             for u in outputs:

@@ -102,6 +102,34 @@ def split_node_def(raw: bytes) -> tuple[str, str, list[str], bytes] | None:
     fields (attributes, device, debug info), without parsing those: TensorFlow writes the
     fields in number order. None when the bytes do not start with a name, then an op type,
     then inputs, each well formed (the caller then parses the whole message)."""
+    # The short way, for most nodes: a name, an op type and inputs of one length byte each
+    # (shorter than 128 bytes). Anything else is read by the general way below.
+    size = len(raw)
+    if size > 3 and raw[0] == _NAME and raw[1] < 0x80:
+        op_at = raw[1] + 2
+        if op_at + 1 < size and raw[op_at] == _OP and raw[op_at + 1] < 0x80:
+            position = op_at + 2 + raw[op_at + 1]
+            if position <= size:
+                try:
+                    name, op = raw[2:op_at].decode(), raw[op_at + 2 : position].decode()
+                    inputs = []
+                    while (
+                        position + 1 < size and raw[position] == _INPUT and raw[position + 1] < 0x80
+                    ):
+                        start = position + 2
+                        position = start + raw[position + 1]
+                        if position > size:
+                            return None
+                        inputs.append(raw[start:position].decode())
+                except UnicodeDecodeError:
+                    return None
+                if position == size or raw[position] != _INPUT:
+                    return name, op, inputs, raw[position:]
+    return _split_node_def(raw)
+
+
+def _split_node_def(raw: bytes) -> tuple[str, str, list[str], bytes] | None:
+    """`split_node_def`'s general way: any length of each field."""
     texts: list[str] = []
     position, size = 0, len(raw)
     expected = _NAME

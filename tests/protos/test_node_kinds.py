@@ -3,13 +3,14 @@ other bytes repeat share one kind: the graph built is the one protobuf's own par
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import TensorRef
-from gradcheck_cli.protos import graph_builder
+from gradcheck_cli.protos import graph_builder, tf_protos
 from gradcheck_cli.protos.graph_builder import GraphBuilder
 from gradcheck_cli.protos.op_defs import merged_op_defs
 from gradcheck_cli.protos.tf_protos import parse_node_def, protos, split_node_def
@@ -44,6 +45,34 @@ def test_the_split_reads_what_protobuf_reads() -> None:
 )
 def test_bytes_the_split_does_not_read_are_left_to_protobuf(raw: bytes) -> None:
     assert split_node_def(raw) is None
+
+
+def _field(tag: int, data: bytes) -> bytes:
+    length, size = bytearray(), len(data)
+    while size >= 0x80:
+        length.append(size & 0x7F | 0x80)
+        size >>= 7
+    return bytes([tag, *length, size]) + data
+
+
+def test_the_short_way_of_the_split_agrees_with_its_general_way() -> None:
+    """Names, op types and inputs of one length byte take a short way: on any bytes (long
+    fields, wrong tags, cut short, not UTF-8) it gives what the general way gives."""
+    rng = random.Random(32)
+    texts = [b"", b"a", b"x" * 127, b"y" * 128, b"z" * 300, b"\xff\xfe", "é".encode(), b"n:o:0"]
+    read = 0
+    for _ in range(20_000):
+        tags = [0x0A, 0x12] + [0x1A] * rng.randint(0, 3) + rng.choice([[], [0x22], [0x0A]])
+        tags = [rng.choice([0x0A, 0x12, 0x1A, 0x22]) if rng.random() < 0.03 else t for t in tags]
+        raw = b"".join(_field(tag, rng.choice(texts)) for tag in tags)
+        if rng.random() < 0.2:
+            raw = raw[: rng.randint(0, len(raw))]
+        if rng.random() < 0.05:
+            raw += bytes([rng.choice([0x0A, 0x12, 0x1A])])
+        split = split_node_def(raw)
+        assert split == tf_protos._split_node_def(raw), raw
+        read += split is not None
+    assert read > 5_000  # the bytes are mostly a readable NodeDef's
 
 
 def _function(nodes: list[Any]) -> Any:
