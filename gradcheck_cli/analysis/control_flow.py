@@ -25,7 +25,7 @@ from gradcheck_cli.differentiability.rules import (
 from gradcheck_cli.differentiability.structural_zeros import Surroundings, a_factor_may_be_zero
 from gradcheck_cli.graph.arrays import BodyArrays, TensorSet
 from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
-from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
+from gradcheck_cli.graph.model import CARRIES_GRADIENT, Body, Node, Program, TensorRef
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 IF_OPS = frozenset({"If", "StatelessIf"})
@@ -317,13 +317,15 @@ class BodyIndex:
         carry gradient."""
         if self._passing is None:
             arrays, carries = self.arrays, self.carries
+            flat = arrays.flat
+            # An output that cannot carry gradient is one its signature declares so.
+            carrying = [
+                all(dtype in CARRIES_GRADIENT for dtype in dtypes)
+                for dtypes in flat.signature_table.values
+            ]
+            outputs = map(carrying.__getitem__, flat.signatures)
             passing = bytearray(map(operator.and_, self.plain, self.dtype_judged))
-            producers = arrays.tensor_producers() if carries.find(0) >= 0 else ()
-            t = carries.find(0)
-            while t >= 0:
-                if producers[t] >= 0:
-                    passing[producers[t]] = 0
-                t = carries.find(0, t + 1)
+            passing = bytearray(map(operator.and_, passing, outputs))
             inputs = bytes(map(carries.__getitem__, arrays.input_tensors))
             edge = inputs.find(0)
             while edge >= 0:

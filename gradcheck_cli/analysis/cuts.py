@@ -257,6 +257,7 @@ class CutFinder:
         reader_start, reader_edges = arrays.reader_start, arrays.reader_edges
         tensors, producers = arrays.input_tensors, arrays.tensor_producers()
         input_cuts, by_dtype, carries = facts.input_cuts, facts.dtype_judged, facts.carries
+        passing = facts.passing
         values = masks.values
         shape_ops = {n for n, op in enumerate(flat.op_table.values) if op in SHAPE_OPS}
         found: list[Blocker] = []
@@ -277,13 +278,20 @@ class CutFinder:
                 first = offsets[n]
                 if plain[n]:
                     # Structurally an ordinary op's input reaches every output.
-                    reached = [u for u in range(first, offsets[n + 1]) if values[u]]
-                    if not reached:
-                        continue
+                    if offsets[n + 1] - first == 1:  # most ops: one output
+                        if not values[first]:
+                            continue
+                        reached = [first]
+                    else:
+                        reached = [u for u in range(first, offsets[n + 1]) if values[u]]
+                        if not reached:
+                            continue
                     judged = input_cuts[n]
                     if judged is None:
                         start, stop = starts[n], starts[n + 1]
-                        if by_dtype[n] and all(carries[tensors[e]] for e in range(start, stop)):
+                        if passing[n] or (
+                            by_dtype[n] and all(carries[tensors[e]] for e in range(start, stop))
+                        ):
                             # `_cuts_of`'s short way, without the call; kept for the next walk.
                             judged = input_cuts[n] = uncut(stop - start)
                         else:
