@@ -22,7 +22,10 @@ from gradcheck_cli.differentiability.rules import (
     passes_trainable_inputs,
     passes_unless_a_factor_is_zero,
 )
-from gradcheck_cli.differentiability.structural_zeros import Surroundings, a_factor_may_be_zero
+from gradcheck_cli.differentiability.structural_zeros import (
+    Surroundings,
+    a_factor_may_be_zero,
+)
 from gradcheck_cli.graph.arrays import BodyArrays, TensorSet
 from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
 from gradcheck_cli.graph.model import CARRIES_GRADIENT, Body, Node, Program, TensorRef
@@ -300,10 +303,10 @@ class BodyIndex:
             # product is judged so when no factor may be zero.
             codes = bytes(map(kinds.__getitem__, zip(flat.op_types, flat.signatures)))
             judged = bytearray(codes.translate(_JUDGED_BY_KIND))
-            n = codes.find(_UNLESS_A_ZERO_CODE)
-            while n >= 0:
-                judged[n] = not a_factor_may_be_zero(flat, n)
-                n = codes.find(_UNLESS_A_ZERO_CODE, n + 1)
+            if _UNLESS_A_ZERO_CODE in codes:
+                products = [n for n, code in enumerate(codes) if code == _UNLESS_A_ZERO]
+                for n in products:
+                    judged[n] = not a_factor_may_be_zero(flat, n)
             for n in flat.gradient_op_types:
                 judged[n] = 0
             self._dtype_judged = judged

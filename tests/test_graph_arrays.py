@@ -1,0 +1,51 @@
+"""A body's flat arrays: who reads each tensor and who makes it, read off the arrays in bulk,
+are what a walk over the nodes one by one finds (a large body sorts its readers with NumPy,
+a small one without: both give the same)."""
+
+from __future__ import annotations
+
+import random
+
+from gradcheck_cli.graph import arrays
+from gradcheck_cli.graph.arrays import BodyArrays
+from gradcheck_cli.graph.model import Body, TensorRef
+from tests.graph_factory import BodyFactory
+
+
+def _random_body(seed: int, size: int) -> Body:
+    rng = random.Random(seed)
+    factory = BodyFactory("f")
+    made = [factory.arg("x")]
+    for k in range(size):
+        widths = rng.choice([1, 1, 1, 2, 3])
+        inputs = [rng.choice(made) for _ in range(rng.randint(0, 3))]
+        inputs += [TensorRef("outside", 0)] if rng.random() < 0.02 else []
+        out = factory.op(f"op_{k}", "Op", *inputs, dtypes=("float32",) * widths)
+        made += [TensorRef(out.node, index) for index in range(widths)]
+    return Body("f", factory.nodes, args=tuple(factory.args), rets=(made[-1],))
+
+
+def test_readers_and_producers_are_what_a_walk_of_the_nodes_finds() -> None:
+    for seed in range(5):
+        body_arrays = BodyArrays(_random_body(seed, 300))
+        readers: dict[int, list[int]] = {}
+        for edge, t in enumerate(body_arrays.input_tensors):
+            readers.setdefault(t, []).append(edge)
+        for t in range(body_arrays.tensor_count):
+            start, stop = body_arrays.reader_start[t], body_arrays.reader_start[t + 1]
+            assert list(body_arrays.reader_edges[start:stop]) == readers.get(t, [])
+        producers = body_arrays.tensor_producers()
+        assert len(producers) == body_arrays.tensor_count
+        for n in range(len(body_arrays)):
+            for t in range(body_arrays.offsets[n], body_arrays.offsets[n + 1]):
+                assert producers[t] == n
+        assert all(producers[t] == -1 for t in body_arrays.outside.values())
+        assert body_arrays.outside  # the random bodies read from outside, too
+
+
+def test_numpy_sorts_the_readers_as_the_counting_sort_does() -> None:
+    for seed in range(5):
+        body_arrays = BodyArrays(_random_body(seed, 2_000))
+        tensors, count = body_arrays.input_tensors, body_arrays.tensor_count
+        assert len(tensors) < arrays.NUMPY_READERS  # the counting sort's size
+        assert arrays._readers_by_numpy(tensors, count) == arrays._readers(tensors, count)
