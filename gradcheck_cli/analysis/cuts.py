@@ -281,17 +281,25 @@ class CutFinder:
                     if offsets[n + 1] - first == 1:  # most ops: one output
                         if not values[first]:
                             continue
-                        reached = [first]
+                        reached = (first,)
                     else:
-                        reached = [u for u in range(first, offsets[n + 1]) if values[u]]
+                        reached = tuple(u for u in range(first, offsets[n + 1]) if values[u])
                         if not reached:
                             continue
+                    if passing[n]:  # most ops: no input of theirs is cut
+                        if trace is not None:
+                            trace.add(source, n, None)
+                        if shape_ops and flat.op_types[n] in shape_ops:
+                            continue
+                        for u in reached:
+                            if not seen[u]:
+                                seen[u] = 1
+                                queue.append(u)
+                        continue
                     judged = input_cuts[n]
                     if judged is None:
                         start, stop = starts[n], starts[n + 1]
-                        if passing[n] or (
-                            by_dtype[n] and all(carries[tensors[e]] for e in range(start, stop))
-                        ):
+                        if by_dtype[n] and all(carries[tensors[e]] for e in range(start, stop)):
                             # `_cuts_of`'s short way, without the call; kept for the next walk.
                             judged = input_cuts[n] = uncut(stop - start)
                         else:
