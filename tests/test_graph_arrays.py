@@ -1,6 +1,6 @@
-"""A body's flat arrays: who reads each tensor and who makes it, read off the arrays in bulk,
-are what a walk over the nodes one by one finds (a large body sorts its readers with NumPy,
-a small one without: both give the same)."""
+"""A body's flat arrays: who reads each tensor, who makes it and which outputs can carry
+gradient, read off the arrays in bulk, are what a walk over the nodes one by one finds (a
+large body sorts its readers with NumPy, a small one without: both give the same)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ def _random_body(seed: int, size: int) -> Body:
     made = [factory.arg("x")]
     for k in range(size):
         widths = rng.choice([1, 1, 1, 2, 3])
+        dtypes = tuple(rng.choice(["float32", "float32", "int32"]) for _ in range(widths))
         inputs = [rng.choice(made) for _ in range(rng.randint(0, 3))]
-        inputs += [TensorRef("outside", 0)] if rng.random() < 0.02 else []
-        out = factory.op(f"op_{k}", "Op", *inputs, dtypes=("float32",) * widths)
+        inputs += [TensorRef("outside", 0)] if rng.random() < 0.02 or k == size // 2 else []
+        out = factory.op(f"op_{k}", "Op", *inputs, dtypes=dtypes)
         made += [TensorRef(out.node, index) for index in range(widths)]
     return Body("f", factory.nodes, args=tuple(factory.args), rets=(made[-1],))
 
@@ -41,6 +42,11 @@ def test_readers_and_producers_are_what_a_walk_of_the_nodes_finds() -> None:
                 assert producers[t] == n
         assert all(producers[t] == -1 for t in body_arrays.outside.values())
         assert body_arrays.outside  # the random bodies read from outside, too
+        carries, carrying = body_arrays.carries_gradient(), body_arrays.outputs_carry_gradient()
+        for n in range(len(body_arrays)):
+            outputs = range(body_arrays.offsets[n], body_arrays.offsets[n + 1])
+            assert carrying[n] == all(carries[t] for t in outputs)
+        assert 0 < sum(carrying) < len(carrying)  # ints and floats both
 
 
 def test_numpy_sorts_the_readers_as_the_counting_sort_does() -> None:

@@ -22,13 +22,10 @@ from gradcheck_cli.differentiability.rules import (
     passes_trainable_inputs,
     passes_unless_a_factor_is_zero,
 )
-from gradcheck_cli.differentiability.structural_zeros import (
-    Surroundings,
-    a_factor_may_be_zero,
-)
+from gradcheck_cli.differentiability.structural_zeros import Surroundings, a_factor_may_be_zero
 from gradcheck_cli.graph.arrays import BodyArrays, TensorSet
 from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
-from gradcheck_cli.graph.model import CARRIES_GRADIENT, Body, Node, Program, TensorRef
+from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 IF_OPS = frozenset({"If", "StatelessIf"})
@@ -304,9 +301,9 @@ class BodyIndex:
             codes = bytes(map(kinds.__getitem__, zip(flat.op_types, flat.signatures)))
             judged = bytearray(codes.translate(_JUDGED_BY_KIND))
             if _UNLESS_A_ZERO_CODE in codes:
-                products = [n for n, code in enumerate(codes) if code == _UNLESS_A_ZERO]
-                for n in products:
-                    judged[n] = not a_factor_may_be_zero(flat, n)
+                for n, code in enumerate(codes):
+                    if code == _UNLESS_A_ZERO:
+                        judged[n] = not a_factor_may_be_zero(flat, n)
             for n in flat.gradient_op_types:
                 judged[n] = 0
             self._dtype_judged = judged
@@ -320,15 +317,8 @@ class BodyIndex:
         carry gradient."""
         if self._passing is None:
             arrays, carries = self.arrays, self.carries
-            flat = arrays.flat
-            # An output that cannot carry gradient is one its signature declares so.
-            carrying = [
-                all(dtype in CARRIES_GRADIENT for dtype in dtypes)
-                for dtypes in flat.signature_table.values
-            ]
-            outputs = map(carrying.__getitem__, flat.signatures)
             passing = bytearray(map(operator.and_, self.plain, self.dtype_judged))
-            passing = bytearray(map(operator.and_, passing, outputs))
+            passing = bytearray(map(operator.and_, passing, arrays.outputs_carry_gradient()))
             inputs = bytes(map(carries.__getitem__, arrays.input_tensors))
             edge = inputs.find(0)
             while edge >= 0:

@@ -283,30 +283,22 @@ class CutFinder:
                             continue
                         reached = (first,)
                     else:
-                        reached = tuple(u for u in range(first, offsets[n + 1]) if values[u])
+                        reached = [u for u in range(first, offsets[n + 1]) if values[u]]
                         if not reached:
                             continue
-                    if passing[n]:  # most ops: no input of theirs is cut
-                        if trace is not None:
-                            trace.add(source, n, None)
-                        if shape_ops and flat.op_types[n] in shape_ops:
-                            continue
-                        for u in reached:
-                            if not seen[u]:
-                                seen[u] = 1
-                                queue.append(u)
-                        continue
-                    judged = input_cuts[n]
-                    if judged is None:
-                        start, stop = starts[n], starts[n + 1]
-                        if by_dtype[n] and all(carries[tensors[e]] for e in range(start, stop)):
-                            # `_cuts_of`'s short way, without the call; kept for the next walk.
-                            judged = input_cuts[n] = uncut(stop - start)
-                        else:
-                            judged = self.structural.node_cuts(body, n)
-                    cut = judged[i]
-                    if cut is not None and not cut.inherited:
-                        found.append(_blocker(body, flat.node(n), cut.reason, cut.message))
+                    cut = None  # most ops (`passing`): no input of theirs is cut
+                    if not passing[n]:
+                        judged = input_cuts[n]
+                        if judged is None:
+                            start, stop = starts[n], starts[n + 1]
+                            if by_dtype[n] and all(carries[tensors[e]] for e in range(start, stop)):
+                                # `_cuts_of`'s short way, without the call; kept for the next walk.
+                                judged = input_cuts[n] = uncut(stop - start)
+                            else:
+                                judged = self.structural.node_cuts(body, n)
+                        cut = judged[i]
+                        if cut is not None and not cut.inherited:
+                            found.append(_blocker(body, flat.node(n), cut.reason, cut.message))
                     if trace is not None:
                         here = cut.reason if cut and not cut.inherited else None
                         trace.add(source, n, here)

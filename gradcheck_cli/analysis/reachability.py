@@ -304,21 +304,14 @@ class Reachability:
                 if not everything:
                     continue
             start, end = starts[n], starts[n + 1]
-            if passing[n]:
-                for edge in range(start, end):
-                    t = tensors[edge]
-                    old = masks[t]
-                    if old | everything != old:
-                        masks[t] = old | everything
-                        if grown is not None and producers[edge] >= 0:
-                            grown.append(producers[edge])
-                continue
             # Each input gets `mask`, or its own of `edge_masks` (control flow), unless the
-            # cut rules cut it (`judged`).
+            # cut rules cut it (`judged`). A passing node's inputs each get every mask.
             judged: tuple[Cut | None, ...] | None = None
             edge_masks: list[int] | None = None
             mask = everything
-            if not plain[n]:
+            if passing[n]:
+                pass
+            elif not plain[n]:
                 edge_masks = [0] * (end - start)
                 node = arrays.node(n)
                 for i, reached in self.input_masks(body, node, masks[first:stop]):
@@ -407,29 +400,22 @@ def _forward(body: Body, seeds: Iterable[TensorRef], reach: Reachability) -> Ten
             if not plain[n]:
                 node = arrays.node(n)
                 outputs = [first + k for k in reach.outputs_from(body, node, edge - starts[n])]
-            elif gradient:
+            else:
                 # A node only the dtype rule judges passes gradient on from a tensor that
                 # carries it (`_cuts_of`'s short way).
-                if not (by_dtype[n] and carries[t]):
+                if gradient and not (by_dtype[n] and carries[t]):
                     judged = cuts[n]
                     if judged is None:
                         judged = reach._cuts_of(body, facts, n)
                     cut = judged[edge - starts[n]]
                     if cut is not None and cut.reason not in ignore:
                         continue
-                if stop - first == 1:  # most ops: one output, without a list for it
-                    if carries[first] and not seen[first]:
+                if stop - first == 1:  # most ops: one output, stepped to without a list
+                    if not seen[first] and (not gradient or carries[first]):
                         seen[first] = 1
                         queue.append(first)
                     continue
-                outputs = [u for u in range(first, stop) if carries[u]]
-            elif stop - first == 1:
-                if not seen[first]:
-                    seen[first] = 1
-                    queue.append(first)
-                continue
-            else:
-                outputs = range(first, stop)
+                outputs = [u for u in range(first, stop) if not gradient or carries[u]]
             for u in outputs:
                 if not seen[u]:
                     seen[u] = 1

@@ -140,15 +140,23 @@ class BodyArrays:
         """Per tensor, 1 if its dtype can carry gradient (an undeclared output is given the
         benefit of the doubt, like an unknown producer)."""
         carries = bytearray(b"\x01") * self.tensor_count
-        # Per output signature, the outputs that cannot carry gradient.
-        blocked = [
-            [k for k, dtype in enumerate(dtypes) if dtype not in CARRIES_GRADIENT]
-            for dtypes in self.flat.signature_table.values
-        ]
+        blocked = self._blocked_outputs()
         for signature, start in zip(self.flat.signatures, self.offsets):
             for k in blocked[signature]:
                 carries[start + k] = 0
         return carries
+
+    def outputs_carry_gradient(self) -> bytes:
+        """Per node, 1 if every output it declares can carry gradient (`carries_gradient`)."""
+        carrying = [not outputs for outputs in self._blocked_outputs()]
+        return bytes(map(carrying.__getitem__, self.flat.signatures))
+
+    def _blocked_outputs(self) -> list[list[int]]:
+        """Per output signature, the outputs that cannot carry gradient."""
+        return [
+            [k for k, dtype in enumerate(dtypes) if dtype not in CARRIES_GRADIENT]
+            for dtypes in self.flat.signature_table.values
+        ]
 
     # -- views by TensorRef -------------------------------------------------------------------
 
@@ -191,7 +199,7 @@ def _readers_by_numpy(input_tensors: array[int], count: int) -> tuple[array[int]
     tensors = numpy.frombuffer(input_tensors, dtype=numpy.int64)
     starts = numpy.zeros(count + 1, dtype=numpy.int64)
     numpy.cumsum(numpy.bincount(tensors, minlength=count), out=starts[1:])
-    edges = numpy.argsort(tensors, kind="stable").astype(numpy.int64)
+    edges = numpy.argsort(tensors, kind="stable").astype(numpy.int64, copy=False)
     start, order = array("q"), array("q")
     start.frombytes(starts.tobytes())
     order.frombytes(edges.tobytes())
