@@ -251,9 +251,9 @@ class BodyIndex:
         self.input_cuts: list[tuple[Cut | None, ...] | None] = [None] * len(arrays)
         self.orders: dict[frozenset[TensorRef], Any] = {}  # reachability's plans
         self.surroundings: Surroundings | None = None
-        self._carries: bytearray | None = None
-        self._plain: bytearray | None = None
-        self._dtype_judged: bytearray | None = None
+        self._carries: bytes | None = None
+        self._plain: bytes | None = None
+        self._dtype_judged: bytes | None = None
         self._passing: bytes | None = None
         self._consumed: TensorSet | None = None
 
@@ -270,43 +270,19 @@ class BodyIndex:
         return self.arrays.widths[n] if n is not None else len(node.output_dtypes)
 
     @property
-    def plain(self) -> bytearray:
+    def plain(self) -> bytes:
         """Per node number, 1 for an ordinary op (no control flow: `StepKind.PLAIN`)."""
         if self._plain is None:
-            flat = self.arrays.flat
-            kinds = {pair: step.kind is StepKind.PLAIN for pair, step in steps(flat).items()}
-            self._plain = bytearray(map(kinds.__getitem__, zip(flat.op_types, flat.calls)))
+            self._plain = self._learnt("plain", _plain)
         return self._plain
 
     @property
-    def dtype_judged(self) -> bytearray:
+    def dtype_judged(self) -> bytes:
         """Per node number, 1 if the cut rules pass gradient to each of its inputs whose dtype
         can carry it (`passes_trainable_inputs`): decided once per op type and signature, and
         for a product by whether a factor may be zero."""
         if self._dtype_judged is None:
-            flat = self.arrays.flat
-            kinds = _DTYPE_KINDS.setdefault(flat.tables, {})
-            for pair in set(zip(flat.op_types, flat.signatures)) - kinds.keys():
-                op, dtypes = flat.op_table.values[pair[0]], flat.signature_table.values[pair[1]]
-                node = Node("", op, output_dtypes=dtypes)
-                kinds[pair] = (
-                    _PASSES
-                    if passes_trainable_inputs(node)
-                    else _UNLESS_A_ZERO
-                    if passes_unless_a_factor_is_zero(node)
-                    else _JUDGED_BY_RULES
-                )
-            # Per node its kind's code, then 1 for the kinds the dtype rule alone judges; a
-            # product is judged so when no factor may be zero.
-            codes = bytes(map(kinds.__getitem__, zip(flat.op_types, flat.signatures)))
-            judged = bytearray(codes.translate(_JUDGED_BY_KIND))
-            if _UNLESS_A_ZERO_CODE in codes:
-                for n, code in enumerate(codes):
-                    if code == _UNLESS_A_ZERO:
-                        judged[n] = not a_factor_may_be_zero(flat, n)
-            for n in flat.gradient_op_types:
-                judged[n] = 0
-            self._dtype_judged = judged
+            self._dtype_judged = self._learnt("dtype_judged", _dtype_judged)
         return self._dtype_judged
 
     @property
@@ -316,23 +292,70 @@ class BodyIndex:
         input, in every gradient pass. Found on the arrays, by the few tensors that cannot
         carry gradient."""
         if self._passing is None:
-            arrays, carries = self.arrays, self.carries
-            passing = bytearray(map(operator.and_, self.plain, self.dtype_judged))
-            passing = bytearray(map(operator.and_, passing, arrays.outputs_carry_gradient()))
-            inputs = bytes(map(carries.__getitem__, arrays.input_tensors))
-            edge = inputs.find(0)
-            while edge >= 0:
-                passing[arrays.edge_nodes[edge]] = 0
-                edge = inputs.find(0, edge + 1)
-            self._passing = bytes(passing)
+            self._passing = self._learnt("passing", _passing)
         return self._passing
 
     @property
-    def carries(self) -> bytearray:
+    def carries(self) -> bytes:
         """Per tensor number, 1 if its dtype can carry gradient."""
         if self._carries is None:
-            self._carries = self.arrays.carries_gradient()
+            self._carries = self._learnt(
+                "carries", lambda facts: bytes(facts.arrays.carries_gradient())
+            )
         return self._carries
+
+    def _learnt(self, fact: str, learn: Callable[[BodyIndex], bytes]) -> bytes:
+        """`fact` of this body, learnt from its numbers alone: once for all the bodies that
+        share them (`BodyArrays.structure`)."""
+        memo = self.arrays.structure.memo
+        value = memo.get(fact)
+        if value is None:
+            value = memo[fact] = learn(self)
+        return value
+
+
+def _plain(facts: BodyIndex) -> bytes:
+    flat = facts.arrays.flat
+    kinds = {pair: step.kind is StepKind.PLAIN for pair, step in steps(flat).items()}
+    return bytes(map(kinds.__getitem__, zip(flat.op_types, flat.calls)))
+
+
+def _dtype_judged(facts: BodyIndex) -> bytes:
+    flat = facts.arrays.flat
+    kinds = _DTYPE_KINDS.setdefault(flat.tables, {})
+    for pair in set(zip(flat.op_types, flat.signatures)) - kinds.keys():
+        op, dtypes = flat.op_table.values[pair[0]], flat.signature_table.values[pair[1]]
+        node = Node("", op, output_dtypes=dtypes)
+        kinds[pair] = (
+            _PASSES
+            if passes_trainable_inputs(node)
+            else _UNLESS_A_ZERO
+            if passes_unless_a_factor_is_zero(node)
+            else _JUDGED_BY_RULES
+        )
+    # Per node its kind's code, then 1 for the kinds the dtype rule alone judges; a product
+    # is judged so when no factor may be zero.
+    codes = bytes(map(kinds.__getitem__, zip(flat.op_types, flat.signatures)))
+    judged = bytearray(codes.translate(_JUDGED_BY_KIND))
+    if _UNLESS_A_ZERO_CODE in codes:
+        for n, code in enumerate(codes):
+            if code == _UNLESS_A_ZERO:
+                judged[n] = not a_factor_may_be_zero(flat, n)
+    for n in flat.gradient_op_types:
+        judged[n] = 0
+    return bytes(judged)
+
+
+def _passing(facts: BodyIndex) -> bytes:
+    arrays, carries = facts.arrays, facts.carries
+    passing = bytearray(map(operator.and_, facts.plain, facts.dtype_judged))
+    passing = bytearray(map(operator.and_, passing, arrays.outputs_carry_gradient()))
+    inputs = bytes(map(carries.__getitem__, arrays.input_tensors))
+    edge = inputs.find(0)
+    while edge >= 0:
+        passing[arrays.edge_nodes[edge]] = 0
+        edge = inputs.find(0, edge + 1)
+    return bytes(passing)
 
 
 # How the cut rules judge the nodes of an op type and signature (`BodyIndex.dtype_judged`).

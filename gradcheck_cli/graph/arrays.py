@@ -14,12 +14,15 @@ that explains what the walks found.
 
 from __future__ import annotations
 
+import hashlib
 import operator
 from array import array
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, chain, repeat
+from typing import Any
+from weakref import WeakKeyDictionary
 
-from gradcheck_cli.graph.flat_nodes import FlatNodes
+from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
 from gradcheck_cli.graph.model import CARRIES_GRADIENT, Body, Node, TensorRef
 
 
@@ -33,51 +36,50 @@ class BodyArrays:
         )
         self.flat = flat
         self.ids = ids = flat.ids
-        producers, indices = flat.input_producers, flat.input_indices
-        # How many outputs each node has: its declared ones and any that is read.
-        declared = [len(dtypes) for dtypes in flat.signature_table.values]
-        widths = list(map(declared.__getitem__, flat.signatures))
-        inside = not producers or min(producers) >= 0  # no input from outside the body
-        if not inside or any(map(operator.ge, indices, map(widths.__getitem__, producers))):
-            for producer, index in zip(producers, indices):
-                if producer >= 0 and index >= widths[producer]:
-                    widths[producer] = index + 1
-        for ref in (*body.rets, *extra):
-            n = ids.get(ref.node)
-            if n is not None and ref.index >= widths[n]:
-                widths[n] = ref.index + 1
-        self.widths = widths
-        self.offsets = offsets = array("q", [0, *accumulate(widths)])
-        # Inputs from ops the body does not hold (a malformed graph) get tensors past the
-        # nodes' own, so that every edge has a tensor.
         self.outside: dict[TensorRef, int] = {}
-        known = offsets[-1]
-        if inside:
-            input_tensors = array(
-                "q", map(operator.add, map(offsets.__getitem__, producers), indices)
-            )
+        refs = (*body.rets, *extra)
+        numbered = [(ids.get(ref.node), ref.index) for ref in refs]
+        inside = not flat.outside and all(n is not None for n, _ in numbered)
+        if inside and len(flat) <= SHARED_STRUCTURES:
+            structure = shared_structure(flat, numbered, len(body.rets))
         else:
-            input_tensors = array("q", bytes(8 * len(producers)))
-            for edge, (producer, index) in enumerate(zip(producers, indices)):
-                if producer >= 0:
-                    input_tensors[edge] = offsets[producer] + index
-                else:
-                    ref = TensorRef(flat.producer_name(producer), index)
-                    input_tensors[edge] = self._outside(ref, known)
-        for ref in (*body.rets, *extra):
-            if ref.node not in ids:
-                self._outside(ref, known)
-        self.rets = [t for ref in body.rets if (t := self.tensor(ref)) is not None]
-        self.input_tensors = input_tensors
+            structure = self._structure(body, refs, numbered)
+        self.structure = structure
+        self.widths = structure.widths
+        self.offsets = structure.offsets
+        self.rets = structure.rets
+        self.input_tensors = structure.input_tensors
         # Per edge, the node that makes its tensor (negative from outside) and the node it
         # enters.
-        self.input_nodes = producers
-        self.input_start = starts = flat.input_start
-        counts = map(operator.sub, starts[1:], starts)
-        self.edge_nodes = array("q", chain.from_iterable(map(repeat, range(len(flat)), counts)))
-        self.tensor_count = known + len(self.outside)
-        self._readers: tuple[array[int], array[int]] | None = None  # the backward pass needs none
-        self._producers: array[int] | None = None
+        self.input_nodes = flat.input_producers
+        self.input_start = flat.input_start
+        self.edge_nodes = structure.edge_nodes
+        self.tensor_count = structure.tensor_count
+
+    def _structure(
+        self, body: Body, refs: Sequence[TensorRef], numbered: list[tuple[int | None, int]]
+    ) -> Structure:
+        """The numbers of this body, which may read tensors from outside it (a malformed
+        graph): those are numbered past the nodes' own, so that every edge has a tensor."""
+        flat = self.flat
+        structure = Structure(flat, [(n, index) for n, index in numbered if n is not None], 0)
+        known = structure.tensor_count
+        if flat.outside:
+            input_tensors = structure.input_tensors
+            for edge, (producer, index) in enumerate(zip(flat.input_producers, flat.input_indices)):
+                if producer < 0:
+                    ref = TensorRef(flat.producer_name(producer), index)
+                    input_tensors[edge] = self._outside(ref, known)
+        for ref, (n, _) in zip(refs, numbered):
+            if n is None:
+                self._outside(ref, known)
+        structure.tensor_count = known + len(self.outside)
+        offsets = structure.offsets
+        structure.rets = [
+            offsets[n] + index if n is not None else self.outside[ref]
+            for ref, (n, index) in zip(body.rets, numbered)
+        ]
+        return structure
 
     @property
     def reader_start(self) -> array[int]:
@@ -90,9 +92,10 @@ class BodyArrays:
         return self._reader_arrays()[1]
 
     def _reader_arrays(self) -> tuple[array[int], array[int]]:
-        if self._readers is None:
-            self._readers = _readers(self.input_tensors, self.tensor_count)
-        return self._readers
+        structure = self.structure
+        if structure.readers is None:
+            structure.readers = _readers(self.input_tensors, self.tensor_count)
+        return structure.readers
 
     def _outside(self, ref: TensorRef, known: int) -> int:
         return self.outside.setdefault(ref, known + len(self.outside))
@@ -129,12 +132,13 @@ class BodyArrays:
 
     def tensor_producers(self) -> array[int]:
         """Per tensor number, the node that makes it; -1 for one from outside the body."""
-        if self._producers is None:
+        structure = self.structure
+        if structure.producers is None:
             widths = self.widths
             producers = array("q", chain.from_iterable(map(repeat, range(len(widths)), widths)))
             producers.extend(repeat(-1, self.tensor_count - len(producers)))
-            self._producers = producers
-        return self._producers
+            structure.producers = producers
+        return structure.producers
 
     def carries_gradient(self) -> bytearray:
         """Per tensor, 1 if its dtype can carry gradient (an undeclared output is given the
@@ -169,6 +173,93 @@ class BodyArrays:
         for t in (*self.input_tensors, *self.rets):
             marks[t] = 1
         return TensorSet(self, marks)
+
+
+class Structure:
+    """What a body's arrays hold apart from its names: how wide each node is, the tensor each
+    edge reads, which node each edge enters, the rets' tensors, and (`memo`) what the walkers
+    learn from these numbers alone. Bodies of one structure share one (`shared_structure`)."""
+
+    def __init__(self, flat: FlatNodes, numbered: list[tuple[int, int]], rets: int) -> None:
+        """`numbered`: the (node number, output index) of the rets (the first `rets` of them)
+        and of the tensors read from outside the body; an edge from a node the body does not
+        hold reads tensor 0 (`BodyArrays._structure` numbers those)."""
+        producers, indices = flat.input_producers, flat.input_indices
+        # How many outputs each node has: its declared ones and any that is read.
+        declared = [len(dtypes) for dtypes in flat.signature_table.values]
+        widths = list(map(declared.__getitem__, flat.signatures))
+        inside = not producers or min(producers) >= 0  # no input from outside the body
+        if not inside or any(map(operator.ge, indices, map(widths.__getitem__, producers))):
+            for producer, index in zip(producers, indices):
+                if producer >= 0 and index >= widths[producer]:
+                    widths[producer] = index + 1
+        for n, index in numbered:
+            if index >= widths[n]:
+                widths[n] = index + 1
+        self.widths = widths
+        self.offsets = offsets = array("q", [0, *accumulate(widths)])
+        if inside:
+            self.input_tensors = array(
+                "q", map(operator.add, map(offsets.__getitem__, producers), indices)
+            )
+        else:
+            self.input_tensors = array(
+                "q",
+                (offsets[p] + i if p >= 0 else 0 for p, i in zip(producers, indices)),
+            )
+        starts = flat.input_start
+        counts = map(operator.sub, starts[1:], starts)
+        self.edge_nodes = array("q", chain.from_iterable(map(repeat, range(len(flat)), counts)))
+        self.tensor_count = offsets[-1]
+        self.rets = [offsets[n] + index for n, index in numbered[:rets]]
+        self.readers: tuple[array[int], array[int]] | None = None  # the backward pass needs none
+        self.producers: array[int] | None = None
+        # Facts of these numbers alone, by the walker's key (`BodyIndex`): nothing of a name,
+        # a source line or a shape may go in, since bodies of other names share them.
+        self.memo: dict[object, Any] = {}
+
+
+SHARED_STRUCTURES = 4096
+"""Bodies of at most this many nodes share their `Structure` with the bodies of the same
+numbers: the functions of one layer, of one loop or of one branch are often alike."""
+
+
+def shared_structure(flat: FlatNodes, numbered: list[tuple[int, int]], rets: int) -> Structure:
+    """The structure of a body of nodes `flat`, shared by every body of the same numbers (op
+    types, signatures, calls, attributes, gradient overrides, inputs, rets and extra tensors
+    `numbered`) that `flat`'s builder made; kept from the second body of a structure on."""
+    parts = (
+        flat.op_types,
+        flat.signatures,
+        flat.calls,
+        flat.attrs,
+        flat.input_start,
+        flat.input_producers,
+        flat.input_indices,
+        array("q", sorted(flat.gradient_op_types)),
+        array("q", [rets, *chain.from_iterable(numbered)]),
+    )
+    # Each part's length first: parts of other lengths never make the same bytes.
+    key = hashlib.blake2b(b"".join((array("q", map(len, parts)), *parts)), digest_size=16).digest()
+    known = _STRUCTURES.get(flat.tables)
+    if known is None:
+        known = _STRUCTURES[flat.tables] = ({}, set())
+    kept, met = known
+    structure = kept.get(key)
+    if structure is None:
+        structure = Structure(flat, numbered, rets)
+        if key in met:
+            kept[key] = structure
+        else:
+            met.add(key)
+    return structure
+
+
+_STRUCTURES: WeakKeyDictionary[Tables, tuple[dict[bytes, Structure], set[bytes]]] = (
+    WeakKeyDictionary()
+)
+"""The structures of a builder's bodies met more than once (and the digests of those met
+once), by the tables the builder numbers its nodes in."""
 
 
 def _readers(input_tensors: array[int], count: int) -> tuple[array[int], array[int]]:
