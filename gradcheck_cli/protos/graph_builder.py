@@ -21,7 +21,12 @@ from gradcheck_cli.graph.progress import NODES_PER_REPORT, BuiltCount, Progress,
 from gradcheck_cli.protos.constant_inputs import mark_constant_inputs
 from gradcheck_cli.protos.limits import ExpansionBudget, Refused, malformed
 from gradcheck_cli.protos.node_kinds import NodeKind, NodeKinds
-from gradcheck_cli.protos.tf_protos import dtype_name, parse_node_def, split_node_def
+from gradcheck_cli.protos.tf_protos import (
+    cut_callees,
+    dtype_name,
+    parse_node_def,
+    split_node_def,
+)
 from gradcheck_cli.source_code.op_expressions import OpLines, branch_of
 
 LocationLookup = Callable[[str, str], "SourceLocation | None"]
@@ -69,6 +74,11 @@ class GraphBuilder:
         # Each is kept with its numbers in the tables (`FlatNodes.kind`).
         self._kinds_by_bytes: dict[tuple[str, bytes], tuple[NodeKind, Numbers]] = {}
         self._kinds_met: set[int] = set()  # hashes of the (op type, bytes) met once
+        # Kinds of nodes that call functions (a call, a cond, a loop), by op type and their
+        # bytes around the callees' names (`cut_callees`): each such node names its own
+        # callee, so its bytes are rarely met twice, yet its kind is its neighbours' but for
+        # the functions it calls.
+        self._kinds_by_callees: dict[tuple[str, tuple[bytes, ...]], NodeKind] = {}
         # The tables of op types, signatures, calls and attributes every body numbers into.
         self._tables = Tables()
         self._arg_numbers: dict[str | None, Numbers] = {}  # an argument's, by its dtype
@@ -273,19 +283,32 @@ class GraphBuilder:
         before (None: its cost is taken as it is read). Most nodes are of a kind met before:
         split on the wire and looked up by their bytes, without a parse."""
         split = split_node_def(node_def) if isinstance(node_def, bytes) else None
+        cut = None
         if split is not None:
-            known = self._kinds_by_bytes.get((split[1], split[3]))
+            name, op, texts, rest = split
+            known = self._kinds_by_bytes.get((op, rest))
             if known is not None:
-                return split[0], split[1], split[2], known[0], known[1]
-        return self._read_node(node_def, fn_name, split)
+                return name, op, texts, known[0], known[1]
+            if self._kinds.may_call(op):
+                cut = cut_callees(rest)
+                caller = self._kinds_by_callees.get((op, cut[0])) if cut else None
+                if cut and caller is not None:
+                    kind = self._kinds.calling(caller, cut[1])
+                    return name, op, texts, kind, self._numbers(op, kind)
+        return self._read_node(node_def, fn_name, split, cut)
 
     def _read_node(
-        self, node_def: Any, fn_name: str, split: tuple[str, str, list[str], bytes] | None
+        self,
+        node_def: Any,
+        fn_name: str,
+        split: tuple[str, str, list[str], bytes] | None,
+        cut: tuple[tuple[bytes, ...], tuple[tuple[str, str], ...]] | None = None,
     ) -> tuple[str, str, list[str], NodeKind, None]:
         """A function's node of a kind not met before (or whose bytes the split does not
         read: `split` is None): its name, op type, inputs and kind, whose cost is taken from
         the budget as it is read. Its kind is kept by the bytes of its fields after the name
-        and inputs, for the nodes of the kind that follow."""
+        and inputs, for the nodes of the kind that follow; a node that calls functions
+        (`cut`: its bytes around their names) also by those bytes."""
         parsed = parse_node_def(node_def, fn_name, self._what)
         name = parsed.name
         try:
@@ -311,6 +334,10 @@ class GraphBuilder:
                 self._kinds_by_bytes[key] = (kind, self._numbers(parsed.op, kind))
             else:
                 self._kinds_met.add(digest)
+            # The kind's calls are the names cut out, each alone: its neighbours but for
+            # their callees are it, calling theirs.
+            if cut is not None and kind.calls == {key: (callee,) for key, callee in cut[1]}:
+                self._kinds_by_callees[(parsed.op, cut[0])] = kind
         return name, parsed.op, texts, kind, None
 
     def _numbers(self, op: str, kind: NodeKind) -> Numbers:

@@ -151,9 +151,25 @@ class NodeKinds:
             self._shared_offsets[signature] = _offsets(layout)
         return self._shared_offsets[signature]
 
-    def _function_attrs(self, op: str, present: list[str]) -> Iterable[str]:
-        """The attributes of a node that may name functions: those its OpDef types `func` or
-        `list(func)`; every attribute of an op without one (a call by function name)."""
+    def may_call(self, op: str) -> bool:
+        """Whether a node of op type `op` may name functions in its attributes (its OpDef
+        types one `func` or `list(func)`, or it has no OpDef)."""
+        return self._function_attr_names(op) != frozenset()
+
+    def calling(self, kind: NodeKind, names: Iterable[tuple[str, str]]) -> NodeKind:
+        """`kind` for a node that calls, by attribute, the functions `names` instead."""
+        calls = {key: (name,) for key, name in names}
+        return NodeKind(
+            kind.layout,
+            kind.offsets,
+            kind.output_dtypes,
+            calls,
+            kind.attrs,
+            kind.gradient_op_type,
+            kind.spends,
+        )
+
+    def _function_attr_names(self, op: str) -> frozenset[str] | None:
         if op not in self._func_attr_names:
             op_def = self._op_defs.get(op)
             self._func_attr_names[op] = (
@@ -161,7 +177,12 @@ class NodeKinds:
                 if op_def is not None
                 else None
             )
-        names = self._func_attr_names[op]
+        return self._func_attr_names[op]
+
+    def _function_attrs(self, op: str, present: list[str]) -> Iterable[str]:
+        """The attributes of a node that may name functions: those its OpDef types `func` or
+        `list(func)`; every attribute of an op without one (a call by function name)."""
+        names = self._function_attr_names(op)
         if names is None:
             return present
         return [name for name in present if name in names] if names else ()

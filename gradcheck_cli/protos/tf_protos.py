@@ -166,6 +166,69 @@ def _split_node_def(raw: bytes) -> tuple[str, str, list[str], bytes] | None:
     return texts[0], texts[1], texts[2:], raw[position:]
 
 
+_ATTR, _KEY, _VALUE, _FUNC = 0x2A, 0x0A, 0x12, 0x52
+"""Wire tags: NodeDef's attr entries (field 5), a map entry's key and value (fields 1 and 2),
+and AttrValue's func (field 10), whose NameAttrList names the function first (field 1)."""
+
+
+def cut_callees(rest: bytes) -> tuple[tuple[bytes, ...], tuple[tuple[str, str], ...]] | None:
+    """The bytes of a NodeDef's fields after its inputs (`split_node_def`'s last part) in
+    pieces around the name of each function an attribute holds, and those (attribute,
+    function name) pairs in order: nodes that differ only in the functions they call have the
+    same pieces. None when no attribute holds a function by its name alone, or when the bytes
+    are not all well-formed length-delimited fields (the caller then parses the message)."""
+    pieces: list[bytes] = []
+    names: list[tuple[str, str]] = []
+    position, size, kept = 0, len(rest), 0
+    try:
+        while position < size:
+            tag = rest[position]
+            if tag >= 0x80 or tag & 7 != 2:  # NodeDef's fields after its inputs: all of bytes
+                return None
+            start, end = _delimited(rest, position + 1, size)
+            if tag == _ATTR and start < end and rest[start] == _KEY:
+                key_start, key_end = _delimited(rest, start + 1, end)
+                if key_end < end and rest[key_end] == _VALUE:
+                    value_start, value_end = _delimited(rest, key_end + 1, end)
+                    if value_start < value_end and rest[value_start] == _FUNC:
+                        func_start, func_end = _delimited(rest, value_start + 1, value_end)
+                        if func_start < func_end and rest[func_start] == _KEY:
+                            name_start, name_end = _delimited(rest, func_start + 1, func_end)
+                            pieces.append(rest[kept:name_start])
+                            kept = name_end
+                            names.append(
+                                (
+                                    rest[key_start:key_end].decode(),
+                                    rest[name_start:name_end].decode(),
+                                )
+                            )
+            position = end
+    except (IndexError, ValueError):  # a length past the end; text that is not UTF-8
+        return None
+    if not names:
+        return None
+    pieces.append(rest[kept:])
+    return tuple(pieces), tuple(names)
+
+
+def _delimited(raw: bytes, position: int, end: int) -> tuple[int, int]:
+    """The span of a length-delimited field whose length (a varint) starts at `position`;
+    ValueError if it reaches past `end`."""
+    length, shift = 0, 0
+    while True:
+        byte = raw[position]
+        position += 1
+        length |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            break
+        shift += 7
+        if shift > 28:
+            raise ValueError("a length of more than 4 bytes")
+    if position + length > end:
+        raise ValueError("a field past its message's end")
+    return position, position + length
+
+
 @functools.cache  # asked for every output of every node; a refusal is not kept
 def dtype_name(enum_value: int) -> str:
     """`DT_FLOAT` -> "float32", `DT_INT32_REF` -> "int32_ref", as TensorFlow names dtypes."""

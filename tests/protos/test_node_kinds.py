@@ -190,3 +190,90 @@ def test_a_node_read_before_it_is_defined_is_its_readers_producer() -> None:
     flat = body.nodes
     first = flat.input_start[flat.ids["early"]]
     assert flat.input_producers[first] == flat.ids["late"]
+
+
+def _call(name: str, callee: str, outputs: int = 1) -> Any:
+    node = protos().node_def_pb2.NodeDef(name=name, op="StatefulPartitionedCall", input=["x"])
+    node.attr["f"].func.name = callee
+    node.attr["Tin"].list.type.append(1)
+    node.attr["Tout"].list.type.extend([1] * outputs)
+    node.attr["config"].s = b""
+    return node
+
+
+def test_calls_alike_but_for_their_callees_share_a_kind_and_each_calls_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parsed: list[Any] = []
+
+    def counted(node: Any, function: str, what: str = "SavedModel") -> Any:
+        parsed.append(node)
+        return parse_node_def(node, function, what)
+
+    monkeypatch.setattr(graph_builder, "parse_node_def", counted)
+    nodes = [_call(f"call_{k}", f"callee_{k}") for k in range(4)]
+    nodes.append(_call("wide", "callee_wide", outputs=2))
+    cond = protos().node_def_pb2.NodeDef(name="cond", op="StatelessIf", input=["x", "x"])
+    cond.attr["then_branch"].func.name = "yes"
+    cond.attr["else_branch"].func.name = "no"
+    cond.attr["Tcond"].type = 1
+    cond.attr["Tin"].list.type.append(1)
+    cond.attr["Tout"].list.type.append(1)
+    nodes.append(cond)
+    nodes.append(_node("out", "Tanh", ["cond:output:0"]))
+    body = _build(_function(nodes))
+    for k in range(4):
+        node = body.nodes[f"call_{k}"]
+        assert node.calls == {"f": (f"callee_{k}",)}
+        assert node.output_dtypes == ("float32",)
+    assert body.nodes["wide"].calls == {"f": ("callee_wide",)}
+    assert body.nodes["wide"].output_dtypes == ("float32", "float32")
+    assert body.nodes["cond"].calls == {"then_branch": ("yes",), "else_branch": ("no",)}
+    # One call of each kind is parsed, the others are read off their bytes.
+    assert [parse_node_def(raw, "f").name for raw in parsed] == ["call_0", "wide", "cond", "out"]
+
+
+def test_the_callees_cut_out_of_a_nodes_bytes_are_what_protobuf_reads() -> None:
+    """On random nodes (names of any length and text, functions with attributes of their own,
+    attributes of every kind), the pieces and the names put back together are the bytes, and
+    the names are the attributes' functions; bytes cut short are never misread."""
+    rng = random.Random(33)
+    texts = ["", "f", "g" * 127, "h" * 200, "é", "a/b:0"]
+    cut_some = 0
+    for _ in range(3_000):
+        node = protos().node_def_pb2.NodeDef(name="n", op="Op", input=["x"])
+        expected = {}
+        for key in rng.sample(["f", "then_branch", "body", "T", "Tout", "s"], rng.randint(0, 4)):
+            kind = rng.choice(["func", "func", "type", "s", "list"])
+            if kind == "func":
+                node.attr[key].func.name = rng.choice(texts)
+                if node.attr[key].func.name:  # an empty name is not written: nothing to cut
+                    expected[key] = node.attr[key].func.name
+                if rng.random() < 0.3:
+                    node.attr[key].func.attr["inner"].i = rng.randint(0, 300)
+            elif kind == "type":
+                node.attr[key].type = 1
+            elif kind == "s":
+                node.attr[key].s = rng.choice(texts).encode() * rng.randint(1, 3)
+            else:
+                node.attr[key].list.type.extend([1] * rng.randint(0, 200))
+        if rng.random() < 0.2:
+            node.device = "/cpu:0"
+        rest = split_node_def(node.SerializeToString())[3]  # type: ignore[index]
+        cut = tf_protos.cut_callees(rest)
+        if not expected:
+            assert cut is None
+            continue
+        assert cut is not None
+        pieces, names = cut
+        assert dict(names) == expected
+        rebuilt = pieces[0] + b"".join(
+            name.encode() + piece for (_, name), piece in zip(names, pieces[1:])
+        )
+        assert rebuilt == rest
+        cut_some += 1
+        for end in rng.sample(range(len(rest)), min(5, len(rest))):
+            short = tf_protos.cut_callees(rest[:end])
+            if short is not None:  # cut at a field's end: the fields before it, as they are
+                assert short[1] == names[: len(short[1])]
+    assert cut_some > 1_000
