@@ -133,34 +133,13 @@ def _split_node_def(raw: bytes) -> tuple[str, str, list[str], bytes] | None:
     texts: list[str] = []
     position, size = 0, len(raw)
     expected = _NAME
-    while position < size:
-        tag = raw[position]
-        if tag != expected:
-            break
-        position += 1
-        length = raw[position] if position < size else 0x80
-        if length < 0x80:  # names and inputs are mostly shorter than 128 bytes
-            position += 1
-        else:
-            length, shift = 0, 0
-            while True:
-                if position >= size or shift > 28:
-                    return None
-                byte = raw[position]
-                position += 1
-                length |= (byte & 0x7F) << shift
-                if byte < 0x80:
-                    break
-                shift += 7
-        end = position + length
-        if end > size:
-            return None
-        try:
-            texts.append(raw[position:end].decode())
-        except UnicodeDecodeError:
-            return None
-        position = end
-        expected = _OP if tag == _NAME else _INPUT
+    try:
+        while position < size and raw[position] == expected:
+            start, position = _delimited(raw, position + 1, size)
+            texts.append(raw[start:position].decode())
+            expected = _OP if expected == _NAME else _INPUT
+    except (IndexError, ValueError):  # cut short, too long, not UTF-8 (a ValueError)
+        return None
     if len(texts) < 2:
         return None
     return texts[0], texts[1], texts[2:], raw[position:]
@@ -203,7 +182,7 @@ def cut_callees(rest: bytes) -> tuple[tuple[bytes, ...], tuple[tuple[str, str], 
                                 )
                             )
             position = end
-    except (IndexError, ValueError):  # a length past the end; text that is not UTF-8
+    except (IndexError, ValueError):  # cut short, too long, not UTF-8 (a ValueError)
         return None
     if not names:
         return None
@@ -223,7 +202,7 @@ def _delimited(raw: bytes, position: int, end: int) -> tuple[int, int]:
             break
         shift += 7
         if shift > 28:
-            raise ValueError("a length of more than 4 bytes")
+            raise ValueError("a length of more than 5 bytes")
     if position + length > end:
         raise ValueError("a field past its message's end")
     return position, position + length

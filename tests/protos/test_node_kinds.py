@@ -104,16 +104,22 @@ def _build(function: Any) -> Any:
     return GraphBuilder({"f": Serialized}, op_defs).add_function("f")
 
 
-def test_nodes_of_one_kind_share_it_and_each_keeps_its_own_name_and_inputs(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    parsed: list[Any] = []
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The NodeDefs the builder parses, as it parses them."""
+    met: list[Any] = []
 
     def counted(node: Any, function: str, what: str = "SavedModel") -> Any:
-        parsed.append(node)
+        met.append(node)
         return parse_node_def(node, function, what)
 
     monkeypatch.setattr(graph_builder, "parse_node_def", counted)
+    return met
+
+
+def test_nodes_of_one_kind_share_it_and_each_keeps_its_own_name_and_inputs(
+    parsed: list[Any],
+) -> None:
     nodes = [_node("a", "Tanh", ["x"])]
     nodes += [
         _node(f"t{k}", "Tanh", [f"{nodes[-1].name if k == 0 else f't{k - 1}'}:y:0"])
@@ -202,15 +208,8 @@ def _call(name: str, callee: str, outputs: int = 1) -> Any:
 
 
 def test_calls_alike_but_for_their_callees_share_a_kind_and_each_calls_its_own(
-    monkeypatch: pytest.MonkeyPatch,
+    parsed: list[Any],
 ) -> None:
-    parsed: list[Any] = []
-
-    def counted(node: Any, function: str, what: str = "SavedModel") -> Any:
-        parsed.append(node)
-        return parse_node_def(node, function, what)
-
-    monkeypatch.setattr(graph_builder, "parse_node_def", counted)
     nodes = [_call(f"call_{k}", f"callee_{k}") for k in range(4)]
     nodes.append(_call("wide", "callee_wide", outputs=2))
     cond = protos().node_def_pb2.NodeDef(name="cond", op="StatelessIf", input=["x", "x"])
