@@ -9,7 +9,7 @@ import random
 
 from gradcheck_cli.graph import arrays
 from gradcheck_cli.graph.arrays import BodyArrays
-from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
+from gradcheck_cli.graph.flat_nodes import FlatNodes, Table, Tables
 from gradcheck_cli.graph.model import Body, TensorRef
 from tests.graph_factory import BodyFactory
 
@@ -98,3 +98,14 @@ def test_bodies_of_one_structure_share_it_and_number_their_own_names() -> None:
         # Each body's tensors are named by its own nodes.
         for ref in (*body.rets, TensorRef(body.args[0], 0)):
             assert shared.ref(shared.tensor(ref)) == ref
+
+
+def test_a_tables_lists_follow_it_as_it_grows() -> None:
+    table: Table[tuple[str, ...]] = Tables().signatures
+    table.number(("float32",))
+    assert table.each(len) == [1]
+    table.number(("int32", "float32"))
+    table.number(("float32",))  # met before: nothing new
+    assert table.each(len) == [1, 2]
+    assert table.find(("int32", "float32")) == 1 and table.find(("bool",)) == -1
+    assert table.find(("bool",)) == -1 and len(table.values) == 2  # finding adds nothing

@@ -368,6 +368,10 @@ _DTYPE_KINDS: WeakKeyDictionary[Tables, dict[tuple[int, int], int]] = WeakKeyDic
 bodies of one model share them)."""
 
 
+def _stops(op: str) -> bool:
+    return op in STOP_GRADIENT_OPS
+
+
 class ProgramIndex:
     """A `BodyIndex` per body of a program, each built once on first use."""
 
@@ -390,11 +394,10 @@ class ProgramIndex:
                 return False  # summarised as reaching everything in every pass
             self._stopping[name] = True  # a recursive call: assume it may
             flat = body.nodes
-            stopping = {n for n, op in enumerate(flat.op_table.values) if op in STOP_GRADIENT_OPS}
             found = (
                 not isinstance(flat, FlatNodes)
                 or bool(flat.gradient_op_types)
-                or any(op in stopping for op in set(flat.op_types))
+                or any(map(flat.op_table.each(_stops).__getitem__, set(flat.op_types)))
                 or any(self.may_stop_gradient(callee) for callee in sorted(flat.functions_named()))
             )
             self._stopping[name] = found

@@ -144,7 +144,7 @@ class BodyArrays:
         """Per tensor, 1 if its dtype can carry gradient (an undeclared output is given the
         benefit of the doubt, like an unknown producer)."""
         carries = bytearray(b"\x01") * self.tensor_count
-        blocked = self._blocked_outputs()
+        blocked = self.flat.signature_table.each(_blocked_outputs)
         for signature, start in zip(self.flat.signatures, self.offsets):
             for k in blocked[signature]:
                 carries[start + k] = 0
@@ -152,15 +152,8 @@ class BodyArrays:
 
     def outputs_carry_gradient(self) -> bytes:
         """Per node, 1 if every output it declares can carry gradient (`carries_gradient`)."""
-        carrying = [not outputs for outputs in self._blocked_outputs()]
+        carrying = self.flat.signature_table.each(_all_carry_gradient)
         return bytes(map(carrying.__getitem__, self.flat.signatures))
-
-    def _blocked_outputs(self) -> list[list[int]]:
-        """Per output signature, the outputs that cannot carry gradient."""
-        return [
-            [k for k, dtype in enumerate(dtypes) if dtype not in CARRIES_GRADIENT]
-            for dtypes in self.flat.signature_table.values
-        ]
 
     # -- views by TensorRef -------------------------------------------------------------------
 
@@ -175,6 +168,16 @@ class BodyArrays:
         return TensorSet(self, marks)
 
 
+def _blocked_outputs(dtypes: tuple[str | None, ...]) -> list[int]:
+    """The outputs of an output signature that cannot carry gradient."""
+    return [k for k, dtype in enumerate(dtypes) if dtype not in CARRIES_GRADIENT]
+
+
+def _all_carry_gradient(dtypes: tuple[str | None, ...]) -> bool:
+    """Whether every output of an output signature can carry gradient."""
+    return not _blocked_outputs(dtypes)
+
+
 class Structure:
     """What a body's arrays hold apart from its names: how wide each node is, the tensor each
     edge reads, which node each edge enters, the rets' tensors, and (`memo`) what the walkers
@@ -186,8 +189,7 @@ class Structure:
         hold reads tensor 0 (`BodyArrays._structure` numbers those)."""
         producers, indices = flat.input_producers, flat.input_indices
         # How many outputs each node has: its declared ones and any that is read.
-        declared = [len(dtypes) for dtypes in flat.signature_table.values]
-        widths = list(map(declared.__getitem__, flat.signatures))
+        widths = list(map(flat.signature_table.each(len).__getitem__, flat.signatures))
         inside = not producers or min(producers) >= 0  # no input from outside the body
         if not inside or any(map(operator.ge, indices, map(widths.__getitem__, producers))):
             for producer, index in zip(producers, indices):

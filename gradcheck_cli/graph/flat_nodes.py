@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 from gradcheck_cli.graph.model import Node, SourceLocation, TensorRef
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 Numbers = tuple[int, int, int, int]
 """A node's numbers in the tables: op type, output signature, calls, attributes."""
@@ -42,6 +43,25 @@ class Table(Generic[T]):
         self._numbers: dict[Any, int] = {}
         self._key = key
         self._by_identity: dict[int, int] = {}
+        self._each: dict[Callable[[Any], Any], list[Any]] = {}
+
+    def each(self, make: Callable[[T], R]) -> list[R]:
+        """`make(value)` for every value, by number: each made once, as the table grows (the
+        bodies of a model read these lists without a step per value of the table)."""
+        made = self._each.get(make)
+        if made is None:
+            made = self._each[make] = []
+        if len(made) < len(self.values):
+            made.extend(map(make, self.values[len(made) :]))
+        return made
+
+    def find(self, value: T) -> int:
+        """The number of `value`; -1 if the table does not hold it (nothing is added)."""
+        try:
+            found = self._numbers.get(self._key(value) if self._key is not None else value)
+        except TypeError:
+            return -1
+        return -1 if found is None else found
 
     def number(self, value: T) -> int:
         if self._key is None:

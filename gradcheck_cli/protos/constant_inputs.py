@@ -13,9 +13,8 @@ def mark_constant_inputs(body: Body) -> None:
     """
     nodes = body.nodes
     op_types, starts, producers = nodes.op_types, nodes.input_start, nodes.input_producers
-    numbers = {op: n for n, op in enumerate(nodes.op_table.values)}
-    identity, const = numbers.get("Identity", -1), numbers.get("Const", -1)
-    if const not in op_types:
+    identity, const = nodes.op_table.find("Identity"), nodes.op_table.find("Const")
+    if const < 0 or const not in op_types:
         return  # no Const node: no input is constant (most small functions)
     # Per node: 1 if it is a Const, or an Identity of one; 2 if not; 0 while unknown.
     constant = bytearray(len(nodes))

@@ -255,7 +255,7 @@ class GraphBuilder:
         widest: dict[int, int] = {}
         signatures, dtypes = nodes.signatures, nodes.signature_table.values
         producers, indices = nodes.input_producers, nodes.input_indices
-        widths = list(map([len(d) for d in dtypes].__getitem__, signatures))
+        widths = list(map(nodes.signature_table.each(len).__getitem__, signatures))
         # Most bodies read no output past its node's declared ones, and every input inside
         # the body: found without a step per edge.
         if (producers and min(producers) < 0) or any(
