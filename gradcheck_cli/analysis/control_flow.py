@@ -243,7 +243,11 @@ class BodyIndex:
 
     def __init__(self, body: Body, extra: Iterable[TensorRef] = ()) -> None:
         """`extra`: tensors read from outside the body besides its rets (the loss)."""
-        self.arrays = arrays = BodyArrays(body, extra)
+        # Per node number, 1 for an ordinary op (no control flow: `StepKind.PLAIN`). It is
+        # all that the facts learnt from the body's numbers read of its calls: bodies alike
+        # but for the functions they call share those facts (`BodyArrays.structure`).
+        self.plain = plain = _plain(body.nodes)
+        self.arrays = arrays = BodyArrays(body, extra, calls_as=plain)
         self.consumers = arrays.readers()
         # Filled by the walkers, shared by every pass over the body: the differentiability
         # rules' verdict on each node's inputs (by node number), ancestor orders by their
@@ -252,7 +256,6 @@ class BodyIndex:
         self.orders: dict[frozenset[TensorRef], Any] = {}  # reachability's plans
         self.surroundings: Surroundings | None = None
         self._carries: bytes | None = None
-        self._plain: bytes | None = None
         self._dtype_judged: bytes | None = None
         self._passing: bytes | None = None
         self._consumed: TensorSet | None = None
@@ -268,13 +271,6 @@ class BodyIndex:
         """How many outputs of `node` exist: its declared ones and any that is read."""
         n = self.arrays.ids.get(node.name)
         return self.arrays.widths[n] if n is not None else len(node.output_dtypes)
-
-    @property
-    def plain(self) -> bytes:
-        """Per node number, 1 for an ordinary op (no control flow: `StepKind.PLAIN`)."""
-        if self._plain is None:
-            self._plain = self._learnt("plain", _plain)
-        return self._plain
 
     @property
     def dtype_judged(self) -> bytes:
@@ -314,8 +310,8 @@ class BodyIndex:
         return value
 
 
-def _plain(facts: BodyIndex) -> bytes:
-    flat = facts.arrays.flat
+def _plain(flat: FlatNodes) -> bytes:
+    """Per node number, 1 for an ordinary op (no control flow: `StepKind.PLAIN`)."""
     kinds = {pair: step.kind is StepKind.PLAIN for pair, step in steps(flat).items()}
     return bytes(map(kinds.__getitem__, zip(flat.op_types, flat.calls)))
 

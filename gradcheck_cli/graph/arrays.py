@@ -14,7 +14,6 @@ that explains what the walks found.
 
 from __future__ import annotations
 
-import hashlib
 import operator
 from array import array
 from collections.abc import Iterable, Sequence
@@ -29,19 +28,20 @@ from gradcheck_cli.graph.model import CARRIES_GRADIENT, Body, Node, TensorRef
 class BodyArrays:
     """The flat form of one body (see the module's docstring)."""
 
-    def __init__(self, body: Body, extra: Iterable[TensorRef] = ()) -> None:
-        """`extra`: tensors read from outside the body besides its rets (the loss)."""
-        flat = (
-            body.nodes if isinstance(body.nodes, FlatNodes) else FlatNodes.of(body.nodes.values())
-        )
-        self.flat = flat
+    def __init__(
+        self, body: Body, extra: Iterable[TensorRef] = (), calls_as: bytes | None = None
+    ) -> None:
+        """`extra`: tensors read from outside the body besides its rets (the loss);
+        `calls_as`: what stands for the nodes' calls in the structure the body shares (see
+        `shared_structure`)."""
+        self.flat = flat = body.nodes
         self.ids = ids = flat.ids
         self.outside: dict[TensorRef, int] = {}
         refs = (*body.rets, *extra)
         numbered = [(ids.get(ref.node), ref.index) for ref in refs]
         inside = not flat.outside and all(n is not None for n, _ in numbered)
         if inside and len(flat) <= SHARED_STRUCTURES:
-            structure = shared_structure(flat, numbered, len(body.rets))
+            structure = shared_structure(flat, numbered, len(body.rets), calls_as)
         else:
             structure = self._structure(body, refs, numbered)
         self.structure = structure
@@ -226,14 +226,19 @@ SHARED_STRUCTURES = 4096
 numbers: the functions of one layer, of one loop or of one branch are often alike."""
 
 
-def shared_structure(flat: FlatNodes, numbered: list[tuple[int, int]], rets: int) -> Structure:
+def shared_structure(
+    flat: FlatNodes, numbered: list[tuple[int, int]], rets: int, calls_as: bytes | None = None
+) -> Structure:
     """The structure of a body of nodes `flat`, shared by every body of the same numbers (op
     types, signatures, calls, attributes, gradient overrides, inputs, rets and extra tensors
-    `numbered`) that `flat`'s builder made; kept from the second body of a structure on."""
+    `numbered`) that `flat`'s builder made; kept from the second body of a structure on.
+    `calls_as`, when given, stands for the calls: bodies that call other functions alike then
+    share one, and their `memo` holds only what does not depend on which functions they call
+    beyond what `calls_as` tells."""
     parts = (
         flat.op_types,
         flat.signatures,
-        flat.calls,
+        flat.calls if calls_as is None else calls_as,
         flat.attrs,
         flat.input_start,
         flat.input_producers,
@@ -241,8 +246,9 @@ def shared_structure(flat: FlatNodes, numbered: list[tuple[int, int]], rets: int
         array("q", sorted(flat.gradient_op_types)),
         array("q", [rets, *chain.from_iterable(numbered)]),
     )
-    # Each part's length first: parts of other lengths never make the same bytes.
-    key = hashlib.blake2b(b"".join((array("q", map(len, parts)), *parts)), digest_size=16).digest()
+    # Each part's length first: parts of other lengths never make the same bytes. The bytes
+    # are the key: two structures are one only if every number is the same.
+    key = b"".join((array("q", map(len, parts)), b"" if calls_as is None else b"as", *parts))
     known = _STRUCTURES.get(flat.tables)
     if known is None:
         known = _STRUCTURES[flat.tables] = ({}, set())
@@ -250,17 +256,18 @@ def shared_structure(flat: FlatNodes, numbered: list[tuple[int, int]], rets: int
     structure = kept.get(key)
     if structure is None:
         structure = Structure(flat, numbered, rets)
-        if key in met:
+        digest = hash(key)  # a structure met once is known by its hash alone
+        if digest in met:
             kept[key] = structure
         else:
-            met.add(key)
+            met.add(digest)
     return structure
 
 
-_STRUCTURES: WeakKeyDictionary[Tables, tuple[dict[bytes, Structure], set[bytes]]] = (
+_STRUCTURES: WeakKeyDictionary[Tables, tuple[dict[bytes, Structure], set[int]]] = (
     WeakKeyDictionary()
 )
-"""The structures of a builder's bodies met more than once (and the digests of those met
+"""The structures of a builder's bodies met more than once (and the hashes of those met
 once), by the tables the builder numbers its nodes in."""
 
 

@@ -11,6 +11,7 @@ from gradcheck_cli.analysis.analyse import analyse
 from gradcheck_cli.analysis.control_flow import Step, StepKind, step_of
 from gradcheck_cli.analysis.verdicts import Analysis, ConcernKind, Status, Unreached
 from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 from tests.graph_factory import BodyFactory, program
 
@@ -538,3 +539,28 @@ def test_functions_nested_past_the_limit_are_refused_and_below_it_analysed(
         analyse(_call_chain(MAX_NESTING + 1, through_condition=through_condition))
     analysis = analyse(_call_chain(MAX_NESTING, through_condition=through_condition))
     assert [v.status for v in analysis.verdicts] == [Status.OK]
+
+
+def _caller(tables: Tables, name: str, calls: dict[str, tuple[str, ...]]) -> Body:
+    flat = FlatNodes(tables)
+    flat.append("x", "_Arg", output_dtypes=("float32",))
+    flat.append("call", "PartitionedCall", [("x", 0)], ("float32",), calls=calls)
+    flat.append("out", "Tanh", [("call", 0)], ("float32",))
+    return Body(name, flat.finish(), args=("x",), rets=(TensorRef("out", 0),))
+
+
+def test_bodies_alike_but_for_their_callees_share_a_structure_a_plain_op_does_not() -> None:
+    tables = Tables()
+    callers = [_caller(tables, f"caller_{k}", {"f": (f"callee_{k}",)}) for k in range(3)]
+    # The same op type naming no function is an ordinary op: not a call step.
+    plain = _caller(tables, "plain", {})
+    facts = [control_flow.BodyIndex(body) for body in (*callers, plain)]
+    assert facts[1].arrays.structure is facts[2].arrays.structure
+    assert facts[3].arrays.structure is not facts[1].arrays.structure
+    assert [f.plain for f in facts] == [b"\x01\x00\x01"] * 3 + [b"\x01\x01\x01"]
+    assert [f.arrays.flat.node(1).calls for f in facts] == [
+        {"f": ("callee_0",)},
+        {"f": ("callee_1",)},
+        {"f": ("callee_2",)},
+        {},
+    ]
