@@ -98,23 +98,33 @@ def step_of(node: Node) -> Step:
     return _PLAIN
 
 
-def steps(flat: FlatNodes) -> dict[tuple[int, int], Step]:
-    """The step of each (op type number, calls number) pair the nodes have: `step_of` reads
-    nothing else of a node, so a body of a million nodes asks it a few times."""
-    known = _STEPS.setdefault(flat.tables, {})
-    found = {}
-    for pair in set(zip(flat.op_types, flat.calls)):
-        step = known.get(pair)
-        if step is None:
-            op, calls = flat.op_table.values[pair[0]], flat.calls_table.values[pair[1]]
-            step = known[pair] = step_of(Node("", op, calls=calls))
-        found[pair] = step
-    return found
+def _plain(flat: FlatNodes) -> bytes:
+    """Per node number, 1 for an ordinary op (`StepKind.PLAIN`). `step_of` reads only a
+    node's op type and calls: a node that calls nothing is plain by its op type, and the few
+    that call a function by their (op type, calls) pair, each pair asked once per model."""
+    plain = bytearray(map(flat.op_table.each(_plain_op).__getitem__, flat.op_types))
+    if any(flat.calls):
+        known = _PLAIN_CALLS.setdefault(flat.tables, {})
+        op_types = flat.op_types
+        for n, number in enumerate(flat.calls):
+            if number:
+                pair = (op_types[n], number)
+                found = known.get(pair)
+                if found is None:
+                    op, calls = flat.op_table.values[pair[0]], flat.calls_table.values[number]
+                    found = known[pair] = step_of(Node("", op, calls=calls)).kind is StepKind.PLAIN
+                plain[n] = found
+    return bytes(plain)
 
 
-_STEPS: WeakKeyDictionary[Tables, dict[tuple[int, int], Step]] = WeakKeyDictionary()
-"""The steps of (op type, calls) pairs, by the tables that number them (the bodies of one
-model share them)."""
+def _plain_op(op: str) -> bool:
+    """Whether a node of op type `op` that calls nothing is an ordinary op."""
+    return step_of(Node("", op)).kind is StepKind.PLAIN
+
+
+_PLAIN_CALLS: WeakKeyDictionary[Tables, dict[tuple[int, int], bool]] = WeakKeyDictionary()
+"""Whether each (op type, calls) pair with calls is plain, by the tables that number them
+(the bodies of one model share them)."""
 
 
 def union(masks: Iterable[int]) -> int:
@@ -308,12 +318,6 @@ class BodyIndex:
         if value is None:
             value = memo[fact] = learn(self)
         return value
-
-
-def _plain(flat: FlatNodes) -> bytes:
-    """Per node number, 1 for an ordinary op (no control flow: `StepKind.PLAIN`)."""
-    kinds = {pair: step.kind is StepKind.PLAIN for pair, step in steps(flat).items()}
-    return bytes(map(kinds.__getitem__, zip(flat.op_types, flat.calls)))
 
 
 def _dtype_judged(facts: BodyIndex) -> bytes:
