@@ -104,17 +104,22 @@ def _plain(flat: FlatNodes) -> bytes:
     that call a function by their (op type, calls) pair, each pair asked once per model."""
     plain = bytearray(map(flat.op_table.each(_plain_op).__getitem__, flat.op_types))
     if any(flat.calls):
-        known = _PLAIN_CALLS.setdefault(flat.tables, {})
-        op_types = flat.op_types
+        known = _STEPS.setdefault(flat.tables, {})
         for n, number in enumerate(flat.calls):
             if number:
-                pair = (op_types[n], number)
-                found = known.get(pair)
-                if found is None:
-                    op, calls = flat.op_table.values[pair[0]], flat.calls_table.values[number]
-                    found = known[pair] = step_of(Node("", op, calls=calls)).kind is StepKind.PLAIN
-                plain[n] = found
+                plain[n] = _step(flat, n, known).kind is StepKind.PLAIN
     return bytes(plain)
+
+
+def _step(flat: FlatNodes, n: int, known: dict[tuple[int, int], Step]) -> Step:
+    """`step_of` node number `n`, by its (op type, calls) pair: `known` holds the steps of
+    the pairs met before."""
+    pair = (flat.op_types[n], flat.calls[n])
+    step = known.get(pair)
+    if step is None:
+        op, calls = flat.op_table.values[pair[0]], flat.calls_table.values[pair[1]]
+        step = known[pair] = step_of(Node("", op, calls=calls))
+    return step
 
 
 def _plain_op(op: str) -> bool:
@@ -122,9 +127,9 @@ def _plain_op(op: str) -> bool:
     return step_of(Node("", op)).kind is StepKind.PLAIN
 
 
-_PLAIN_CALLS: WeakKeyDictionary[Tables, dict[tuple[int, int], bool]] = WeakKeyDictionary()
-"""Whether each (op type, calls) pair with calls is plain, by the tables that number them
-(the bodies of one model share them)."""
+_STEPS: WeakKeyDictionary[Tables, dict[tuple[int, int], Step]] = WeakKeyDictionary()
+"""The steps of (op type, calls) pairs, by the tables that number them (the bodies of one
+model share them)."""
 
 
 def union(masks: Iterable[int]) -> int:
@@ -269,6 +274,13 @@ class BodyIndex:
         self._dtype_judged: bytes | None = None
         self._passing: bytes | None = None
         self._consumed: TensorSet | None = None
+        self._steps: dict[tuple[int, int], Step] | None = None
+
+    def step(self, n: int) -> Step:
+        """How to step through node number `n` (`step_of`, without making the node)."""
+        if self._steps is None:
+            self._steps = _STEPS.setdefault(self.arrays.flat.tables, {})
+        return _step(self.arrays.flat, n, self._steps)
 
     @property
     def consumed(self) -> TensorSet:

@@ -258,6 +258,18 @@ class FlatNodes(Mapping[str, Node]):
                     self._later[first + k] = producer
         self.input_start.append(first + count)
 
+    def append_inputless(self, names: list[str], numbers: list[Numbers]) -> None:
+        """`append_numbered` for nodes without inputs (a function's arguments), all at once:
+        node `names[k]` of the numbers `numbers[k]`. The names are new (the caller checks)."""
+        assert self._later is not None, "finished"
+        first = len(self.names)
+        self.names.extend(names)
+        self.ids.update(zip(names, range(first, first + len(names))))
+        columns = (self.op_types, self.signatures, self.calls, self.attrs)
+        for column, values in zip(columns, zip(*numbers)):
+            column.extend(values)
+        self.input_start.extend(itertools.repeat(self.input_start[-1], len(names)))
+
     def set_input(self, edge: int, ref: TensorRef) -> None:
         """Input edge number `edge` reads `ref` (before `finish()`)."""
         assert self._later is not None, "finished"

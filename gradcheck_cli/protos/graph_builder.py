@@ -6,6 +6,7 @@ import operator
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from itertools import repeat
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
@@ -158,10 +159,11 @@ class GraphBuilder:
         # node's (output argument -> its first flat output), by node number.
         layouts: list[dict[str, int]] = []
         offsets = _Offsets(nodes.ids, layouts)
+        arg_names: list[str] = []
+        arg_numbers: list[Numbers] = []
         for arg in fdef.signature.input_arg:
             try:
                 dtype = dtype_name(arg.type) if arg.type else None
-                _new_name(nodes, arg.name)
             except Refused as refused:
                 raise malformed(
                     self._what, _where("argument", arg.name, fn_name), refused
@@ -170,8 +172,16 @@ class GraphBuilder:
             if numbers is None:
                 numbers = self._tables.number(ARG_OP, (dtype,), None, None)
                 self._arg_numbers[dtype] = numbers
-            nodes.append_numbered(arg.name, numbers, [], [])
-            layouts.append({})
+            arg_names.append(arg.name)
+            arg_numbers.append(numbers)
+        if len(set(arg_names)) < len(arg_names):
+            raise malformed(
+                self._what,
+                _where("argument", _first_repeated(arg_names), fn_name),
+                Refused("is the name of two nodes"),  # TensorFlow refuses it too
+            )
+        nodes.append_inputless(arg_names, arg_numbers)
+        layouts.extend(repeat(_NO_OUTPUT_ARGUMENTS, len(arg_names)))
         # One pass: each node is parsed, converted and let go (a function may hold a million).
         waiting: list[tuple[int, list[str]]] = []  # (first edge, inputs) read before producers
         branch = branch_of(fn_name)
@@ -437,6 +447,9 @@ class _Offsets(Mapping[str, dict[str, int]]):
         return len(self._ids)
 
 
+_NO_OUTPUT_ARGUMENTS: dict[str, int] = {}
+"""The layout of an argument: it has one output, not named by an output argument."""
+
 _SHARED_NAMES = 4096
 """Functions of at most this many nodes share the strings of their nodes' names."""
 
@@ -447,10 +460,14 @@ _UNRESOLVED = TensorRef("", 0)
 """A function input set once its producer's output layout is known."""
 
 
-def _new_name(nodes: FlatNodes, name: str) -> None:
-    """Refuse a second node of the same name (TensorFlow refuses it too)."""
-    if name in nodes.ids:
-        raise Refused("is the name of two nodes")
+def _first_repeated(names: list[str]) -> str:
+    """The first of `names` met a second time (there is one)."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    raise ValueError("no name is repeated")
 
 
 def _is_index(text: str) -> bool:

@@ -276,3 +276,14 @@ def test_the_callees_cut_out_of_a_nodes_bytes_are_what_protobuf_reads() -> None:
             if short is not None:  # cut at a field's end: the fields before it, as they are
                 assert short[1] == names[: len(short[1])]
     assert cut_some > 1_000
+
+
+@pytest.mark.parametrize("where", ["argument", "node"])
+def test_a_name_given_an_argument_twice_or_an_argument_and_a_node_is_refused(where: str) -> None:
+    nodes = [_node("x" if where == "node" else "a", "Tanh", ["x"])]
+    function = _function(nodes)
+    if where == "argument":
+        repeated = function.signature.input_arg.add()
+        repeated.name, repeated.type = "x", 1
+    with pytest.raises(GradcheckError, match=f"{where} 'x' in function 'f'.*two nodes"):
+        _build(function)
