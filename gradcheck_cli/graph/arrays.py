@@ -243,7 +243,7 @@ def shared_structure(
         flat.input_start,
         flat.input_producers,
         flat.input_indices,
-        array("q", sorted(flat.gradient_op_types)),
+        array("q", sorted(flat.gradient_op_types)) if flat.gradient_op_types else b"",
         array("q", [rets, *chain.from_iterable(numbered)]),
     )
     # Each part's length first: parts of other lengths never make the same bytes. The bytes

@@ -396,9 +396,9 @@ class FlatNodes(Mapping[str, Node]):
 
     def numbers_of_types(self, op_types: Iterable[str]) -> list[int]:
         """The numbers of the nodes of these op types, in order."""
-        wanted = {
-            number for number, op in enumerate(self.op_table.values) if op in frozenset(op_types)
-        }
+        numbers = {self.op_table.find(op) for op in op_types}
+        # Most bodies hold none of them: found so without a step per node.
+        wanted = {number for number in numbers if number >= 0 and number in self.op_types}
         if not wanted:
             return []
         return [n for n, op in enumerate(self.op_types) if op in wanted]
