@@ -96,17 +96,16 @@ class Reachability:
     def summary(self, name: str) -> Summary:
         """Per argument of function `name`, the mask of the rets it reaches."""
         if name not in self._summaries:
-            like = self._like
-            if like is not None and (
-                name in like.lossless or self.gradient and not self.index.may_stop_gradient(name)
-            ):
-                return like.summary(name)
+            if self._from_like(name):
+                assert self._like is not None
+                return self._like.summary(name)
             body = self.program.bodies.get(name)
             if body is None or name in self._in_progress:
                 # A missing body (recorded as a note by the loader) or a recursive call:
                 # assume every argument reaches every ret, so nothing is called dead for it.
                 width = len(body.args) if body else 64
                 return [EVERYTHING] * width
+            self._callees_first(name)
             masks = self.body_masks(name)
             self._summaries[name] = [masks.get(TensorRef(arg, 0), 0) for arg in body.args]
             if name in self.lossless:
@@ -115,6 +114,62 @@ class Reachability:
                 del self._masks[name]
                 self.index.forget(name)
         return self._summaries[name]
+
+    def _from_like(self, name: str) -> bool:
+        """Whether this pass reads function `name`'s summary off the gradient pass (`like`)."""
+        like = self._like
+        return like is not None and (
+            name in like.lossless or self.gradient and not self.index.may_stop_gradient(name)
+        )
+
+    def _callees_first(self, name: str) -> None:
+        """Summarise the functions that function `name`'s walk may step into, each after the
+        functions it runs, without recursion: the walk then finds their summaries made.
+
+        Nested calls otherwise recurse a few frames per level, and a recursion that goes up
+        and down across the edge of one of CPython's frame stack chunks maps and unmaps it
+        each time (on 58,000 small functions: seconds of system time, moved by how deep the
+        caller's stack happens to be). A function on a cycle of calls, and each of its
+        callers, is left to the walk's recursion: its summary depends on which of its
+        callers are being summarised (`_in_progress`)."""
+        on_path = {name}
+        cyclic: set[str] = set()
+        stack = [(name, iter(self._callees(name)))]
+        while stack:
+            current, callees = stack[-1]
+            callee = next(callees, None)
+            if callee is None:
+                stack.pop()
+                on_path.discard(current)
+                if current in cyclic:
+                    if stack:
+                        cyclic.add(stack[-1][0])
+                elif stack:  # `name` itself is summarised by the caller
+                    self.summary(current)
+                continue
+            if callee in on_path or callee in self._in_progress:
+                cyclic.add(current)
+            elif (
+                callee not in self._summaries
+                and callee in self.program.bodies
+                and not self._from_like(callee)
+            ):
+                on_path.add(callee)
+                stack.append((callee, iter(self._callees(callee))))
+
+    def _callees(self, name: str) -> list[str]:
+        """The functions that function `name`'s walk in this pass may ask the summary of."""
+        facts = self.index.of(self.program.bodies[name])
+        plain = facts.plain
+        found: dict[str, None] = {}
+        n = plain.find(0)
+        while n >= 0:
+            step = facts.step(n)
+            found.update(dict.fromkeys(step.callees))
+            if step.kind is StepKind.LOOP and not self.gradient and step.condition:
+                found[step.condition] = None
+            n = plain.find(0, n + 1)
+        return list(found)
 
     def step_masks(self, step: Step, width: int, out_masks: list[int]) -> Iterator[tuple[int, int]]:
         """(input index, mask) for every input of a control-flow node of `width` inputs that

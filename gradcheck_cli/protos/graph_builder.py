@@ -20,6 +20,13 @@ from gradcheck_cli.graph.model import (
 )
 from gradcheck_cli.graph.progress import NODES_PER_REPORT, BuiltCount, Progress, silent
 from gradcheck_cli.protos.constant_inputs import mark_constant_inputs
+from gradcheck_cli.protos.input_refs import (
+    INDEX_DIGITS,
+    Offsets,
+    function_input,
+    function_ref,
+    graph_ref,
+)
 from gradcheck_cli.protos.limits import ExpansionBudget, Refused, malformed
 from gradcheck_cli.protos.node_kinds import NodeKind, NodeKinds
 from gradcheck_cli.protos.tf_protos import (
@@ -124,7 +131,7 @@ class GraphBuilder:
                 if not count % NODES_PER_REPORT:
                     self._built.tell(under_way=count)
                 node_name, op, texts, kind, numbers = self._node_kind(node_def, "")
-                inputs = [_graph_ref(text) for text in texts if not text.startswith("^")]
+                inputs = [graph_ref(text) for text in texts if not text.startswith("^")]
                 producers, later = nodes.producer_numbers([ref.node for ref in inputs])
                 self._node(
                     nodes,
@@ -158,7 +165,7 @@ class GraphBuilder:
         # output indices once the producer's output layout is known: `layouts` holds each
         # node's (output argument -> its first flat output), by node number.
         layouts: list[dict[str, int]] = []
-        offsets = _Offsets(nodes.ids, layouts)
+        offsets = Offsets(nodes.ids, layouts)
         arg_names: list[str] = []
         arg_numbers: list[Numbers] = []
         for arg in fdef.signature.input_arg:
@@ -215,12 +222,12 @@ class GraphBuilder:
                         and len(parts) == 3
                         and parts[2].isascii()
                         and parts[2].isdigit()
-                        and len(parts[2]) < _INDEX_DIGITS
+                        and len(parts[2]) < INDEX_DIGITS
                     ):
                         producers.append(n)
                         indices.append(layouts[n].get(parts[1], 0) + int(parts[2]))
                         continue
-                    ref = _function_input(text, offsets)
+                    ref = function_input(text, offsets)
                     if ref is None:
                         unresolved = True
                         ref = _UNRESOLVED
@@ -241,10 +248,8 @@ class GraphBuilder:
             raise malformed(self._what, _where("node", name, fn_name), refused) from None
         for first, texts in waiting:
             for edge, text in enumerate(texts, first):
-                nodes.set_input(edge, _function_ref(text, offsets))
-        rets = tuple(
-            _function_ref(fdef.ret[out.name], offsets) for out in fdef.signature.output_arg
-        )
+                nodes.set_input(edge, function_ref(text, offsets))
+        rets = tuple(function_ref(fdef.ret[out.name], offsets) for out in fdef.signature.output_arg)
         args = tuple(arg.name for arg in fdef.signature.input_arg)
         body = Body(name=fn_name, nodes=nodes.finish(), args=args, rets=rets)
         self._charge_read_outputs(body, fn_name)
@@ -414,37 +419,8 @@ def _where(kind: str, name: str, fn_name: str) -> str:
     )
 
 
-def _function_input(text: str, offsets: Mapping[str, dict[str, int]]) -> tuple[str, int] | None:
-    """A function input as (producer, flat output index); None while its producer's outputs
-    are not known (an output argument of a node not converted yet)."""
-    parts = text.split(":")
-    if len(parts) == 3 and parts[0] in offsets and _is_index(parts[2]):
-        index = int(parts[2])
-        if index < _MAX_INDEX:
-            return sys.intern(parts[0]), offsets[parts[0]].get(parts[1], 0) + index
-    if len(parts) == 3 and parts[0] and parts[0] not in offsets:
-        return None
-    return _function_ref(text, offsets)
-
-
 _KIND_BYTES = 512
 """Kinds are kept by their bytes up to this size: a node with a large constant is its own."""
-
-
-class _Offsets(Mapping[str, dict[str, int]]):
-    """A function's nodes' output argument offsets by node name (see `_function_body`)."""
-
-    def __init__(self, ids: Mapping[str, int], layouts: list[dict[str, int]]) -> None:
-        self._ids, self._layouts = ids, layouts
-
-    def __getitem__(self, name: str) -> dict[str, int]:
-        return self._layouts[self._ids[name]]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._ids)
-
-    def __len__(self) -> int:
-        return len(self._ids)
 
 
 _NO_OUTPUT_ARGUMENTS: dict[str, int] = {}
@@ -452,9 +428,6 @@ _NO_OUTPUT_ARGUMENTS: dict[str, int] = {}
 
 _SHARED_NAMES = 4096
 """Functions of at most this many nodes share the strings of their nodes' names."""
-
-_INDEX_DIGITS = 19
-"""Output indices of fewer digits are below `_MAX_INDEX`: read without asking."""
 
 _UNRESOLVED = TensorRef("", 0)
 """A function input set once its producer's output layout is known."""
@@ -468,39 +441,3 @@ def _first_repeated(names: list[str]) -> str:
             return name
         seen.add(name)
     raise ValueError("no name is repeated")
-
-
-def _is_index(text: str) -> bool:
-    """True for an output index as TensorFlow writes it: ASCII digits ("²" and "١" are digits
-    to Python, and the second even to int(), but not to TensorFlow)."""
-    return text.isascii() and text.isdigit()
-
-
-_MAX_INDEX = 2**62
-"""Output indices past this cannot be read by any graph (the expansion budget refuses far
-smaller ones once the producer is known); refused as they are parsed."""
-
-
-def _graph_ref(text: str) -> TensorRef:
-    name, _, index = text.partition(":")
-    if not name or (index and not _is_index(index)) or index and int(index) >= _MAX_INDEX:
-        raise GradcheckError(f"the model is malformed: a node input reads {text!r}")
-    return TensorRef(name, int(index) if index else 0)
-
-
-def _function_ref(text: str, offsets: Mapping[str, dict[str, int]]) -> TensorRef:
-    parts = text.split(":")
-    if (
-        not parts[0]
-        or len(parts) > 3
-        or len(parts) > 1
-        and (not _is_index(parts[-1]) or int(parts[-1]) >= _MAX_INDEX)
-    ):
-        raise GradcheckError(f"the model is malformed: a function input reads {text!r}")
-    node = sys.intern(parts[0])
-    if len(parts) == 1:
-        return TensorRef(node, 0)  # a function argument
-    if len(parts) == 2:
-        return TensorRef(node, int(parts[1]))
-    out_arg, index = parts[1], int(parts[2])
-    return TensorRef(node, offsets.get(node, {}).get(out_arg, 0) + index)
