@@ -398,22 +398,50 @@ class ProgramIndex:
     def may_stop_gradient(self, name: str) -> bool:
         """True if a cut in function `name`, or in a function it runs, may be a stop_gradient:
         an op of `STOP_GRADIENT_OPS`, or one with a gradient override. A pass that lets
-        stop_gradients through differs from the gradient pass only in such functions."""
+        stop_gradients through differs from the gradient pass only in such functions.
+
+        Callees are asked in name order, the first that may stop answering for the rest; a
+        function met again on the way (a recursive call) is assumed to. Walked with a stack
+        of its own: a deep call tree would recurse across CPython's frame stack chunks
+        (`Reachability._callees_first`)."""
         found = self._stopping.get(name)
-        if found is None:
-            body = self.program.bodies.get(name)
-            if body is None:
-                return False  # summarised as reaching everything in every pass
-            self._stopping[name] = True  # a recursive call: assume it may
-            flat = body.nodes
-            found = (
-                not isinstance(flat, FlatNodes)
-                or bool(flat.gradient_op_types)
-                or any(map(flat.op_table.each(_stops).__getitem__, set(flat.op_types)))
-                or any(self.may_stop_gradient(callee) for callee in sorted(flat.functions_named()))
-            )
-            self._stopping[name] = found
-        return found
+        if found is not None:
+            return found
+        if name not in self.program.bodies:
+            return False  # summarised as reaching everything in every pass
+        stack: list[tuple[str, Iterator[str]]] = []
+        answer = self._open(name, stack)  # the answer of the function last asked
+        while stack:
+            current, callees = stack[-1]
+            if answer:  # a callee may stop gradient: so may `current`
+                self._stopping[current] = True
+                stack.pop()
+                continue
+            callee = next(callees, None)
+            if callee is None:  # no callee may: nor may `current`
+                self._stopping[current] = answer = False
+                stack.pop()
+            elif callee in self._stopping:
+                answer = self._stopping[callee]
+            elif callee not in self.program.bodies:
+                answer = False
+            else:
+                answer = self._open(callee, stack)
+        return self._stopping[name]
+
+    def _open(self, name: str, stack: list[tuple[str, Iterator[str]]]) -> bool:
+        """Start `may_stop_gradient` of function `name`: True if its own ops may stop
+        gradient; else False, and its callees go on the stack to be asked."""
+        self._stopping[name] = True  # a recursive call: assume it may
+        flat = self.program.bodies[name].nodes
+        if (
+            not isinstance(flat, FlatNodes)
+            or flat.gradient_op_types
+            or any(map(flat.op_table.each(_stops).__getitem__, set(flat.op_types)))
+        ):
+            return True
+        stack.append((name, iter(sorted(flat.functions_named()))))
+        return False
 
     def forget(self, name: str) -> None:
         """Let body `name`'s index go (built again if asked for)."""

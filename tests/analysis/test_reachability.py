@@ -7,9 +7,11 @@ import random
 import pytest
 
 from gradcheck_cli.analysis.analyse import analyse
+from gradcheck_cli.analysis.control_flow import ProgramIndex
 from gradcheck_cli.analysis.reachability import Reachability
 from gradcheck_cli.analysis.verdicts import Status, Unreached
 from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.differentiability.rules import STOP_GRADIENT_OPS
 from gradcheck_cli.graph.model import Body, Program, TensorRef
 from tests.graph_factory import BodyFactory, program
 
@@ -215,3 +217,32 @@ def _has_cycle(prog: Program) -> bool:
         return False
 
     return any(reaches(name, name, set()) for name in calls)
+
+
+def test_which_functions_may_stop_gradient_is_what_a_recursion_over_the_calls_finds() -> None:
+    """`ProgramIndex.may_stop_gradient` walks the calls with a stack of its own: asked in any
+    order on random call graphs with cycles, it answers as the recursion it stands for."""
+    stopping = 0
+    for seed in range(60):
+        prog = _random_calls(seed)
+        known: dict[str, bool] = {}
+        index = ProgramIndex(prog)
+        order = [*prog.bodies, "missing"]
+        random.Random(seed).shuffle(order)
+        answers = [index.may_stop_gradient(name) for name in order]
+        assert answers == [_stops_by_recursion(prog, name, known) for name in order], seed
+        stopping += sum(answers)
+    assert 0 < stopping < 60 * 9  # some functions may stop gradient, some may not
+
+
+def _stops_by_recursion(prog: Program, name: str, known: dict[str, bool]) -> bool:
+    if name in known:
+        return known[name]
+    if name not in prog.bodies:
+        return False
+    known[name] = True  # a recursive call: assume it may
+    flat = prog.bodies[name].nodes
+    known[name] = any(flat.op_type(n) in STOP_GRADIENT_OPS for n in range(len(flat))) or any(
+        _stops_by_recursion(prog, callee, known) for callee in sorted(flat.functions_named())
+    )
+    return known[name]
