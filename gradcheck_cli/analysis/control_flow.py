@@ -22,7 +22,10 @@ from gradcheck_cli.differentiability.rules import (
     passes_trainable_inputs,
     passes_unless_a_factor_is_zero,
 )
-from gradcheck_cli.differentiability.structural_zeros import Surroundings, a_factor_may_be_zero
+from gradcheck_cli.differentiability.structural_zeros import (
+    Surroundings,
+    products_with_a_zero_factor,
+)
 from gradcheck_cli.graph.arrays import BodyArrays, TensorSet
 from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
@@ -348,11 +351,11 @@ def _dtype_judged(facts: BodyIndex) -> bytes:
     # Per node its kind's code, then 1 for the kinds the dtype rule alone judges; a product
     # is judged so when no factor may be zero.
     codes = bytes(map(kinds.__getitem__, zip(flat.op_types, flat.signatures)))
-    judged = bytearray(codes.translate(_JUDGED_BY_KIND))
+    judged = bytearray(codes.translate(_JUDGED_WITHOUT_ZEROS))
     if _UNLESS_A_ZERO_CODE in codes:
-        for n, code in enumerate(codes):
-            if code == _UNLESS_A_ZERO:
-                judged[n] = not a_factor_may_be_zero(flat, n)
+        products = codes.translate(_PRODUCTS_BY_KIND)
+        for n in products_with_a_zero_factor(flat, products):
+            judged[n] = 0
     for n in flat.gradient_op_types:
         judged[n] = 0
     return bytes(judged)
@@ -372,7 +375,10 @@ def _passing(facts: BodyIndex) -> bytes:
 
 # How the cut rules judge the nodes of an op type and signature (`BodyIndex.dtype_judged`).
 _PASSES, _UNLESS_A_ZERO, _JUDGED_BY_RULES = range(3)
-_JUDGED_BY_KIND = bytes([1, 0, 0]) + bytes(253)  # a `bytes.translate` table: 1 for _PASSES
+# `bytes.translate` tables: 1 for _PASSES and a product (unless a factor may be zero), 1 for
+# a product.
+_JUDGED_WITHOUT_ZEROS = bytes([1, 1, 0]) + bytes(253)
+_PRODUCTS_BY_KIND = bytes([0, 1, 0]) + bytes(253)
 _UNLESS_A_ZERO_CODE = bytes([_UNLESS_A_ZERO])
 
 _DTYPE_KINDS: WeakKeyDictionary[Tables, dict[tuple[int, int], int]] = WeakKeyDictionary()

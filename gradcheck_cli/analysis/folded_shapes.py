@@ -30,9 +30,10 @@ def unfold_shape_reads(program: Program) -> Program:
 
 def _unfold(body: Body) -> Body:
     flat = body.nodes
-    const = flat.op_table.find("Const")
-    if const < 0 or const not in flat.op_types:
-        return body  # a folded shape is a Const: a body without one has none
+    # A folded shape is a Const named after the scope of the op it stands for: a body
+    # without one has none (most bodies; found without a step per node).
+    if not any(_SCOPE.fullmatch(flat.names[n]) for n in flat.numbers_of_types(("Const",))):
+        return body
     unconsumed = set(range(len(flat))).difference(flat.input_producers)
     unconsumed.difference_update(flat.ids[ref.node] for ref in body.rets if ref.node in flat.ids)
     dtypes, signatures = flat.signature_table.values, flat.signatures

@@ -397,11 +397,14 @@ class FlatNodes(Mapping[str, Node]):
     def numbers_of_types(self, op_types: Iterable[str]) -> list[int]:
         """The numbers of the nodes of these op types, in order."""
         numbers = {self.op_table.find(op) for op in op_types}
-        # Most bodies hold none of them: found so without a step per node.
-        wanted = {number for number in numbers if number >= 0 and number in self.op_types}
-        if not wanted:
-            return []
-        return [n for n, op in enumerate(self.op_types) if op in wanted]
+        found: list[int] = []
+        for number in numbers:  # each found by C-speed scans, not a step per node
+            if number >= 0:
+                n = _find(self.op_types, number, 0)
+                while n >= 0:
+                    found.append(n)
+                    n = _find(self.op_types, number, n + 1)
+        return sorted(found)
 
     def __getitem__(self, name: str) -> Node:
         return self.node(self.ids[name])
@@ -422,6 +425,14 @@ class FlatNodes(Mapping[str, Node]):
     def values(self) -> _Nodes:  # type: ignore[override]
         """Every node, in order, each made as the iteration reaches it."""
         return _Nodes(self)
+
+
+def _find(values: array[int], value: int, start: int) -> int:
+    """The first position of `value` in `values` from `start` on; -1 if none."""
+    try:
+        return values.index(value, start)
+    except ValueError:
+        return -1
 
 
 class _Nodes:

@@ -3,10 +3,19 @@ hand-made graphs."""
 
 from __future__ import annotations
 
+import random
+
+import pytest
+
 from gradcheck_cli.analysis.analyse import analyse
 from gradcheck_cli.analysis.verdicts import Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.graph.model import Program, TensorRef
+from gradcheck_cli.differentiability.structural_zeros import (
+    a_factor_may_be_zero,
+    products_with_a_zero_factor,
+)
+from gradcheck_cli.graph.flat_nodes import FlatNodes
+from gradcheck_cli.graph.model import CONSTANT_ATTR, Constant, Program, TensorRef
 from tests.graph_factory import BodyFactory, program
 
 
@@ -163,3 +172,89 @@ def test_a_shape_tensorflow_folded_into_a_constant_still_reads_the_variable() ->
     assert _reasons(verdicts["shaped"]) == [("Shape_1", Reason.INDEX_OR_SHAPE_INPUT)]
     assert _reasons(verdicts["zeroed"]) == [("zeros_like", Reason.INDEX_OR_SHAPE_INPUT)]
     assert verdicts["other"].status is Status.UNUSED
+
+
+@pytest.mark.parametrize("zero", ["const", "zeros_like", "fill", "none"])
+def test_the_products_a_zero_may_reach_are_found_from_the_zeros(zero: str) -> None:
+    # Without a zero constant, zeros_like or fill, no product is judged by its factors; with
+    # one (even behind an identity), the product it feeds is cut and the others are not.
+    top = BodyFactory("top")
+    fed, other = _reads(top, "fed", "other")
+    factor = {
+        "const": lambda: top.const("zero", (), 0.0),
+        "zeros_like": lambda: top.op("zeros", "ZerosLike", other),
+        "fill": lambda: top.op(
+            "fill", "Fill", top.const("dims", (1,), 4, dtype="int32"), top.const("nought", (), 0.0)
+        ),  # fmt: skip
+        "none": lambda: top.const("two", (), 2.0),
+    }[zero]()
+    parts = [
+        top.op("times", "Mul", top.op("copy", "Identity", factor), fed),
+        top.op("squared", "Mul", other, top.const("three", (), 3.0)),
+    ]
+    loss = top.op("loss", "AddN", *parts)
+    prog = program(top.body(loss), loss)
+    flat = prog.top_body.nodes
+    products = bytes(flat.op_type(n) == "Mul" for n in range(len(flat)))
+    cut = {flat.names[n] for n in products_with_a_zero_factor(flat, products)}
+    assert cut == (set() if zero == "none" else {"times"})
+    verdicts = _verdicts(prog)
+    assert verdicts["other"].status is Status.OK
+    if zero == "none":
+        assert verdicts["fed"].status is Status.OK
+    else:
+        assert _reasons(verdicts["fed"]) == [("times", Reason.ZERO_GRADIENT)]
+
+
+def test_products_found_from_the_zeros_are_those_a_walk_from_each_factor_finds() -> None:
+    """On random bodies (zero and nonzero constants, zeros_like, fill, chains of identities
+    longer and shorter than the walk's hops, factors read at output 1, products of one or
+    three inputs), the products found forward from the zeros are the ones whose factors'
+    walk back finds a zero."""
+    rng = random.Random(7)
+    cut_some = 0
+    for _ in range(300):
+        flat = FlatNodes()
+        made = []
+        for k in range(rng.randint(5, 80)):
+            kind = rng.random()
+            name = f"n{k}"
+            if kind < 0.15 or not made:
+                value = Constant((), (rng.choice([0.0, 0.0, 1.0]),))
+                flat.append(name, "Const", (), ("float32",), attrs={CONSTANT_ATTR: value})
+            elif kind < 0.2:
+                flat.append(name, rng.choice(["ZerosLike", "Fill"]), [rng.choice(made)])
+            elif kind < 0.55:  # chains of them: mostly reading the node just made
+                op = rng.choice(["Identity", "Identity", "Snapshot", "ReadVariableOp"])
+                inputs = [made[-1] if rng.random() < 0.7 else rng.choice(made)]
+                inputs += [rng.choice(made)] * rng.choice([0, 0, 1])  # the first is followed
+                flat.append(name, op, inputs, ("float32", "float32"))
+            elif kind < 0.9:
+                inputs = [rng.choice(made) for _ in range(rng.choice([2, 2, 2, 1, 3]))]
+                flat.append(name, rng.choice(["Mul", "MulNoNan", "AddV2"]), inputs)
+            else:
+                flat.append(name, "Tanh", [rng.choice(made)])
+            made.append((name, 0) if rng.random() < 0.9 else (name, 1))
+        flat.finish()
+        products = bytes(flat.op_type(n) in ("Mul", "MulNoNan") for n in range(len(flat)))
+        expected = {n for n in range(len(flat)) if products[n] and a_factor_may_be_zero(flat, n)}
+        assert products_with_a_zero_factor(flat, products) == expected
+        cut_some += bool(expected)
+    assert cut_some > 100
+
+
+@pytest.mark.parametrize("identities", [0, 7, 8])
+def test_a_zero_is_followed_through_as_many_identities_as_the_walk_back_is(identities: int) -> None:
+    flat = FlatNodes()
+    zero = Constant((), (0.0,))
+    flat.append("zero", "Const", (), ("float32",), attrs={CONSTANT_ATTR: zero})
+    flat.append("x", "_Arg", (), ("float32",))
+    last = "zero"
+    for k in range(identities):
+        flat.append(f"copy_{k}", "Identity", [(last, 0)])
+        last = f"copy_{k}"
+    flat.append("times", "Mul", [("x", 0), (last, 0)])
+    flat.finish()
+    products = bytes(flat.op_type(n) == "Mul" for n in range(len(flat)))
+    found = products_with_a_zero_factor(flat, products)
+    assert bool(found) is a_factor_may_be_zero(flat, flat.ids["times"]) is (identities <= 7)
