@@ -5,11 +5,11 @@ constants literally in the graph count."""
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.graph.flat_nodes import FlatNodes
+from gradcheck_cli.graph.flat_nodes import FlatNodes, positions
 from gradcheck_cli.graph.model import CONSTANT_ATTR, Constant, Node, TensorRef
 
 PRODUCTS = frozenset({"Mul", "MulNoNan"})
@@ -88,7 +88,7 @@ def products_with_a_zero_factor(flat: FlatNodes, products: bytes) -> set[int]:
     zeros = flat.attrs_table.each(_holds_a_zero_constant)
     const = ops.find("Const")
     for number in {a for a in set(flat.attrs) if zeros[a]} if const >= 0 else ():
-        holders += [n for n in _positions(flat.attrs, number) if op_types[n] == const]
+        holders += [n for n in positions(flat.attrs, number) if op_types[n] == const]
     starts, indices = flat.input_start, flat.input_indices
     passing_on = {ops.find(op) for op in _PASS_THROUGH}
     # Nodes whose output 0 `_may_be_zero`'s walk would find a zero behind: a holder, or an
@@ -99,7 +99,7 @@ def products_with_a_zero_factor(flat: FlatNodes, products: bytes) -> set[int]:
         found.update(frontier)
         readers = []
         for n in frontier if hop < _MAX_HOPS - 1 else ():
-            for edge in _positions(flat.input_producers, n):
+            for edge in positions(flat.input_producers, n):
                 reader = bisect_right(starts, edge) - 1
                 if (
                     indices[edge] == 0
@@ -111,23 +111,11 @@ def products_with_a_zero_factor(flat: FlatNodes, products: bytes) -> set[int]:
         frontier = readers
     cut: set[int] = set()
     for n in found:
-        for edge in _positions(flat.input_producers, n):
+        for edge in positions(flat.input_producers, n):
             reader = bisect_right(starts, edge) - 1
             if products[reader] and indices[edge] == 0 and starts[reader + 1] - starts[reader] == 2:
                 cut.add(reader)
     return cut
-
-
-def _positions(values: Sequence[int], value: int) -> Iterator[int]:
-    """Where `value` is in `values`, in order, by C-speed scans."""
-    start = 0
-    while True:
-        try:
-            start = values.index(value, start)  # type: ignore[call-arg]
-        except ValueError:
-            return
-        yield start
-        start += 1
 
 
 def _holds_a_zero_constant(attrs: Mapping[str, object]) -> bool:

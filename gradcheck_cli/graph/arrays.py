@@ -190,7 +190,7 @@ class Structure:
         producers, indices = flat.input_producers, flat.input_indices
         # How many outputs each node has: its declared ones and any that is read.
         widths = list(map(flat.signature_table.each(len).__getitem__, flat.signatures))
-        inside = not producers or min(producers) >= 0  # no input from outside the body
+        inside = not flat.outside  # no input from outside the body
         if not inside or any(map(operator.ge, indices, map(widths.__getitem__, producers))):
             for producer, index in zip(producers, indices):
                 if producer >= 0 and index >= widths[producer]:

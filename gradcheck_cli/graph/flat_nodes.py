@@ -400,10 +400,7 @@ class FlatNodes(Mapping[str, Node]):
         found: list[int] = []
         for number in numbers:  # each found by C-speed scans, not a step per node
             if number >= 0:
-                n = _find(self.op_types, number, 0)
-                while n >= 0:
-                    found.append(n)
-                    n = _find(self.op_types, number, n + 1)
+                found.extend(positions(self.op_types, number))
         return sorted(found)
 
     def __getitem__(self, name: str) -> Node:
@@ -427,12 +424,16 @@ class FlatNodes(Mapping[str, Node]):
         return _Nodes(self)
 
 
-def _find(values: array[int], value: int, start: int) -> int:
-    """The first position of `value` in `values` from `start` on; -1 if none."""
-    try:
-        return values.index(value, start)
-    except ValueError:
-        return -1
+def positions(values: array[int], value: int) -> Iterator[int]:
+    """Where `value` is in `values`, in order: found by C-speed scans, not a step per item."""
+    start = 0
+    while True:
+        try:
+            start = values.index(value, start)
+        except ValueError:
+            return
+        yield start
+        start += 1
 
 
 class _Nodes:
