@@ -197,6 +197,7 @@ def run_reports(
             requested=True,
             never_requested=tuple(n for n in untrained if n not in told) if index == 0 else (),
             idle_training=tuple(result.idle) if index == 0 else (),
+            left_out=tuple(result.left_out) if index == 0 else (),
             read_not_requested=tuple(n for n in untrained if n in read and n not in told),
             texts=texts,
         )
@@ -278,6 +279,8 @@ def report_from_result(
     context = replace(
         run or Context(), notes=tuple(notes), verification=verification, left_tensorflow=left
     )
+    if not isinstance(result, EagerResult) and result.left_out:
+        context = replace(context, left_out=context.left_out + tuple(result.left_out))
     return _report(source, analysis, context)
 
 

@@ -370,13 +370,26 @@ class CalledLayers:
         self._called: set[str] | None = None
 
     def called(self, variable: str) -> bool:
-        """True if some op of the program lies in a call scope of `variable`'s layer."""
+        """True if some op of the program lies in a call scope of `variable`'s layer, and no
+        other layer has that name (a model cloned with `clone_model` keeps its layers' names:
+        a scope of that name is then no evidence of which of the two was called)."""
         layer = variable.rpartition("/")[0]
         if not layer:
             return False
         if self._called is None:
-            self._called = self._collect()
+            self._called = self._collect() - self._shared_layers()
         return layer in self._called
+
+    def _shared_layers(self) -> set[str]:
+        """Layers whose variables' names two variables share: `make_names_unique` told them
+        apart as `kernel` and `kernel_1`."""
+        names = {v.name for v in self.program.variables}
+        shared = set()
+        for name in names:
+            base, underscore, count = name.rpartition("_")
+            if underscore and count.isdigit() and base in names:
+                shared.add(base.rpartition("/")[0])
+        return shared
 
     def _collect(self) -> set[str]:
         layers = {v.name.rpartition("/")[0] for v in self.program.variables} - {""}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -23,6 +23,7 @@ from gradcheck_cli.findings.rules import (
     VALUE_LEAVES_TENSORFLOW,
     VARIABLE_NEVER_REACHES_LOSS,
     VARIABLE_READ_BUT_NOT_REQUESTED,
+    VARIABLES_LEFT_OUT,
     VERIFICATION_AGREES,
     VERIFICATION_DISAGREES,
     VERIFICATION_DISAGREES_NEXT,
@@ -55,6 +56,8 @@ class Context:
     read_not_requested: tuple[str, ...] = ()
     # `gradcheck run`: Keras training calls on a model with no trainable weight.
     idle_training: tuple[IdleTraining, ...] = ()
+    # Trainable variables the script created that the loader left out: (name, why).
+    left_out: tuple[tuple[str, str], ...] = ()
     # (path, text) of files the check read as holding that text (a fix checked before it is
     # written): the report quotes these texts.
     texts: tuple[tuple[str, str], ...] = ()
@@ -71,6 +74,7 @@ def build_findings(
     findings; `told`: per variable, findings that replace its own findings about the same ops
     (an intended cut told as such, a quantizer's variables)."""
     findings = [GRAPH_NOT_FULLY_MODELLED.finding(note=note) for note in context.notes]
+    findings += _left_out_findings(context.left_out)
     if not context.located:
         findings.append(SAVED_MODEL_WITHOUT_SOURCE_LINES.finding())
     findings += _verification_findings(context.verification, analysis.verdicts)
@@ -87,6 +91,16 @@ def build_findings(
     findings += [_concern_finding(concern, source) for concern in analysis.concerns]
     findings += _request_findings(analysis, context)
     return tuple(sorted(findings, key=finding_order))
+
+
+def _left_out_findings(left_out: Sequence[tuple[str, str]]) -> list[Finding]:
+    """One GC009 finding per reason, naming the variables left out for it."""
+    by_reason: dict[str, list[str]] = {}
+    for name, why in left_out:
+        by_reason.setdefault(why, []).append(name)
+    return [
+        VARIABLES_LEFT_OUT.finding(names=tuple(names), why=why) for why, names in by_reason.items()
+    ]
 
 
 def _left_tensorflow_finding(

@@ -293,6 +293,42 @@ UNUSED_SUPPRESSION = Rule(
 )
 
 
+def _left_out(names: tuple[str, ...], why: str) -> str:
+    count = len(names)
+    variables = "trainable variable is" if count == 1 else "trainable variables are"
+    return f"{count} {variables} left out of the check: {_listed(names)}; {why}"
+
+
+VARIABLES_LEFT_OUT = Rule(
+    code="GC009",
+    name="variables-left-out",
+    severity=Severity.INFO,
+    message=_left_out,
+    summary="Trainable variables the script created that are not checked, and why",
+    what_it_does=(
+        "Lists, with `-v` and in JSON and SARIF, each trainable variable the script created "
+        "that gradcheck does not check, with the fact that left it out. Only facts of "
+        "TensorFlow's and of the objects do: a variable made by a layer that no object holds "
+        "any more (a copy a library made and dropped, as TF-MOT's `quantize_model` drops its "
+        "annotated clone), or made by a library (an optimizer's slot, a metric's total) "
+        "outside every model, layer and module the script holds.\n\n"
+        "Likeness never leaves a variable out: a target network, an EMA teacher or a second "
+        "discriminator with the same names, shapes or values as a trained one is checked "
+        "and reported with its own verdict."
+    ),
+    why_bad=(
+        "Nothing is wrong: the record says why these variables are absent from the report, "
+        "so an absence is never silent."
+    ),
+    example=(
+        "base = make_model()\n"
+        "model = tfmot.quantization.keras.quantize_model(base)\n"
+        "# quantize_model makes an annotated clone of base and drops it"
+    ),
+    use_instead="# Nothing to change.",
+)
+
+
 def _language(snippet: str) -> str:
     return "console" if snippet.startswith("$ ") else "python"
 
@@ -1328,6 +1364,7 @@ _ALL = (
     SAVED_MODEL_WITHOUT_SOURCE_LINES,
     DEAD_VARIABLE_ALLOWED,
     UNUSED_SUPPRESSION,
+    VARIABLES_LEFT_OUT,
     STOP_GRADIENT_CUTS_VARIABLE,
     INTEGER_CAST_CUTS_VARIABLE,
     NON_DIFFERENTIABLE_OP_CUTS_VARIABLE,

@@ -286,25 +286,34 @@ def _handle_of(variable: Any) -> int:
     return id(getattr(variable, "handle", variable))
 
 
-def untrained(created: CreatedVariables, requested: set[int]) -> list[Variable]:
+def untrained(
+    created: CreatedVariables, requested: set[int]
+) -> tuple[list[Variable], list[tuple[str, str]]]:
     """Trainable variables the script created that no gradient request differentiates; an
     integer variable (a counter, `tf.Variable(0)` left trainable) can never train and is no
-    candidate."""
-    from gradcheck_cli.tracing.keras_weights import owned_variables, sources_of_copies
+    candidate. Also (name, why) of those left out as a library's (GC009)."""
+    from gradcheck_cli.tracing.keras_weights import (
+        discarded_layer_weights,
+        left_out_of_candidates,
+        owned_variables,
+    )
 
     # What a library made for itself and no model of the script holds: an optimizer's or a
     # metric's variables, TF-MOT's discarded clones.
     main = vars(sys.modules["__main__"])
-    skipped = created.bookkeeping | (created.by_libraries - owned_variables(main, created.keras))
+    discarded = discarded_layer_weights(created.keras)
+    libraries = created.by_libraries - owned_variables(main, created.keras, discarded)
     found = []
+    unchecked = []
     for variable in created.variables:
-        if id(variable) in requested or id(variable) in skipped:
+        if id(variable) in requested or id(variable) in created.bookkeeping:
+            continue
+        if id(variable) in libraries:
+            unchecked.append(variable)
             continue
         _, model = created.describe(variable)
         if model.trainable and is_trainable_dtype(model.dtype):
             found.append((variable, model))
-    listed = [v for v in created.variables if id(v) in requested]
-    copied = sources_of_copies([variable for variable, _ in found], listed, created.at)
-    left = [model for variable, model in found if id(variable) not in copied]
+    left = [model for _, model in found]
     make_names_unique(left)
-    return left
+    return left, left_out_of_candidates(unchecked, created.keras, discarded)

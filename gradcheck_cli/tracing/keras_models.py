@@ -16,7 +16,7 @@ from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.source_code.keras_archive import check_weight_datasets
 from gradcheck_cli.tracing.function_tracing import trace_loss
 from gradcheck_cli.tracing.keras_objective import Tape, backing_variable
-from gradcheck_cli.tracing.keras_weights import KerasWeights, sources_of_copies
+from gradcheck_cli.tracing.keras_weights import KerasWeights
 from gradcheck_cli.worker import progress
 from gradcheck_cli.worker.protocol import TracedFunction
 
@@ -56,12 +56,6 @@ def trace_keras_model(
     candidates = candidates + [v for v in weights if id(v) not in known]
     if objective.tapes:
         return _trace_tapes(objective.tapes, model, name, keras, created_at, verify)
-    # A model this one was cloned from with its weights (TF-MOT's quantize_model) is no model
-    # the objective forgot.
-    captured = list(objective.full.variables)
-    read = {id(v) for v in captured}
-    copies = sources_of_copies([v for v in candidates if id(v) not in read], captured, created_at)
-    candidates = [v for v in candidates if id(v) not in copies]
     traced = {"created_at": created_at, "keras": keras, "left_out": bookkeeping}
     result = trace_loss(objective.full, name, candidates, verify=verify, **traced)
     if objective.data_only is not None:

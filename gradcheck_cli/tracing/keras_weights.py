@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -29,6 +29,8 @@ class KerasWeights:
     variables: dict[int, Any] = field(default_factory=dict)
     # id(backing tf.Variable) -> id of the layer whose add_weight created it
     owners: dict[int, int] = field(default_factory=dict)
+    # id(backing tf.Variable) -> a weak reference to that layer: dead once no object holds it
+    owner_refs: dict[int, weakref.ref[Any]] = field(default_factory=dict)
     # layer -> where the user's code constructed it (None: no user frame on the stack)
     layer_sites: weakref.WeakKeyDictionary[Any, SourceLocation | None] = field(
         default_factory=weakref.WeakKeyDictionary
@@ -63,6 +65,8 @@ class KerasWeights:
             return
         self.variables[id(backing)] = weight
         self.owners[id(backing)] = id(layer)
+        with contextlib.suppress(TypeError):  # a layer class without weak references
+            self.owner_refs[id(backing)] = weakref.ref(layer)
         self.info[id(backing)] = (weight_path(weight, layer), bool(weight.trainable))
         site = self.layer_sites.get(layer)
         if site is not None:
@@ -119,13 +123,17 @@ def keras_weights(namespace: dict[str, Any], found: KerasWeights | None = None) 
     return found
 
 
-def owned_variables(namespace: dict[str, Any], found: KerasWeights) -> set[int]:
+def owned_variables(
+    namespace: dict[str, Any], found: KerasWeights, discarded: set[int]
+) -> set[int]:
     """ids of the tf.Variables that a model, layer or module bound in `namespace` owns (its
-    weights), or that back a Keras 3 layer's weight wherever the layer is."""
+    weights), or that a layer still held by some object made (wherever it is held: a function's
+    locals, a user's class, a closure). A layer no object holds any more (a clone a library made
+    and dropped, as TF-MOT's quantize_model does) owns nothing: `discarded` are its weights
+    (`discarded_layer_weights`)."""
     import tensorflow as tf
 
-    # The weights Keras's add_weight made, and those the namespace's Keras 3 layers name.
-    owned = set(found.variables) | set(found.info)
+    owned = set(found.variables) - discarded
     pending = [value for name, value in namespace.items() if not name.startswith("_")]
     seen: set[int] = set()
     while pending:
@@ -144,6 +152,39 @@ def owned_variables(namespace: dict[str, Any], found: KerasWeights) -> set[int]:
         elif isinstance(value, dict):
             pending.extend(value.values())
     return owned
+
+
+def discarded_layer_weights(found: KerasWeights) -> set[int]:
+    """ids of the tf.Variables whose layer no object holds any more: garbage collected, once
+    every reference cycle is collected."""
+    import gc
+
+    gc.collect()
+    return {backing for backing, layer in found.owner_refs.items() if layer() is None}
+
+
+DISCARDED = (
+    "the layer that made them is held by no object any more (a copy a library made and dropped)"
+)
+MADE_BY_A_LIBRARY = (
+    "a library made them outside every model, layer and module the script holds (an "
+    "optimizer's or a metric's variables)"
+)
+
+
+def left_out_of_candidates(
+    variables: Iterable[Any], found: KerasWeights, discarded: set[int]
+) -> list[tuple[str, str]]:
+    """(name, why) for each trainable floating-point variable of `variables`, the ones a loader
+    leaves out of the candidates: told with `-v` (GC009), never left out in silence."""
+    told = []
+    for variable in variables:
+        if not (getattr(variable, "trainable", False) and variable.dtype.is_floating):
+            continue
+        recorded = found.info.get(id(variable))
+        name = recorded[0] if recorded is not None else str(variable.name).split(":")[0]
+        told.append((name, DISCARDED if id(variable) in discarded else MADE_BY_A_LIBRARY))
+    return told
 
 
 def _name_weights(found: KerasWeights, path: str, layer: Any) -> None:

@@ -23,9 +23,10 @@ from gradcheck_cli.tracing.function_tracing import (
 )
 from gradcheck_cli.tracing.keras_models import is_keras_model, trace_keras_model
 from gradcheck_cli.tracing.keras_weights import (
+    discarded_layer_weights,
     keras_weights,
+    left_out_of_candidates,
     owned_variables,
-    sources_of_copies,
     track_keras_weights,
 )
 from gradcheck_cli.tracing.loss_finding import SCRIPT_RUN_NAME, find_loss, is_graph_tensor
@@ -80,16 +81,21 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
         # optimizer's or a metric's variables, TFP's seed state, TF-MOT's discarded clones) is
         # no candidate, unless a model, layer or module the script holds owns it; captured by
         # the loss, it is one only if it could train (a float).
-        owned = owned_variables(namespace, keras)
-        bookkeeping = by_libraries - owned
+        discarded = discarded_layer_weights(keras)
+        bookkeeping = by_libraries - owned_variables(namespace, keras, discarded)
         candidates = [
             v for v, _ in created if isinstance(v, tf.Variable) and id(v) not in bookkeeping
         ]
         left_out = {id(v) for v, _ in created if id(v) in bookkeeping and not v.dtype.is_floating}
+        unchecked = [v for v, _ in created if id(v) in bookkeeping]
         if is_keras_model(value):
-            return trace_keras_model(
+            result = trace_keras_model(
                 value, None, name, candidates, keras, created_at, verify, script=path
             )
+            checked = {r.variable.name for r in result.variables}
+            told = left_out_of_candidates(unchecked, keras, discarded)
+            result.left_out = [(n, why) for n, why in told if n not in checked]
+            return result
         try:
             concrete = concrete_function(value, name, path)
         except GradcheckError:
@@ -101,13 +107,6 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
                 value, name, path, candidates, keras.info, created_at, error, verify
             )
         keras.settle()
-        # A model whose weights a model the loss reads was cloned with (TF-MOT's quantize_model
-        # of `base`) is the copy's source, not a model the loss forgot.
-        captured = list(concrete.variables)
-        read = {id(v) for v in captured}
-        unread = [v for v in candidates if id(v) not in read]
-        copies = sources_of_copies(unread, captured, created_at)
-        candidates = [v for v in candidates if id(v) not in copies]
         result = trace_loss(
             concrete,
             name,
@@ -119,6 +118,9 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
         )
         variables = traced.candidate_variables(candidates, concrete, left_out)
         mark_frozen_reads(result, variables, concrete, reads)
+        checked = {id(v) for v in variables}
+        unchecked = [v for v in unchecked if id(v) not in checked]
+        result.left_out = left_out_of_candidates(unchecked, keras, discarded)
         return result
 
 

@@ -127,6 +127,8 @@ class _Traced:
     custom_gradients: dict[str, tuple[CustomGradient, ...]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what the worker could not model exactly
     tensorflow: TensorFlowGradients | None = None  # when --verify asked for it
+    # Trainable variables the script created that are no candidates: (name, why).
+    left_out: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -202,6 +204,8 @@ class RunResult:
     untrained: list[Variable] = field(default_factory=list)
     # Keras training calls that trained nothing: no trainable weight when they ran.
     idle: list[IdleTraining] = field(default_factory=list)
+    # Trainable variables the script created that are no candidates: (name, why).
+    left_out: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass

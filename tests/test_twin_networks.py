@@ -1,0 +1,111 @@
+"""Twin networks keep their verdicts: a network with a trained twin (a target network given the
+online one's weights, two discriminators from one seeded builder, a siamese tower left over,
+layers that share one seeded initializer) is checked and reported like any other, in the plain
+script form, a SavedModel and `gradcheck run`, as TensorFlow's own gradients judge it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gradcheck_cli.cli import command, run_command
+from tests import forked_python, oracle
+from tests.cli_runs import invoke
+
+TWINS = Path(__file__).parent / "scripts" / "twins"
+SCRIPT = TWINS / "twin_networks.py"
+LOSSES = ("critic_loss", "twin_loss")
+# The networks each loss leaves unread, whose twins it trains or reads.
+UNREAD = {
+    "critic_loss": {"actor", "generator", "disc_x", "disc_y", "tower_a", "tower_b", "left"},
+    "twin_loss": {"target_actor", "disc_x", "tower_b", "right"},
+}
+
+SAVE = """
+import sys
+import tensorflow as tf
+sys.path.insert(0, sys.argv[1])
+import twin_networks as twins
+
+
+class Twins(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.networks = [getattr(twins, name) for name in sys.argv[3:]]
+
+    @tf.function(input_signature=[])
+    def critic_loss(self):
+        return twins.critic_loss()
+
+    @tf.function(input_signature=[])
+    def twin_loss(self):
+        return twins.twin_loss()
+
+
+tf.saved_model.save(Twins(), sys.argv[2])
+"""
+NETWORKS = (
+    "actor critic target_actor target_critic generator disc_x disc_y tower_a tower_b left right"
+)
+
+
+def _dead(report: dict[str, Any]) -> set[str]:
+    return {v["name"] for v in report["variables"] if v["status"] in ("blocked", "unused")}
+
+
+def _checked(target: Path, loss: str, *extra: str) -> dict[str, Any]:
+    code, stdout, stderr = invoke(command, [str(target), "--loss", loss, "-f", "json", *extra])
+    assert code == 1, stdout + stderr
+    report: dict[str, Any] = json.loads(stdout)
+    return report
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("twins") / "saved"
+    forked_python.run(["-c", SAVE, str(TWINS), str(folder), *NETWORKS.split()], None)
+    return folder
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_a_network_whose_twin_the_loss_uses_is_still_checked(loss: str) -> None:
+    pending = oracle.start_dead_in_script(str(SCRIPT), loss)
+    report = _checked(SCRIPT, loss)
+    tensorflow = pending.result()
+    # Every trainable variable the script creates is a candidate, with TensorFlow's verdict.
+    assert {v["name"] for v in report["variables"]} == set(tensorflow)
+    assert _dead(report) == oracle.dead_names(tensorflow)
+    unread = {v["name"].split("/")[0] for v in report["variables"] if v["status"] == "unused"}
+    assert UNREAD[loss] <= unread
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_twin_networks_in_a_saved_model_keep_their_verdicts(saved: Path, loss: str) -> None:
+    pending = oracle.start_dead_in_savedmodel(str(saved), loss)
+    report = _checked(saved, loss)
+    tensorflow = pending.result()
+    assert len(report["variables"]) == len(tensorflow) == 40
+    assert len(_dead(report)) == len(oracle.dead_names(tensorflow))
+
+
+def test_target_networks_of_a_training_step_are_told_not_hidden(tmp_path: Path) -> None:
+    script = TWINS / "ddpg_step.py"
+    code, stdout, stderr = invoke(run_command, [str(script), "-f", "json"])
+    assert code == 0, stderr
+    critic, actor = json.loads(stdout)
+    out = tmp_path / "oracle.json"
+    forked_python.run(["-m", "tests.run_oracle", str(out), str(script)], None, timeout=300)
+    requests = json.loads(out.read_text())["requests"]
+    assert [set(r["variables"]) for r in requests] == [
+        {v["name"] for v in critic["variables"] if v["status"] == "ok"},
+        {v["name"] for v in actor["variables"] if v["status"] == "ok"},
+    ]
+    # The critic's loss reads the target networks, which no request lists: told with it.
+    told = [f for f in critic["findings"] if f["code"] in ("GC207", "GC213", "GC214")]
+    named = " ".join(f["message"] for f in told)
+    for network in ("target_actor/", "critic/target_dense"):
+        assert network in named, critic["findings"]
