@@ -198,6 +198,7 @@ def run_reports(
             never_requested=tuple(n for n in untrained if n not in told) if index == 0 else (),
             idle_training=tuple(result.idle) if index == 0 else (),
             left_out=tuple(result.left_out) if index == 0 else (),
+            copies=tuple(result.copies) if index == 0 else (),
             read_not_requested=tuple(n for n in untrained if n in read and n not in told),
             texts=texts,
         )

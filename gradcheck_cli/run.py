@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gradcheck_cli.config import document_problem, os_error_reason, read_text_file
+from gradcheck_cli.config import MAX_NESTING, document_problem, os_error_reason, read_text_file
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.names import sharing_last_part, variables_named
 from gradcheck_cli.findings.policy import FailOn
@@ -251,7 +251,10 @@ def read_baseline(path: Path) -> dict[str, frozenset[str]]:
     except json.JSONDecodeError as error:
         raise GradcheckError(f"{path}: the baseline is not valid JSON: {error}") from None
     except RecursionError:
-        raise GradcheckError(f"{path}: the baseline is nested too deeply") from None
+        # As the walk below tells it, whichever comes first (the recursion limit varies).
+        raise GradcheckError(
+            f"{path}: the baseline has nested more than {MAX_NESTING} levels deep"
+        ) from None
     problem = document_problem(document)
     if problem is not None:
         raise GradcheckError(f"{path}: the baseline has {problem}")

@@ -384,7 +384,10 @@ def test_no_cache_and_the_cache_key_reach_the_check_options(
         ("tool = 5\n", "`tool` must be a table"),
         ('[tool.gradcheck]\ncache-dir = "a\\u0000b"\n', "a NUL character in 'a\\0b'"),
         ('[tool.gradcheck]\nbaseline = "b\\u0000.json"\n', "a NUL character in"),
-        ("[tool.gradcheck]\nx = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        (
+            "[tool.gradcheck]\nx = " + "[" * 5000 + "]" * 5000 + "\n",
+            "nested more than 32 levels deep",
+        ),
         ("[tool.gradcheck]\nx = " + "[" * 40 + "]" * 40 + "\n", "nested more than 32 levels"),
     ],
     ids=["tool-not-a-table", "nul-cache-dir", "nul-baseline", "deep", "deeper-than-32"],
@@ -407,7 +410,7 @@ def test_a_malformed_config_is_one_error_line(
     [
         ('{"schema": "gradcheck-baseline/1", "models": {"m.py": "w"}}', "must be a list"),
         ('{"schema": "gradcheck-baseline/1", "models": {"m.py": [1]}}', "must be a list"),
-        ("[" * 100000 + "]" * 100000, "nested too deeply"),
+        ("[" * 100000 + "]" * 100000, "nested more than 32 levels deep"),
         ('{"schema": "gradcheck-baseline/1", "models": {"m\\u0000.py": []}}', "a NUL character"),
     ],
     ids=["string-not-list", "number-not-name", "deep", "nul-key"],

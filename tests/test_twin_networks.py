@@ -7,6 +7,7 @@ script form, a SavedModel and `gradcheck run`, as TensorFlow's own gradients jud
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +105,30 @@ def test_target_networks_of_a_training_step_are_told_not_hidden(tmp_path: Path) 
         {v["name"] for v in critic["variables"] if v["status"] == "ok"},
         {v["name"] for v in actor["variables"] if v["status"] == "ok"},
     ]
-    # The critic's loss reads the target networks, which no request lists: told with it.
-    told = [f for f in critic["findings"] if f["code"] in ("GC207", "GC213", "GC214")]
-    named = " ".join(f["message"] for f in told)
-    for network in ("target_actor/", "critic/target_dense"):
-        assert network in named, critic["findings"]
+    # The target networks, which no request lists, hold the online networks' values: told as
+    # copies (an info), not as variables forgotten by the variable lists (GC207, GC213).
+    (copies,) = [f for f in critic["findings"] if f["code"] == "GC214"]
+    assert copies["severity"] == "info"
+    assert [f for f in critic["findings"] + actor["findings"] if f["severity"] != "info"] == []
+    for copy, source in COPIES:
+        assert f"{copy} (= {source})" in copies["message"], copies["message"]
+
+
+COPIES = (
+    ("target_actor/dense_4/kernel", "actor/dense/kernel"),
+    ("target_actor/dense_5/bias", "actor/dense_1/bias"),
+    ("critic/target_dense_2/kernel", "critic/dense_2/kernel"),
+    ("critic/target_dense_3/bias", "critic/dense_3/bias"),
+)
+
+
+def test_watch_tells_the_same_copies_in_the_users_own_process() -> None:
+    run = f"import runpy, sys; sys.path.insert(0, {str(TWINS)!r}); runpy.run_path(" + (
+        f"{str(TWINS / 'ddpg_watched.py')!r}, run_name='__main__')"
+    )
+    code, stderr = forked_python.run(["-c", run], {**os.environ, "NO_COLOR": "1"})
+    assert code == 0, stderr
+    assert "GC214" in stderr, stderr
+    told = " ".join(stderr.split())
+    for copy, source in COPIES:
+        assert f"{copy} (= {source})" in told, stderr

@@ -11,6 +11,7 @@ from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.report import Verification
 from gradcheck_cli.findings.rules import (
+    COPY_NEVER_TRAINED,
     FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER,
     GRAPH_NOT_FULLY_MODELLED,
     HARMLESS_LEAVE_SEVERITY,
@@ -58,6 +59,9 @@ class Context:
     idle_training: tuple[IdleTraining, ...] = ()
     # Trainable variables the script created that the loader left out: (name, why).
     left_out: tuple[tuple[str, str], ...] = ()
+    # `gradcheck run`: trainable variables no request lists that hold the values of one that a
+    # request lists: (name, the requested variable's name).
+    copies: tuple[tuple[str, str], ...] = ()
     # (path, text) of files the check read as holding that text (a fix checked before it is
     # written): the report quotes these texts.
     texts: tuple[tuple[str, str], ...] = ()
@@ -126,6 +130,8 @@ def _request_findings(analysis: Analysis, context: Context) -> list[Finding]:
     if context.read_not_requested:
         names = context.read_not_requested
         found.append(VARIABLE_READ_BUT_NOT_REQUESTED.finding(names=names, hint=unlisted_fix(names)))
+    if context.copies:
+        found.append(COPY_NEVER_TRAINED.finding(copies=context.copies))
     for idle in context.idle_training:
         found.append(
             KERAS_TRAINING_TRAINS_NOTHING.finding(

@@ -1193,6 +1193,52 @@ def _read_not_requested(names: tuple[str, ...], **_: object) -> str:
     )
 
 
+def _copies(copies: tuple[tuple[str, str], ...], **_: object) -> str:
+    pairs = tuple(f"{copy} (= {source})" for copy, source in copies)
+    which = (
+        f"{len(copies)} trainable variables hold"
+        if len(copies) > 1
+        else "a trainable variable holds"
+    )
+    return (
+        f"{which} the same values as variables a gradient request trains, and no request "
+        f"trains them: {_listed(pairs)}; copies, such as a target network or an EMA teacher, "
+        "that this step does not train (if they should learn, give them to a request)"
+    )
+
+
+COPY_NEVER_TRAINED = Rule(
+    code="GC214",
+    name="copy-never-trained",
+    severity=Severity.INFO,
+    message=_copies,
+    listed_without_verbose=True,
+    summary="A trainable variable no request trains holds the values of one that a request trains",
+    what_it_does=(
+        "In `gradcheck run`, names the trainable variables that no gradient request lists and "
+        "whose values, when the step asks for gradients and before any weight changes, equal "
+        "those of a variable a request lists: a target network given the online network's "
+        "weights (`set_weights`, `clone_model`), an EMA teacher. A constant value (a zero "
+        "bias) counts only with a copied weight of the same layer.\n\n"
+        "They are told, not hidden, and not as GC207 or GC213 warnings: the values say they "
+        "were copied, and a copy is usually updated by assignment, not by gradient."
+    ),
+    why_bad=(
+        "Nothing is wrong when the copy is a target network or a teacher. If it was meant to "
+        "train (a second network built from the same seeded builder), give it to a request."
+    ),
+    example=(
+        "target_actor = get_actor()\n"
+        "target_actor.set_weights(actor.get_weights())\n"
+        "with tf.GradientTape() as tape:\n"
+        "    y = reward + gamma * target_critic([next_state, target_actor(next_state)])\n"
+        "    critic_loss = tf.reduce_mean(tf.square(y - critic([state, action])))\n"
+        "grads = tape.gradient(critic_loss, critic.trainable_variables)"
+    ),
+    use_instead="# Nothing to change: target_actor follows actor by soft updates.",
+)
+
+
 def unlisted_fix(names: tuple[str, ...]) -> str:
     """What to write for variables a loss reads that no gradient request lists."""
     listed = " + ".join(f"[{name.rpartition('/')[2]}]" for name in names[:2])
@@ -1365,6 +1411,7 @@ _ALL = (
     DEAD_VARIABLE_ALLOWED,
     UNUSED_SUPPRESSION,
     VARIABLES_LEFT_OUT,
+    COPY_NEVER_TRAINED,
     STOP_GRADIENT_CUTS_VARIABLE,
     INTEGER_CAST_CUTS_VARIABLE,
     NON_DIFFERENTIABLE_OP_CUTS_VARIABLE,

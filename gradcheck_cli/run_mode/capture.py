@@ -367,8 +367,16 @@ class Capture:
         self.delivered = True
         self.uninstall()
         requests = _distinct(self.requests)
-        untrained, left_out = gradient_requests.untrained(self.created, self._requested)
-        self.deliver(RunResult(requests, untrained, list(self.idle), left_out))
+        untrained = gradient_requests.untrained(self.created, self._requested)
+        self.deliver(
+            RunResult(
+                requests,
+                untrained.variables,
+                list(self.idle),
+                left_out=untrained.left_out,
+                copies=untrained.copies,
+            )
+        )
         if not self.run_on:
             if threading.current_thread() is not threading.main_thread():
                 _stop_the_process()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -286,12 +287,22 @@ def _handle_of(variable: Any) -> int:
     return id(getattr(variable, "handle", variable))
 
 
-def untrained(
-    created: CreatedVariables, requested: set[int]
-) -> tuple[list[Variable], list[tuple[str, str]]]:
+@dataclass
+class Untrained:
+    """The trainable variables the script created that no gradient request differentiates."""
+
+    variables: list[Variable]
+    # (name, why) of those left out as a library's bookkeeping (GC009).
+    left_out: list[tuple[str, str]]
+    # (name, the name of the requested variable whose values it holds): copies (GC214).
+    copies: list[tuple[str, str]]
+
+
+def untrained(created: CreatedVariables, requested: set[int]) -> Untrained:
     """Trainable variables the script created that no gradient request differentiates; an
     integer variable (a counter, `tf.Variable(0)` left trainable) can never train and is no
-    candidate. Also (name, why) of those left out as a library's (GC009)."""
+    candidate. Those that hold the values of a requested variable (a target network, an EMA
+    teacher: values equal now, before any weight changed) are told apart as copies."""
     from gradcheck_cli.tracing.keras_weights import (
         discarded_layer_weights,
         left_out_of_candidates,
@@ -314,6 +325,72 @@ def untrained(
         _, model = created.describe(variable)
         if model.trainable and is_trainable_dtype(model.dtype):
             found.append((variable, model))
-    left = [model for _, model in found]
-    make_names_unique(left)
-    return left, left_out_of_candidates(unchecked, created.keras, discarded)
+    listed = [v for v in created.variables if id(v) in requested]
+    sources = copied_values([v for v, _ in found], listed, _layer_or_line(created))
+    models = [model for _, model in found]
+    make_names_unique(models)
+    names = {id(v): model.name for (v, _), model in zip(found, models)}
+    requested_names = {id(v): created.describe(v)[1].name for v in listed}
+    copies = [(names[i], requested_names[s]) for i, s in sources.items()]
+    left = [model for (v, _), model in zip(found, models) if id(v) not in sources]
+    return Untrained(left, left_out_of_candidates(unchecked, created.keras, discarded), copies)
+
+
+def _layer_or_line(created: CreatedVariables) -> Callable[[Any], Hashable]:
+    """What a variable's constant value is judged with: its layer, else its creation line."""
+
+    def key(variable: Any) -> Hashable:
+        owner = created.keras.owners.get(id(variable))
+        if owner is not None:
+            return ("layer", owner)
+        where = created.at.get(id(variable))
+        return ("line", where.file, where.line) if where is not None else ("variable", id(variable))
+
+    return key
+
+
+def copied_values(
+    untrained: Sequence[Any], listed: Sequence[Any], group: Callable[[Any], Hashable]
+) -> dict[int, int]:
+    """{id of an `untrained` variable: id of the `listed` one whose values it holds}. A value
+    that varies (random weights) is a copy when a listed variable holds exactly its bytes; a
+    constant one (a zero bias) proves nothing alone, and counts when a variable of its `group`
+    (its layer) is a copy of a varying value."""
+    import numpy
+    import tensorflow as tf
+
+    def key(variable: Any) -> tuple[tuple[Any, ...], bool] | None:
+        try:
+            with tf.init_scope():  # the values now, even while a step is traced
+                value = numpy.ascontiguousarray(variable.numpy())
+        except Exception:  # a variable whose value cannot be read here
+            return None
+        digest = hashlib.sha256(value.tobytes()).digest()
+        varies = value.size > 1 and bool(numpy.any(value != value.flat[0]))
+        return (str(variable.dtype), value.shape, digest), varies
+
+    shapes = {tuple(variable.shape) for variable in untrained}
+    held: dict[tuple[Any, ...], list[Any]] = {}
+    for variable in listed:
+        if tuple(variable.shape) in shapes and (found := key(variable)) is not None:
+            held.setdefault(found[0], []).append(variable)
+    copies: dict[int, int] = {}
+    constants: list[tuple[Any, list[Any]]] = []
+    # the group of each copy -> the groups of the variables it copies
+    copied_groups: dict[Hashable, set[Hashable]] = {}
+    for variable in untrained:
+        found = key(variable)
+        if found is None or found[0] not in held:
+            continue
+        if found[1]:
+            source = held[found[0]][0]
+            copies[id(variable)] = id(source)
+            copied_groups.setdefault(group(variable), set()).add(group(source))
+        else:
+            constants.append((variable, held[found[0]]))
+    for variable, sources in constants:
+        of = copied_groups.get(group(variable), set())
+        source = next((s for s in sources if group(s) in of), None)
+        if source is not None:
+            copies[id(variable)] = id(source)
+    return copies

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -308,45 +308,3 @@ def weight_path(weight: Any, layer: Any = None) -> str:
     if layer is not None and "/" not in name and getattr(layer, "name", None):
         return f"{layer.name}/{name}"
     return name
-
-
-def sources_of_copies(
-    untrained: Sequence[Any], listed: Sequence[Any], at: Mapping[int, SourceLocation | None]
-) -> set[int]:
-    """ids of the `untrained` variables whose values a `listed` (requested) variable holds: a
-    model cloned with its weights (TF-MOT's quantize_model, clone_model and set_weights) trains
-    the copy, and the original is its source, not a model left untrained. A constant value (a
-    zero bias) proves nothing alone: it counts when a variable made at the same line (`at`:
-    id -> creation line) is a copy of a value that is not constant."""
-    import hashlib
-
-    import numpy
-    import tensorflow as tf
-
-    def key(variable: Any) -> tuple[Any, ...] | None:
-        try:
-            with tf.init_scope():  # the values now, even while a step is traced
-                value = numpy.ascontiguousarray(variable.numpy())
-        except Exception:  # a variable whose value cannot be read here
-            return None
-        digest = hashlib.sha256(value.tobytes()).digest()
-        varies = value.size > 1 and bool(numpy.any(value != value.flat[0]))
-        return (str(variable.dtype), value.shape, digest, varies)
-
-    shapes = {tuple(variable.shape) for variable in untrained}
-    held = {k[:3] for v in listed if tuple(v.shape) in shapes and (k := key(v)) is not None}
-    if not held:
-        return set()
-    copies, constants, lines = set(), [], set()
-    for variable in untrained:
-        found = key(variable)
-        if found is None or found[:3] not in held:
-            continue
-        where = at.get(id(variable))
-        line = (where.file, where.line) if where is not None else None
-        if found[3]:
-            copies.add(id(variable))
-            lines.add(line)
-        else:
-            constants.append((variable, line))
-    return copies | {id(v) for v, line in constants if line is not None and line in lines}

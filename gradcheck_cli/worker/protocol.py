@@ -206,6 +206,9 @@ class RunResult:
     idle: list[IdleTraining] = field(default_factory=list)
     # Trainable variables the script created that are no candidates: (name, why).
     left_out: list[tuple[str, str]] = field(default_factory=list)
+    # Trainable variables no request lists that hold a requested variable's values: (name,
+    # that variable's name).
+    copies: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
