@@ -107,6 +107,28 @@ def two_heads() -> Any:
 AUX_LAYERS = ("aux_hidden", "aux_head")
 
 
+def twin_towers() -> Any:
+    """Two towers from one seeded builder (equal weights by construction), a loss on one."""
+    import keras
+    from keras import layers
+
+    def tower(name: str) -> Any:
+        init = keras.initializers.GlorotUniform(seed=5)
+        return keras.Sequential(
+            [
+                layers.Dense(6, "relu", kernel_initializer=init, name=f"{name}_hidden"),
+                layers.Dense(2, kernel_initializer=init, name=f"{name}_out"),
+            ],
+            name=name,
+        )
+
+    inputs = keras.Input((FEATURES,), name="x")
+    outputs = {"query": tower("query")(inputs), "spare": tower("spare")(inputs)}
+    model = keras.Model(inputs, outputs, name="twin_towers")
+    model.compile(optimizer="adam", loss={"query": "mse", "spare": None})
+    return model
+
+
 def uncompiled_gate() -> Any:
     """Functional and NOT compiled (needs `--loss mse`); `u_gate` only feeds an argmax."""
     import keras

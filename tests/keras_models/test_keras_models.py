@@ -53,6 +53,7 @@ FILE_CASES: dict[str, tuple[Callable[[], Any], str | None]] = {
     "functional_argmax_gate.keras": (fixture_models.functional_argmax_gate, None),
     "functional_activity_side.keras": (fixture_models.functional_activity_side, None),
     "two_heads.keras": (fixture_models.two_heads, None),
+    "twin_towers.keras": (fixture_models.twin_towers, None),
     "uncompiled_gate.keras": (fixture_models.uncompiled_gate, "mse"),
     "hand_pooler.keras": (lambda: fixture_models.hand_pooler(None), None),
     "hand_pooler_l2.keras": (lambda: fixture_models.hand_pooler(0.01), None),
@@ -245,6 +246,14 @@ def test_a_aux_head_without_loss_is_dead(runs: dict[str, Any]) -> None:
     assert aux and aux <= case.verdicts.dead, "TensorFlow: the aux head should be dead"
     assert aux <= case.gradcheck_dead, case.disagreement(aux - case.gradcheck_dead)
     assert case.gradcheck_dead == case.verdicts.dead
+    assert case.returncode == 1
+
+
+def test_a_tower_whose_twin_has_the_loss_is_dead_not_hidden(runs: dict[str, Any]) -> None:
+    case: Case = runs["cases"]["twin_towers.keras"]
+    spare = {name for name in case.verdicts.full if name.startswith("spare_")}
+    assert len(spare) == 4 and spare <= case.verdicts.dead, "TensorFlow: spare gets no gradient"
+    assert spare <= case.gradcheck_dead, case.disagreement(spare - case.gradcheck_dead)
     assert case.returncode == 1
 
 
