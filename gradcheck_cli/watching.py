@@ -72,8 +72,13 @@ class Watch:
 
     def __exit__(self, kind: object, error: object, traceback: object) -> None:
         __tracebackhide__ = True
+        if isinstance(error, Exception):
+            # The block failed: after it asked for gradients, the report comes first (the
+            # failure is often what gradcheck explains); its own error goes on.
+            self._check.finish(error)
+            return
         if error is not None:
-            self._check.uninstall()  # the block failed: its own error, not a report, goes on
+            self._check.uninstall()
             return
         self.close()
 
@@ -93,8 +98,11 @@ def watch(
     the first weight changes; the report is shown (HTML in Jupyter, the terminal report on
     stderr elsewhere), or one line when nothing is wrong. Then, if a variable is dead,
     `on_dead="stop"` raises DeadVariablesError there, before any weight changes, and
-    `"continue"` lets training go on. Every hook is removed once the step is checked, or when
-    the `with` block ends.
+    `"continue"` lets training go on. A step that raises after it asked for gradients and
+    before any weight changed (Keras's "No gradients provided for any variable" from its
+    optimizer, a traced step or a `with` block that fails) is checked then: the report comes
+    first, and the step's own error goes on. Every hook is removed once the step is checked,
+    or when the `with` block ends.
 
     `allow_dead`, `verify` and `all_cuts` do what they do for `check`.
     """
@@ -113,8 +121,10 @@ def keras_callback(
 
     Keras 3's callback, or Keras 2's (`tf_keras`) when TF_USE_LEGACY_KERAS is set or only
     `tf_keras` is imported. With a dead variable, `on_dead="stop"` raises DeadVariablesError
-    from `fit` before its first weight change; `"continue"` lets it train. Every hook is
-    removed when the step is checked, or when `fit` ends.
+    from `fit` before its first weight change; `"continue"` lets it train. A step that Keras
+    aborts after it asked for gradients ("No gradients provided for any variable") is reported
+    before Keras's error goes on. Every hook is removed when the step is checked, or when `fit`
+    ends.
     """
     from gradcheck_cli.run_mode.in_process import keras_callback_class
 
@@ -167,42 +177,65 @@ def _settings(
     return _Settings(on_dead, check_options(caller, given), what)  # type: ignore[arg-type]
 
 
-def _callbacks(settings: _Settings) -> tuple[Callable[[Any], None], Callable[[str], None]]:
-    """What the check calls with the step's requests, and with why it could not read them."""
+def _callbacks(
+    settings: _Settings,
+) -> tuple[Callable[[Any, Exception | None], None], Callable[[str], None]]:
+    """What the check calls with the step's requests (and the error the step raised after it
+    asked for them), and with why it could not read them."""
 
     def failed(reason: str) -> None:
         _show_line(f"gradcheck: {reason}; {settings.what} goes on unchecked")
 
-    def delivered(result: Any) -> None:
+    def delivered(result: Any, failure: Exception | None) -> None:
         __tracebackhide__ = True  # DeadVariablesError points at the user's own line
-        _delivered(result, settings, failed)
+        _delivered(result, failure, settings, failed)
 
     return delivered, failed
 
 
-def _delivered(result: Any, settings: _Settings, failed: Callable[[str], None]) -> None:
-    """The step's requests, as reports: shown, then training stopped or let go on."""
+def _delivered(
+    result: Any, failure: Exception | None, settings: _Settings, failed: Callable[[str], None]
+) -> None:
+    """The step's requests, as reports: shown, then training stopped or let go on. A step that
+    failed after it asked for gradients (`failure`) is said to have, and its own error goes on
+    after the report: nothing is left to stop."""
     __tracebackhide__ = True
+    if failure is not None:  # its traceback follows the report: the type says which it is
+        name = type(failure).__name__
+        _show_line(f"gradcheck: {settings.what} raised {name} after it asked for gradients")
+        goes_on = ""
+    else:
+        goes_on = f"; {settings.what} goes on"
     # TensorFlow sums a non-scalar target, as `gradcheck run` says.
     options = replace(settings.options, sum_loss=True)
     try:
         reports = run_reports(_program_name(), result, options)
     except GradcheckError as error:  # nothing to check (no trainable variable): the user's
-        failed(f"cannot check this step: {error}")  # training is not gradcheck's to break
+        # training is not gradcheck's to break
+        _cannot_check(f"cannot check this step: {error}", failure, failed)
         return
     except Exception as error:  # a gradcheck bug: one line, and the training goes on
-        failed(f"internal error: {type(error).__name__}: {error}")
+        _cannot_check(f"internal error: {type(error).__name__}: {error}", failure, failed)
         return
     if settings.options.allow_dead:
         reports = [apply_policy(r, allow_dead=dict(settings.options.allow_dead)) for r in reports]
     dead = any(report.dead for report in reports)
     if not dead and not any(report.findings for report in reports):
-        _show_line(f"gradcheck: no dead variables ({_counts(reports)}); {settings.what} goes on")
+        _show_line(f"gradcheck: no dead variables ({_counts(reports)}){goes_on}")
         return
     _show_report(reports)
+    if failure is not None:
+        return
     if dead and settings.on_dead == "stop":
         raise DeadVariablesError(reports)
     _show_line(f"gradcheck: {settings.what} goes on")
+
+
+def _cannot_check(reason: str, failure: Exception | None, failed: Callable[[str], None]) -> None:
+    if failure is None:
+        failed(reason)
+    else:  # the step's own error follows: nothing goes on
+        _show_line(f"gradcheck: {reason}")
 
 
 def _program_name() -> str:

@@ -390,3 +390,16 @@ def test_a_block_that_changes_no_weight_is_checked_when_it_ends(notebook: Any) -
     assert "cut 1 StopGradient (stop_gradient) at Cell In[4]:7" in report
     error = _error(notebook, 10)
     assert error is not None and error["ename"] == "DeadVariablesError", _outputs(notebook, 10)
+
+
+# -- a step that fails after asking for gradients: the report, then its own error ----------------
+
+
+def test_a_step_keras_aborts_is_reported_before_its_error(tmp_path: Path) -> None:
+    """Keras 3: every variable's gradient is None, so Keras's optimizer refuses the step (the
+    callback and watch(), built-in and custom train_step, an eager apply_gradients), or the
+    step's own code fails on a None (traced, and in a `with watch()` block). gradcheck's report
+    comes first, and the program gets the error it gets without gradcheck."""
+    from tests.aborted_steps import assert_reported_before_the_error, run_aborted_steps
+
+    assert_reported_before_the_error(run_aborted_steps("3", tmp_path))

@@ -63,6 +63,9 @@ class Capture:
     failed: Callable[[CaptureFailed], None] | None = None
     # Takes each graph request (a traced step's) once it is made, before the program goes on.
     share: Callable[[Traced], None] | None = None
+    # Runs, as (the call, its arguments...), the calls a failing step raises through (a
+    # tf.function's, a Keras optimizer's apply): watch() reports the step before the error.
+    around_failures: Callable[..., Any] | None = None
     created: CreatedVariables = field(default_factory=CreatedVariables)
     requests: list[GradientRequest] = field(default_factory=list)
     # Gradient requests with respect to tensors only, no variable (a deep dream's image, an
@@ -84,7 +87,7 @@ class Capture:
 
     def __post_init__(self) -> None:
         self._recorder = OpRecorder(busy=lambda: bool(self._busy))
-        self._keras = KerasWatch(self._keras_training, self._layer_called)
+        self._keras = KerasWatch(self._keras_training, self._layer_called, self.around_failures)
         self._leaves = LeaveLog(busy=lambda: bool(self._busy))
 
     # -- installing ----------------------------------------------------------------------------
@@ -93,6 +96,7 @@ class Capture:
         import tensorflow as tf
         from tensorflow.python.client import session
         from tensorflow.python.eager.polymorphic_function import atomic_function
+        from tensorflow.python.eager.polymorphic_function import polymorphic_function as function
         from tensorflow.python.ops import gradients_util, resource_variable_ops
         from tensorflow.python.training import optimizer as v1_optimizer
 
@@ -104,6 +108,8 @@ class Capture:
             self._wrap(tf.GradientTape, method, self._inside_tensorflow)
         self._wrap(gradients_util, "_GradientsHelper", self._graph_gradients)
         self._wrap(atomic_function.AtomicFunction, "call_flat", self._function_call)
+        if self.around_failures is not None:
+            self._wrap(function.Function, "__call__", self.around_failures)
         self._wrap(session.BaseSession, "run", self._stop_before_session_run)
         self._wrap(v1_optimizer.Optimizer, "apply_gradients", self._stop_before_eager_call)
         for owner in (

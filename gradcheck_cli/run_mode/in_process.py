@@ -17,17 +17,31 @@ from gradcheck_cli.worker.protocol import RunResult
 _installed: list[InProcessCheck] = []
 
 
+# Gets the step's requests, and the error the step raised after it asked for them (None when
+# it came to its first weight change, or ended).
+Deliver = Callable[[RunResult, "Exception | None"], None]
+
+
 class InProcessCheck:
     """The hooks of `gradcheck run`, in this process. `deliver` gets the requests just before
     the first weight change, once every hook is removed; the program then goes on, unless
-    `deliver` raises (the exception reaches the program's code before the weight changes)."""
+    `deliver` raises (the exception reaches the program's code before the weight changes).
+    A step that raises after it asked for gradients, before any weight changed (Keras's "No
+    gradients provided for any variable"), is delivered with its error, which then goes on
+    (run mode's runner sees the script's error itself)."""
 
-    def __init__(self, deliver: Callable[[RunResult], None], failed: Callable[[str], None]) -> None:
+    def __init__(self, deliver: Deliver, failed: Callable[[str], None]) -> None:
         """`failed` gets the one line that says why a request could not be read; the program
         goes on, unchecked."""
         self._deliver = deliver
         self._failed = failed
-        self._capture = Capture(self._delivered, run_on=True, failed=self._could_not_read)
+        self._failure: Exception | None = None
+        self._capture = Capture(
+            self._delivered,
+            run_on=True,
+            failed=self._could_not_read,
+            around_failures=self._report_before_error,
+        )
         self._override_maps = contextlib.ExitStack()
 
     @property
@@ -54,11 +68,12 @@ class InProcessCheck:
         self._override_maps.enter_context(recording_override_maps())
         _installed.append(self)
 
-    def finish(self) -> None:
+    def finish(self, failure: Exception | None = None) -> None:
         """Deliver the requests seen so far, if not yet (a block or a fit that ended before any
-        weight changed), and remove every hook."""
+        weight changed; `failure`: the error it ended with), and remove every hook."""
         __tracebackhide__ = True
         if self.asked and not self.delivered:
+            self._failure = failure
             self._capture.finish()
         self.uninstall()
 
@@ -76,7 +91,21 @@ class InProcessCheck:
     def _delivered(self, result: RunResult) -> None:
         __tracebackhide__ = True
         self.uninstall()  # the capture removed its own hooks already
-        self._deliver(result)
+        self._deliver(result, self._failure)
+
+    def _report_before_error(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        """`original(...)`; if it raises after the step asked for gradients and before they
+        were delivered, they are delivered first, then the error goes on unchanged."""
+        __tracebackhide__ = True
+        try:
+            return original(*args, **kwargs)
+        except Exception as error:
+            if self.asked and not self.delivered:
+                from tensorflow.python.framework import ops
+
+                with ops.init_scope():  # raised while tracing: checked outside that graph
+                    self.finish(error)
+            raise
 
 
 def under_gradcheck_run() -> bool:

@@ -1,12 +1,13 @@
-"""What a script asks of Keras 3, seen from its own calls: training calls that train nothing
-(`fit` or `train_on_batch` on a compiled model whose weights are all frozen when it runs:
-Keras 3 reads `trainable` at every step, so the Keras 2 habit of freezing a GAN's
+"""What a script asks of Keras, seen from its own calls: training calls that train nothing
+(`fit` or `train_on_batch` on a compiled Keras 3 model whose weights are all frozen when it
+runs: Keras 3 reads `trainable` at every step, so the Keras 2 habit of freezing a GAN's
 discriminator after its `compile` leaves its own `train_on_batch` without a gradient request),
-and the line where the script last called each layer or model (a model called before the tape
-opened)."""
+the line where the script last called each layer or model (a model called before the tape
+opened), and, when asked, the optimizers' calls that apply a step's gradients."""
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import linecache
@@ -27,10 +28,21 @@ TRAINING_METHODS = ("fit", "train_on_batch")
 LAYER_MODULE = "keras.src.layers.layer"
 LAYER_CLASS = "Layer"
 
+# Where an optimizer applies a step's gradients, and refuses a step whose every gradient is None
+# ("No gradients provided for any variable"): Keras 3's optimizers (`apply_gradients` calls
+# `apply`), Keras 2's (tf_keras) and its legacy ones. (module, class, method)
+OPTIMIZER_APPLIES = (
+    ("keras.src.optimizers.base_optimizer", "BaseOptimizer", "apply"),
+    ("tf_keras.src.optimizers.optimizer", "Optimizer", "apply_gradients"),
+    ("tf_keras.src.optimizers.legacy.optimizer_v2", "OptimizerV2", "apply_gradients"),
+)
+
 # (model, method name) -> None, called before each training call.
 OnTraining = Callable[[Any, str], None]
 # (layer, the script's line that called it) -> None, for calls made by the script's own code.
 OnLayerCall = Callable[[Any, SourceLocation], None]
+# (the optimizer's own method, its arguments...) -> what the method returns: run in its place.
+AroundApply = Callable[..., Any]
 
 
 def is_idle(model: Any) -> bool:
@@ -53,21 +65,32 @@ def called_name(location: SourceLocation | None, method: str) -> str | None:
 
 
 class KerasWatch:
-    """Calls `on_training` before each Keras 3 training call, and `on_layer_call` for each
-    layer call the script's own code makes, whether Keras is imported already (a warm
+    """Calls `on_training` before each Keras 3 training call, `on_layer_call` for each layer
+    call the script's own code makes, and, if given, runs each optimizer's apply
+    (OPTIMIZER_APPLIES) through `around_apply`, whether Keras is imported already (a warm
     worker) or later, by the script."""
 
-    def __init__(self, on_training: OnTraining, on_layer_call: OnLayerCall) -> None:
+    def __init__(
+        self,
+        on_training: OnTraining,
+        on_layer_call: OnLayerCall,
+        around_apply: AroundApply | None = None,
+    ) -> None:
         self._on_training = on_training
         self._on_layer_call = on_layer_call
+        self._around_apply = around_apply
         self._patched: list[tuple[Any, str, Any]] = []
         self._finders: list[_AfterImport] = []
 
     def install(self) -> None:
-        for name, patch in (
+        patches: list[tuple[str, Callable[[ModuleType], None]]] = [
             (TRAINER_MODULE, self._patch_trainer),
             (LAYER_MODULE, self._patch_layer),
-        ):
+        ]
+        if self._around_apply is not None:
+            for module_name, owner, method in OPTIMIZER_APPLIES:
+                patches.append((module_name, functools.partial(self._patch_apply, owner, method)))
+        for name, patch in patches:
             module = sys.modules.get(name)
             if module is not None:
                 patch(module)
@@ -110,6 +133,21 @@ class KerasWatch:
 
         __call__.__doc__ = original.__doc__
         self._patch(layer, "__call__", __call__)
+
+    def _patch_apply(self, owner_name: str, method: str, module: ModuleType) -> None:
+        owner = getattr(module, owner_name, None)
+        original = vars(owner).get(method) if owner is not None else None
+        around = self._around_apply
+        if original is None or around is None:
+            return
+
+        def apply(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True  # see Capture._wrap
+            return around(original, *args, **kwargs)
+
+        apply.__name__ = method
+        apply.__doc__ = original.__doc__
+        self._patch(owner, method, apply)
 
     def _patch(self, owner: Any, name: str, replacement: Any) -> None:
         self._patched.append((owner, name, vars(owner)[name]))

@@ -41,3 +41,12 @@ def test_the_keras_callback_on_keras_2() -> None:
     assert facts["stop"]["same"] == [True] * 4
     assert facts["stop"]["dead"] == facts["none"] == ["spare/bias", "spare/kernel"]
     assert facts["hooks_gone"]
+
+
+def test_a_step_keras_2_aborts_is_reported_before_its_error(tmp_path: Path) -> None:
+    """Keras 2 (tf_keras): the steps of the Keras 3 test, each refused by tf_keras's optimizer
+    ("No gradients provided for any variable") or failing in its own code on a None gradient:
+    gradcheck's report first, then the error the program gets without gradcheck."""
+    from tests.aborted_steps import assert_reported_before_the_error, run_aborted_steps
+
+    assert_reported_before_the_error(run_aborted_steps("2", tmp_path))

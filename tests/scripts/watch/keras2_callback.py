@@ -10,6 +10,7 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from hook_state import hooks  # noqa: E402
 from tensorflow.python.eager.polymorphic_function import atomic_function  # noqa: E402
 from tensorflow.python.ops import resource_variable_ops  # noqa: E402
 
@@ -24,18 +25,6 @@ OWNERS = [
     keras.layers.Layer,
     keras.Model,
 ]
-
-
-def hooks():
-    # Python makes a class's empty __annotations__ when it is first read (TensorFlow does).
-    state = {
-        f"{owner.__name__}.{name}": id(value)
-        for owner in OWNERS
-        for name, value in vars(owner).items()
-        if name != "__annotations__"
-    }
-    state["meta_path"] = [id(finder) for finder in sys.meta_path]
-    return state
 
 
 x, y = np.ones((8, 4), "float32"), np.ones((8, 1), "float32")
@@ -70,7 +59,7 @@ def none_gradients(model):
     return sorted(names[id(v)] for v, g in zip(variables, grads) if g is None)
 
 
-before = hooks()
+before = hooks(OWNERS)
 facts = {"callback": type(gradcheck_cli.keras_callback()).__mro__[2].__module__}
 for name, spare, on_dead in (("clean", False, "stop"), ("continue", True, "continue")):
     model = model_with(spare)
@@ -88,5 +77,5 @@ except gradcheck_cli.DeadVariablesError as error:
     dead = sorted(v.name for report in error.reports for v in report.dead)
     facts["stop"] = {"error": str(error), "dead": dead, "same": same(model, start)}
 facts["none"] = none_gradients(model)
-facts["hooks_gone"] = hooks() == before
+facts["hooks_gone"] = hooks(OWNERS) == before
 print(json.dumps(facts))
