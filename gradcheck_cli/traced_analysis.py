@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from gradcheck_cli.analysis.analyse import analyse
 from gradcheck_cli.analysis.concerns import regularizer_only
-from gradcheck_cli.analysis.verdicts import Analysis
+from gradcheck_cli.analysis.penalties import tied_to_trained
+from gradcheck_cli.analysis.verdicts import Analysis, Status
 from gradcheck_cli.options import CheckOptions
 
 if TYPE_CHECKING:
@@ -62,7 +63,13 @@ def traced_analysis(result: Traced, options: CheckOptions) -> tuple[Analysis, li
     data_only = result.data_only if isinstance(result, TracedFunction) else None
     if data_only is not None:
         alone = analyse(program_from_traced(data_only, sum_loss=options.sum_loss))
-        analysis = replace(analysis, concerns=analysis.concerns + regularizer_only(analysis, alone))
+        only = regularizer_only(analysis, alone)
+        if only:  # each told unless a term ties it to what the data trains
+            trained = [v.name for v in alone.verdicts if v.status is Status.OK]
+            untrained = [name for concern in only for name in concern.variables]
+            tied = tied_to_trained(program, untrained, trained)
+            only = regularizer_only(analysis, alone, tied)
+        analysis = replace(analysis, concerns=analysis.concerns + only)
     return analysis, list(program.notes)
 
 

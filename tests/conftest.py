@@ -79,6 +79,7 @@ HEAVY = (
     "tests/test_suppressions.py",
     "tests/test_action.py",
     "tests/legacy_keras/test_fit_batches.py",
+    "tests/legacy_keras/test_library_models.py",
     "tests/legacy_keras/test_watching_keras2.py",
     "tests/test_watching.py",
 )

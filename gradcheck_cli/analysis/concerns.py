@@ -226,9 +226,12 @@ def _concern(kind: ConcernKind, body: Body, node: Node) -> Concern:
     )
 
 
-def regularizer_only(full: Analysis, data_only: Analysis) -> tuple[Concern, ...]:
+def regularizer_only(
+    full: Analysis, data_only: Analysis, tied: frozenset[str] = frozenset()
+) -> tuple[Concern, ...]:
     """Variables alive for the whole objective but dead for the data loss alone: only the
-    regularizers or add_loss terms reach them, so training only decays them."""
+    regularizers or add_loss terms reach them, so training only decays them. Not those in
+    `tied` (`penalties.tied_to_trained`): a term moves them with what the data trains."""
     dead_for_data = {v.name for v in data_only.verdicts if v.dead}
     return tuple(
         Concern(
@@ -240,7 +243,9 @@ def regularizer_only(full: Analysis, data_only: Analysis) -> tuple[Concern, ...]
             detail=_regularizer_detail(verdict.name),
         )
         for verdict in full.verdicts
-        if verdict.status is Status.OK and verdict.name in dead_for_data
+        if verdict.status is Status.OK
+        and verdict.name in dead_for_data
+        and verdict.name not in tied
     )
 
 

@@ -1088,7 +1088,10 @@ VARIABLE_TRAINED_ONLY_BY_REGULARIZER = Rule(
         "Checks a Keras model's objective twice: as Keras trains it (compiled losses plus "
         "`model.losses`) and with the compiled losses alone. A variable that gets gradient "
         "from the first but not from the second is reached only through a kernel "
-        "regularizer, an activity regularizer or an `add_loss` term."
+        "regularizer, an activity regularizer or an `add_loss` term. Not when such a term "
+        "combines it with a variable the data trains other than by adding them up (a "
+        "trainable prior in a KL term with its posterior, a head's output under an activity "
+        "regularizer): its gradient then follows what the data teaches, it does not only decay."
     ),
     why_bad=(
         "TensorFlow does give the variable a gradient, so Keras prints no warning, but that "

@@ -126,11 +126,22 @@ class Capture:
 
     def track_variables(self) -> None:
         """Record every tf.Variable created from now on, and what Keras says of its weights."""
+        from tensorflow.python.eager.polymorphic_function import polymorphic_function
         from tensorflow.python.ops import resource_variable_ops
 
         from gradcheck_cli.tracing.keras_weights import track_keras_weights
 
-        owner = resource_variable_ops.ResourceVariable
+        # A variable made while a tf.function traces its first call (a module that builds its
+        # weights on its first call, as Sonnet's and many tf.Modules do, inside the step) is
+        # an UnliftedInitializerVariable, whose constructor is not ResourceVariable's.
+        for owner in (
+            resource_variable_ops.ResourceVariable,
+            polymorphic_function.UnliftedInitializerVariable,
+        ):
+            self._record_creations(owner)
+        self.created.keras = track_keras_weights()
+
+    def _record_creations(self, owner: type) -> None:
         original = vars(owner)["__init__"]
         created = self.created
 
@@ -142,7 +153,6 @@ class Capture:
 
         self._patches.append(_Patch(owner, "__init__", original, own=True))
         owner.__init__ = init  # type: ignore[method-assign]
-        created.keras = track_keras_weights()
 
     def uninstall(self) -> None:
         """Every hook removed: TensorFlow's and Keras's classes as they were before."""

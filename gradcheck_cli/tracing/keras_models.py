@@ -129,33 +129,63 @@ def load_keras_file(
     path: Path, loss: str | None, verify: bool, unsafe: bool, imports: tuple[str, ...] = ()
 ) -> TracedFunction:
     """A `.keras` / `.h5` model, deserialized with Keras's safe mode unless told otherwise,
-    after importing the user's `imports` (the code that registers its custom classes)."""
+    after importing the user's `imports` (the code that registers its custom classes).
+
+    A compiled loss Keras cannot load (a custom function no imported code registers) is left
+    out when `loss` names the loss to check the model with: the objective is then that loss
+    and `model.losses`, which need nothing of the file's compile information."""
     check_weight_datasets(path)
     import_user_code(imports)
     try:
-        with without_warnings_gradcheck_causes(), _scopes_of_saved_layers(path):
-            model = _keras_that_wrote(path).saving.load_model(
-                str(path), safe_mode=not unsafe, compile=True
-            )
+        model = _loaded(path, unsafe, compile=True)
     except Exception as error:
-        from gradcheck_cli.tracing import traced
-
-        unlocated = _unregistered_class(str(error))
-        if unlocated is not None:
-            raise GradcheckError(f"{path} cannot be loaded by Keras: {unlocated}") from None
-        code = _code_refused_by_safe_mode(str(error))
-        if code is not None:
-            raise GradcheckError(
-                f"{path} holds {code}, and loading it would run code stored in the file, which "
-                "Keras's safe mode refuses; if you trust the file, pass "
-                "--unsafe-deserialization (unsafe_deserialization=True from Python)"
-            ) from None
-        raise GradcheckError(
-            f"{path} cannot be loaded by Keras: {traced.error_summary(error)}"
-        ) from None
+        if _loads_uncompiled(path, unsafe):
+            if loss is None:
+                raise GradcheckError(
+                    f"{_load_error(path, error)}; or name a Keras loss to check the model with "
+                    "instead (--loss mse, --loss sparse_categorical_crossentropy, ...): its "
+                    "compiled loss is then left unloaded"
+                ) from None
+            model = _loaded(path, unsafe, compile=False)
+        else:
+            raise GradcheckError(_load_error(path, error)) from None
     progress.say(f"tracing the objective of {path.name}...")
     with without_warnings_gradcheck_causes():
         return trace_live_keras_model(model, loss, path.name, verify)
+
+
+def _loaded(path: Path, unsafe: bool, *, compile: bool) -> Any:
+    with without_warnings_gradcheck_causes(), _scopes_of_saved_layers(path):
+        return _keras_that_wrote(path).saving.load_model(
+            str(path), safe_mode=not unsafe, compile=compile
+        )
+
+
+def _loads_uncompiled(path: Path, unsafe: bool) -> bool:
+    """Whether Keras loads the model of `path` without its compile information: then what it
+    could not load is the compiled loss, metrics or optimizer."""
+    try:
+        _loaded(path, unsafe, compile=False)
+    except Exception:
+        return False
+    return True
+
+
+def _load_error(path: Path, error: BaseException) -> str:
+    """What to tell of Keras's `error` loading `path`, with what to do about it."""
+    from gradcheck_cli.tracing import traced
+
+    unlocated = _unregistered_class(str(error))
+    if unlocated is not None:
+        return f"{path} cannot be loaded by Keras: {unlocated}"
+    code = _code_refused_by_safe_mode(str(error))
+    if code is not None:
+        return (
+            f"{path} holds {code}, and loading it would run code stored in the file, which "
+            "Keras's safe mode refuses; if you trust the file, pass "
+            "--unsafe-deserialization (unsafe_deserialization=True from Python)"
+        )
+    return f"{path} cannot be loaded by Keras: {traced.error_summary(error)}"
 
 
 def _keras_that_wrote(path: Path) -> Any:
@@ -375,6 +405,8 @@ def _users_module(name: str) -> bool:
 def _unregistered_class(error: str) -> str | None:
     """What to say when Keras's error is that a custom class is not registered here."""
     found = re.search(r"Could not locate (\w+) '([^']+)'", error)
+    if found is None:  # Keras 2's words: "Unknown loss function: 'my_loss'"
+        found = re.search(r"Unknown ((?:\w+ )?\w+): '([^']+)'", error)
     if found is None:
         return None
     kind, name = found.groups()

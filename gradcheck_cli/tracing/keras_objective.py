@@ -155,6 +155,9 @@ def _input_specs(model: Any, name: str) -> Any:
         return tf.nest.map_structure(
             lambda t: tf.TensorSpec((None, *t.shape[1:]), t.dtype or "float32"), inputs
         )
+    recorded = _first_call_spec(model)
+    if recorded is not None:
+        return recorded
     built = getattr(model, "_build_input_shape", None)  # a built Keras 2 subclassed model
     if built is not None and not isinstance(built, (dict, list)):
         shape = tf.TensorShape(built)
@@ -211,6 +214,28 @@ def _unpacked_batch(batch: Any) -> tuple[Any, Any]:
     if isinstance(batch, tuple) and 1 <= len(batch) <= 3:
         return batch[0], batch[1] if len(batch) > 1 else None
     return batch, None
+
+
+def _first_call_spec(model: Any) -> Any:
+    """The specs of the inputs Keras 2 recorded at the model's first call (its save spec:
+    structure, dtypes and shapes, any batch; a model loaded from a SavedModel has the one it
+    was saved with), when that call took one input (a tensor, or a dict or list of them, as a
+    subclassed model called once on its dummy inputs); None otherwise, and for Keras 3, which
+    records none."""
+    save_spec = getattr(model, "save_spec", None)
+    if not callable(save_spec):
+        return None
+    try:
+        recorded = save_spec(dynamic_batch=True)
+    except Exception:  # a model of a Keras that records it otherwise, or not yet
+        return None
+    if not isinstance(recorded, tuple) or len(recorded) != 2:
+        return None
+    args, kwargs = recorded
+    # A model revived from a SavedModel records its `training` argument too, as None.
+    if not args or any(a is not None for a in args[1:]) or any(kwargs.values()):
+        return None
+    return args[0]
 
 
 def _specs_of_shapes(shape: Any) -> Any:
