@@ -10,7 +10,7 @@ from gradcheck_cli.analysis.control_flow import CASE_OPS, IF_OPS, StepKind, reac
 from gradcheck_cli.analysis.reachability import Reachability, forward_reached
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.differentiability.rules import STOP_GRADIENT_OPS
+from gradcheck_cli.differentiability.rules import STOP_GRADIENT_OPS, Cut
 from gradcheck_cli.graph.arrays import TensorSet
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
@@ -171,11 +171,11 @@ def _dead_loss_terms(
         if not plain[n] or by_dtype[n] or flat.names[n] in blamed:
             continue
         cuts = gradient.node_cuts(top, n)
-        if not any(cut and not cut.inherited and cut.reason in _TERM_CUTS for cut in cuts):
+        if not any(_cuts_a_term(cut) for cut in cuts):
             continue
         node = flat.node(n)
         for i, cut in enumerate(cuts):
-            if cut is None or cut.inherited or cut.reason not in _TERM_CUTS:
+            if cut is None or not _cuts_a_term(cut):
                 continue
             if node.inputs[i] not in reached():
                 continue
@@ -191,6 +191,16 @@ def _dead_loss_terms(
                 )
             break  # one concern per op, whichever of its inputs the variables reach
     return found
+
+
+def _cuts_a_term(cut: Cut | None) -> bool:
+    """Whether `cut` makes the value after it a term that trains nothing: a cut of its own
+    whose value still moves with its input (an argmax, a rounding, a Sign). A product with a
+    zero is no such term: its value is zero too, whatever the input (a cross-entropy's
+    `logits * labels` with `tf.zeros_like` labels), so it changes neither a weight nor the loss."""
+    return (
+        cut is not None and not cut.inherited and not cut.value_unused and cut.reason in _TERM_CUTS
+    )
 
 
 def _added_to_loss(program: Program, reach: Reachability, start: Node, reached: TensorSet) -> bool:

@@ -26,6 +26,10 @@ class Cut:
     message: str
     # The input was already a non-float tensor: the real cut is upstream, where it became one.
     inherited: bool = False
+    # The node's value does not depend on the input either (a product with a constant zero, a
+    # tf.where branch never selected, rows no reader takes): the input changes nothing after
+    # it, neither a gradient nor the loss's value.
+    value_unused: bool = False
 
 
 STOP_GRADIENT_OPS = frozenset({"StopGradient", "PreventGradient"})
@@ -151,7 +155,7 @@ def rules_cut(
             return cut
         zero = zero_cut(node, input_index, around or Surroundings({}))
         if zero is not None and is_trainable_dtype(input_dtype):
-            return Cut(*zero)
+            return Cut(*zero, value_unused=True)
     return _dtype_cut(node, input_dtype)
 
 

@@ -20,7 +20,7 @@ from gradcheck_cli.findings.rules import (
     RULE_BY_CONCERN,
     RULE_BY_REASON,
     SAVED_MODEL_WITHOUT_SOURCE_LINES,
-    TRAINABLE_VARIABLE_NEVER_OPTIMIZED,
+    TRAINABLE_VARIABLE_NOT_IN_CHECKED_STEP,
     VALUE_LEAVES_TENSORFLOW,
     VARIABLE_NEVER_REACHES_LOSS,
     VARIABLE_READ_BUT_NOT_REQUESTED,
@@ -126,7 +126,7 @@ def _request_findings(analysis: Analysis, context: Context) -> list[Finding]:
     """What `gradcheck run` adds: variables no request trains, frozen ones handed to one."""
     found = []
     if context.never_requested:
-        found.append(TRAINABLE_VARIABLE_NEVER_OPTIMIZED.finding(names=context.never_requested))
+        found.append(TRAINABLE_VARIABLE_NOT_IN_CHECKED_STEP.finding(names=context.never_requested))
     if context.read_not_requested:
         names = context.read_not_requested
         found.append(VARIABLE_READ_BUT_NOT_REQUESTED.finding(names=names, hint=unlisted_fix(names)))

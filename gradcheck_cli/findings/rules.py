@@ -1120,8 +1120,9 @@ def _listed(names: tuple[str, ...], shown: int = 8) -> str:
 def _never_optimized(names: tuple[str, ...], **_: object) -> str:
     count = f"{len(names)} trainable variables are" if len(names) > 1 else "a trainable variable is"
     return (
-        f"{count} never given to any gradient request, while others are: {_listed(names)}; "
-        "nothing trains them"
+        f"{count} given to no gradient request of the step checked, while others are: "
+        f"{_listed(names)}; this step does not train them (a later step may: gradcheck stops "
+        "the script before one)"
     )
 
 
@@ -1132,22 +1133,29 @@ def _frozen_given(names: tuple[str, ...], **_: object) -> str:
     )
 
 
-TRAINABLE_VARIABLE_NEVER_OPTIMIZED = Rule(
+TRAINABLE_VARIABLE_NOT_IN_CHECKED_STEP = Rule(
     code="GC207",
-    name="trainable-variable-never-optimized",
-    severity=Severity.WARNING,
+    name="trainable-variable-not-in-checked-step",
+    severity=Severity.INFO,
     message=_never_optimized,
-    summary="A trainable variable is given to no gradient request of the training script",
+    summary="A trainable variable is given to no gradient request of the step checked",
     what_it_does=(
-        "In `gradcheck run`, lists the trainable variables the script created that no "
-        "`GradientTape.gradient`, `tf.gradients`, `Optimizer.minimize` or `Model.fit` of the "
-        "checked step differentiates, while other variables are trained."
+        "In `gradcheck run` and `watch()`, lists the trainable variables the script created "
+        "that no `GradientTape.gradient`, `tf.gradients`, `Optimizer.minimize` or `Model.fit` "
+        "of the checked step differentiates, while other variables are trained (for a Keras "
+        "model's `train_step` checked as a model, its weights that no tape of the step "
+        "lists). Shown only with `--verbose`.\n\n"
+        "It is an info, worded as what is known: gradcheck stops the script at its first "
+        "weight change, so it cannot know whether a later step trains these variables (a "
+        "teacher trained by its own `fit` first, a student distilled after, a model pruned "
+        "and fine-tuned in a later loop). A target network, a teacher or a model built only "
+        "to show a layer's output rightly stays untrained. A variable the step's loss reads "
+        "and would train, left out of every request, is the mistake worth a warning: GC213."
     ),
     why_bad=(
-        "Nothing will ever update these variables. That is right for a teacher network, a "
-        "target network or a frozen feature extractor, but then they should say so: a "
-        "trainable variable that no optimizer sees is often a layer left out of the variable "
-        "list by mistake (a second model, a head built outside the `keras.Model`)."
+        "Often nothing: the variables are trained later, or are meant to stay fixed. When a "
+        "trainable variable is never handed to any optimizer by the whole script, nothing "
+        "updates it, and a network meant to stay fixed says so best by being non-trainable."
     ),
     example=(
         "teacher = make_network()\n"
@@ -1192,7 +1200,8 @@ def _read_not_requested(names: tuple[str, ...], **_: object) -> str:
     which = f"{len(names)} trainable variables" if len(names) > 1 else "a trainable variable"
     return (
         f"this loss reads {which} that its gradient request does not list, nor does any "
-        f"other: {_listed(names)}; the loss depends on it, and nothing trains it"
+        f"other of the step checked: {_listed(names)}; the loss depends on it, and this step "
+        "does not train it"
     )
 
 
@@ -1262,7 +1271,7 @@ VARIABLE_READ_BUT_NOT_REQUESTED = Rule(
         "In `gradcheck run`, names the trainable variables that a request's loss reads, and "
         "would train if they were listed, but that neither this request nor any other lists "
         "among the variables it differentiates (told apart from GC207's variables, which no "
-        "loss reads or trains: a teacher under tf.stop_gradient stays GC207)."
+        "loss of the step reads or trains: a teacher under tf.stop_gradient stays GC207)."
     ),
     why_bad=(
         "The loss depends on the variable, so it was meant to learn from it: a codebook, a "
@@ -1434,7 +1443,7 @@ _ALL = (
     CUT_IN_ONE_COND_BRANCH,
     LOSS_TERM_TRAINS_NOTHING,
     VARIABLE_TRAINED_ONLY_BY_REGULARIZER,
-    TRAINABLE_VARIABLE_NEVER_OPTIMIZED,
+    TRAINABLE_VARIABLE_NOT_IN_CHECKED_STEP,
     FROZEN_VARIABLE_GIVEN_TO_OPTIMIZER,
     KERAS_TRAINING_TRAINS_NOTHING,
     VARIABLE_READ_BUT_NOT_REQUESTED,

@@ -71,7 +71,7 @@ def failing(report: Report, fail_on: FailOn) -> tuple[Finding, ...]:
 
 
 def _failed_by(findings: tuple[Finding, ...]) -> str:
-    """`2 warnings (GC201, GC207) with --fail-on warning`: what failed the run, by severity."""
+    """`2 warnings (GC201, GC208) with --fail-on warning`: what failed the run, by severity."""
     parts = []
     for severity in (Severity.ERROR, Severity.WARNING):
         chosen = [item for item in findings if item.severity is severity]
@@ -85,7 +85,7 @@ def _failed_by(findings: tuple[Finding, ...]) -> str:
 
 def verdict_parts(report: Report, fail_on: FailOn = FailOn.ERROR) -> tuple[str, str]:
     """The verdict, plain: the headline (`1 of 4 trainable variables is dead`, or what else
-    fails the run under `fail_on`: `failed: 2 warnings (GC207) with --fail-on warning`) and the
+    fails the run under `fail_on`: `failed: 2 warnings (GC208) with --fail-on warning`) and the
     counts."""
     counts = _counts((report,))
     headline = _headline(report)

@@ -1,6 +1,7 @@
 """A term added to the loss that trains nothing is one warning at its line (GC211), with a fix
 fitted to its op; TensorFlow says the term alone gives no variable a gradient, and the advised
-soft index does. A comparison used as a mask and one-hot pseudo-labels are no dead term."""
+soft index does. A comparison used as a mask, one-hot pseudo-labels and a cross-entropy on
+`tf.zeros_like` labels (its `logits * labels` is zero, value and gradient) are no dead term."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tests.shared_checks import RepositoryChecks
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = "tests/scripts/dead_penalty.py"
-LOSSES = ("loss", "soft_penalty_loss", "masked_loss", "pseudo_label_loss")
+LOSSES = ("loss", "soft_penalty_loss", "masked_loss", "pseudo_label_loss", "zero_labels_loss")
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +58,17 @@ def test_tensorflow_says_the_term_trains_nothing_and_the_soft_index_trains(
     assert not soft.dead
 
 
-@pytest.mark.parametrize("name", ["masked_loss", "pseudo_label_loss"])
-def test_a_mask_or_pseudo_labels_are_no_dead_term(reports: dict[str, Report], name: str) -> None:
+@pytest.mark.parametrize("name", ["masked_loss", "pseudo_label_loss", "zero_labels_loss"])
+def test_a_mask_pseudo_labels_or_zero_labels_are_no_dead_term(
+    reports: dict[str, Report], name: str
+) -> None:
     report = reports[name]
     assert not report.dead
     assert not [f for f in report.findings if f.code == "GC211"]
+
+
+def test_tensorflow_says_the_zero_labelled_cross_entropy_trains() -> None:
+    # The term whose `logits * zeros_like(logits)` gradcheck sees as zero trains both variables
+    # on its own: the product is a piece of the term, zero in value as in gradient.
+    alone = dead_in_script(str(REPO / SCRIPT), "zero_labels_alone")
+    assert alone == {"kernel": "gradient", "bias": "gradient"}

@@ -140,7 +140,7 @@ _MESSAGE_DATA: dict[str, tuple[dict[str, object], str]] = {
     "GC205": ({"concern": _CONCERN, "line": None}, "embedding: this use passes nothing"),
     "GC206": ({"concern": _CONCERN, "line": None}, "embedding is reached only through"),
     "GC211": ({"concern": _CONCERN, "line": None}, "this term of the loss trains nothing"),
-    "GC207": ({"names": ("teacher/kernel", "teacher/bias")}, "2 trainable variables are never"),
+    "GC207": ({"names": ("teacher/kernel", "teacher/bias")}, "2 trainable variables are given"),
     "GC208": ({"names": ("bn/moving_mean",)}, "non-trainable variables are given"),
     "GC213": ({"names": ("codebook",)}, "this loss reads a trainable variable that its gradient"),
     "GC214": (

@@ -1,6 +1,7 @@
 """Terms added to a cross-entropy: an argmax penalty that trains nothing (GC211), the same
-penalty made soft as gradcheck advises, a comparison used as a mask and one-hot pseudo-labels
-(both fine: no dead term)."""
+penalty made soft as gradcheck advises, a comparison used as a mask, one-hot pseudo-labels and
+a sigmoid cross-entropy on tf.zeros_like labels, whose `logits * labels` is a product with a
+zero (all fine: no dead term)."""
 
 import tensorflow as tf
 
@@ -60,3 +61,20 @@ def pseudo_label_loss():
     return cross_entropy(logits) + tf.reduce_mean(
         tf.nn.softmax_cross_entropy_with_logits(targets, logits)
     )
+
+
+def zero_labels_term(logits):
+    return tf.reduce_mean(
+        tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.zeros_like(logits), logits=logits)
+    )
+
+
+@tf.function
+def zero_labels_loss():
+    logits = scores()
+    return cross_entropy(logits) + zero_labels_term(logits)
+
+
+@tf.function
+def zero_labels_alone():
+    return zero_labels_term(scores())
