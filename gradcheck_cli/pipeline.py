@@ -344,7 +344,7 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         )
     lines = SourceLines(_quoted_roots(source), dict(context.texts))
     intent = judge_intent(analysis, lines, requested=context.requested)
-    explained = explain(analysis.verdicts, lines, intent.fixes)
+    explained = explain(analysis.verdicts, lines, intent.fixes, analysis.loss_dtype)
     findings = build_findings(analysis, context, lines, explained.fixes, intent.findings)
     locations = [f.location for f in findings]
     for verdict in analysis.verdicts:

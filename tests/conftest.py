@@ -67,6 +67,7 @@ HEAVY = (
     "tests/test_cli_policy.py",
     "tests/test_hints.py",
     "tests/test_intended_cuts.py",
+    "tests/test_integer_loss.py",
     "tests/test_keras_import.py",
     "tests/test_keras_train_step.py",
     "tests/test_oracle_generated.py",
