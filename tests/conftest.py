@@ -36,6 +36,7 @@ HEAVY = (
     "tests/analysis/test_structural_zeros_tensorflow.py",
     "tests/findings/test_dead_loss_terms.py",
     "tests/findings/test_essential_cuts.py",
+    "tests/findings/test_creation_names.py",
     "tests/findings/advice/test_fitted_fixes.py",
     "tests/findings/advice/test_fix_rewrites.py",
     "tests/test_fix.py",

@@ -12,7 +12,7 @@ from gradcheck_cli.findings.advice.transform_source import (
     estimator_inside,
     straight_through_rewrite,
 )
-from gradcheck_cli.findings.source import SourceLines, assigned_layer, assigned_name
+from gradcheck_cli.findings.source import SourceLines, created_name
 from gradcheck_cli.graph.model import is_trainable_dtype
 from gradcheck_cli.protos.missed_overrides import MISSED_OVERRIDE, MissedOverride
 
@@ -51,7 +51,7 @@ _COUNTING = _EQUALITIES | THRESHOLDS | {"Round", "Rint", "Floor", "Ceil", "Cast"
 
 def python_name(verdict: VariableVerdict, source: SourceLines) -> str:
     """The name the user's code gives the variable, or the last part of its TensorFlow name."""
-    return assigned_name(source.line(verdict.location)) or verdict.name.split("/")[-1]
+    return created_name(source, verdict.location) or verdict.name.split("/")[-1]
 
 
 def variable_fix(
@@ -96,7 +96,7 @@ def variable_fix(
         if verdict.unreached is Unreached.ASSIGNED_AWAY:
             stored = verdict.assigned_to
             target = (
-                (assigned_name(source.line(stored.location)) or stored.name)
+                (created_name(source, stored.location) or stored.name)
                 if stored is not None
                 else "the variable it is assigned to"
             )
@@ -123,7 +123,7 @@ def variable_fix(
                 f"loss (compile(loss={{...}})) or remove the layer; if it is meant to stay "
                 "untrained, set its trainable attribute to False"
             )
-        attribute = assigned_layer(source.line(verdict.location))
+        attribute = created_name(source, verdict.location)
         if owner is not None and attribute is not None and verdict.path not in (None, verdict.name):
             return (
                 f"call {attribute} in the forward pass, or delete it; if it is meant to stay "
