@@ -16,7 +16,7 @@ from gradcheck_cli.findings.explanation import explain
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.intent import judge_intent, trained_elsewhere
 from gradcheck_cli.findings.report import Report, RequestInfo, SourceInfo, Verification
-from gradcheck_cli.findings.source import SourceLines
+from gradcheck_cli.findings.source import SourceLines, created_name
 from gradcheck_cli.findings.suppressions import apply_ignore_comments
 from gradcheck_cli.findings.verification import compare
 from gradcheck_cli.graph.model import GraphKind, TensorFlowVerdict
@@ -348,7 +348,7 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         )
     lines = SourceLines(_quoted_roots(source), dict(context.texts))
     intent = judge_intent(analysis, lines, requested=context.requested)
-    explained = explain(analysis.verdicts, lines, intent.fixes)
+    explained = explain(analysis.verdicts, lines, intent.fixes, analysis.loss_dtype)
     findings = build_findings(analysis, context, lines, explained.fixes, intent.findings)
     locations = [f.location for f in findings]
     for verdict in analysis.verdicts:
@@ -374,6 +374,11 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         intended=intent.intended,
         read_not_requested=context.read_not_requested,
         suppressed=suppressed,
+        python_names={
+            verdict.name: name
+            for verdict in analysis.verdicts
+            if (name := created_name(lines, verdict.location)) is not None
+        },
     )
 
 

@@ -229,7 +229,7 @@ def exit_code(outcomes: Iterable[Outcome], fail_on: FailOn, exit_zero: bool = Fa
 
 def missing_variable(reports: Sequence[Report], name: str) -> str | None:
     """The error line when no report has a variable called `name` (for --why), else None."""
-    if any(variables_named(report.variables, name, report.code_at) for report in reports):
+    if any(variables_named(report.variables, name, report.python_name) for report in reports):
         return None
     sharing = sorted(
         {v.name for report in reports for v in sharing_last_part(report.variables, name)}

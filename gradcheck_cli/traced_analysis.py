@@ -88,6 +88,7 @@ def by_tape(first: Analysis, other: Analysis) -> Analysis:
         verdicts=tuple(verdicts.values()),
         concerns=concerns,
         trainable_context=first.trainable_context | other.trainable_context,
+        loss_dtype=first.loss_dtype if first.loss_dtype == other.loss_dtype else None,
     )
 
 

@@ -19,7 +19,6 @@ SCRIPT_CASES = {
     "hard_exit.py": ("ended the process", []),
     "endless.py": ("did not finish within 8 s", ["--timeout", "8"]),
     "needs_arguments.py": ("command-line arguments", []),
-    "int_loss.py": ("only a floating-point loss has gradients", ["--loss", "loss"]),
     "no_variables.py": ("no trainable variable to check", ["--loss", "loss"]),
     "vector_loss.py": ("not a scalar", ["--loss", "loss"]),
 }

@@ -170,7 +170,10 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
     # A dead term is told once, not as a cut on some paths of each variable behind it.
     told = {c.op for c in concerns if c.kind is ConcernKind.DEAD_LOSS_TERM}
     concerns += tuple(c for c in partly_cut if c.op not in told)
-    return Analysis(judged, concerns, stop_gradient_shapes(program, verdicts))
+    loss_dtype = program.top_body.input_dtype(program.loss)
+    return Analysis(
+        judged, concerns, stop_gradient_shapes(program, verdicts), loss_dtype=loss_dtype
+    )
 
 
 def _why_unused(

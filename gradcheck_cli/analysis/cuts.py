@@ -19,7 +19,7 @@ from gradcheck_cli.analysis.reachability import Reachability, forward_reached, u
 from gradcheck_cli.analysis.verdicts import Blocker, Edge, NestedCall, PathStep, SubgraphOp
 from gradcheck_cli.analysis.walk_traces import Entered, Trace
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.differentiability.rules import SHAPE_OPS
+from gradcheck_cli.differentiability.rules import SHAPE_OPS, output_dtype_cut
 from gradcheck_cli.graph.arrays import TensorMap, TensorSet
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
 
@@ -297,6 +297,11 @@ class CutFinder:
                             else:
                                 judged = self.structural.node_cuts(body, n)
                         cut = judged[i]
+                        if cut is None and carries[t] and not any(carries[u] for u in reached):
+                            # Gradient reaches the input from other outputs than the ones on
+                            # the way to the loss, which cannot carry it (a top_k's indices).
+                            node = flat.node(n)
+                            cut = output_dtype_cut(node, [u - first for u in reached])
                         if cut is not None and not cut.inherited:
                             found.append(_blocker(body, flat.node(n), cut.reason, cut.message))
                     if trace is not None:

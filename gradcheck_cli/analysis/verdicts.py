@@ -208,3 +208,6 @@ class Analysis:
     # Variables the graph reads beyond the candidates (a request's unlisted ones) that the loss
     # would train: set by the pipeline, which alone knows which variables are context.
     trainable_context: frozenset[str] = frozenset()
+    # The loss's dtype, when known: a loss that cannot carry gradient (an int32 rank, a bool)
+    # has no gradient for any variable, and TensorFlow's tape returns None for each.
+    loss_dtype: str | None = None

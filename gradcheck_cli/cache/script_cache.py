@@ -32,7 +32,7 @@ CACHED_JOBS = (Job.SCRIPT, Job.KERAS_FILE)
 file system (tf.data, TFRecord), which no Python audit hook sees, and runs with its arguments."""
 MAX_ENTRIES = 256
 """The cache keeps this many entries, the ones used last; a write removes the others."""
-_FORMAT = 4  # bumped whenever an entry's layout (or a stored class's fields) changes
+_FORMAT = 5  # bumped whenever an entry's layout (or a stored class's fields) changes
 _ENTRIES = "entries"  # the folder of gradcheck's own, under the cache folder
 # The only files gradcheck reads, writes or prunes there: its own entries, by their key.
 _ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from gradcheck_cli.differentiability.reasons import Reason
@@ -261,6 +261,20 @@ def _dtype_cut(node: Node, input_dtype: str | None) -> Cut | None:
         Reason.INTEGER_DTYPE,
         f"{node.op_type} produces only {produced} tensors; "
         f"{' and '.join(kinds)} tensors carry no gradient",
+    )
+
+
+def output_dtype_cut(node: Node, outputs: Sequence[int]) -> Cut:
+    """The cut of an input whose gradient comes from some of `node`'s outputs, where only
+    `outputs`, none of which can carry gradient, lead on (the indices of a top_k, which
+    tf.argsort returns): the value becomes a non-float here."""
+    dtypes = [_dtype_name(str(node.output_dtypes[k])) for k in outputs]
+    named = " and ".join(f"{dtype} output {k}" for dtype, k in zip(dtypes, outputs))
+    kinds = " and ".join(sorted({_dtype_kind(dtype) for dtype in dtypes}))
+    verb = "leads" if len(outputs) == 1 else "lead"
+    return Cut(
+        Reason.INTEGER_DTYPE,
+        f"only {node.op_type}'s {named} {verb} on to the loss; {kinds} tensors carry no gradient",
     )
 
 

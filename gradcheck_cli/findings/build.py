@@ -33,7 +33,7 @@ from gradcheck_cli.findings.rules import (
     unlisted_fix,
 )
 from gradcheck_cli.findings.source import SourceLines
-from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.graph.model import SourceLocation, is_trainable_dtype
 
 if TYPE_CHECKING:  # only a run's result holds them: a SavedModel's check loads no worker types
     from gradcheck_cli.worker.protocol import IdleTraining
@@ -91,7 +91,9 @@ def build_findings(
         findings += instead
     trainable = [v for v in analysis.verdicts if v.status is not Status.FROZEN]
     if trainable and all(v.dead for v in trainable):
-        findings.append(LOSS_INDEPENDENT_OF_VARIABLES.finding())
+        loss_dtype = analysis.loss_dtype
+        non_float = loss_dtype if loss_dtype and not is_trainable_dtype(loss_dtype) else None
+        findings.append(LOSS_INDEPENDENT_OF_VARIABLES.finding(loss_dtype=non_float))
     findings += [_concern_finding(concern, source) for concern in analysis.concerns]
     findings += _request_findings(analysis, context)
     return tuple(sorted(findings, key=finding_order))

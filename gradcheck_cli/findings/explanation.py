@@ -27,17 +27,20 @@ class Explanations:
 
 
 def explain(
-    verdicts: Iterable[VariableVerdict], source: SourceLines, told: Mapping[str, str]
+    verdicts: Iterable[VariableVerdict],
+    source: SourceLines,
+    told: Mapping[str, str],
+    loss_dtype: str | None = None,
 ) -> Explanations:
     """The explanation of every dead variable; `told`: fixes that replace a variable's own (an
-    intended cut, a quantizer's variables), by name."""
+    intended cut, a quantizer's variables), by name; `loss_dtype`: the loss's, when known."""
     dead = [verdict for verdict in verdicts if verdict.dead]
     if not dead:  # nothing to advise on: a clean model's check loads no advice
         return Explanations(dict(told), {}, {})
     from gradcheck_cli.findings.advice.edits import code_fix
     from gradcheck_cli.findings.advice.fixes import variable_fix
 
-    fixes = {verdict.name: variable_fix(verdict, source) for verdict in dead}
+    fixes = {verdict.name: variable_fix(verdict, source, loss_dtype) for verdict in dead}
     fixes.update(told)
     still_cut = {
         verdict.name: sentence

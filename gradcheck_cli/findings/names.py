@@ -7,17 +7,16 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from gradcheck_cli.analysis.verdicts import VariableVerdict
-from gradcheck_cli.findings.source import assigned_name
-from gradcheck_cli.graph.model import SourceLocation
 
-# The code at a location (Report.code_at): the name a creation line assigns is a name too.
-CodeAt = Callable[[SourceLocation | None], str | None]
+# The name the user's code gives a variable where it is created (Report.python_name): a name
+# too, when it is certainly the variable's.
+NameOf = Callable[[VariableVerdict], str | None]
 
 _ATTRIBUTE_STEP = re.compile(r"\.?[A-Za-z_]\w*|\[[^\]]*\]")
 
 
 def variables_named(
-    verdicts: Iterable[VariableVerdict], name: str, code_at: CodeAt | None = None
+    verdicts: Iterable[VariableVerdict], name: str, name_of: NameOf | None = None
 ) -> tuple[VariableVerdict, ...]:
     """The variables `name` means, most precise form first:
 
@@ -37,7 +36,7 @@ def variables_named(
     short = sharing_last_part(candidates, name)
     if short:
         return short if len(short) == 1 else ()
-    return tuple(v for v in candidates if name in _group_forms(v, code_at))
+    return tuple(v for v in candidates if name in _group_forms(v, name_of))
 
 
 def sharing_last_part(
@@ -48,20 +47,20 @@ def sharing_last_part(
 
 
 def variables_matching(
-    verdicts: Iterable[VariableVerdict], pattern: str, code_at: CodeAt | None = None
+    verdicts: Iterable[VariableVerdict], pattern: str, name_of: NameOf | None = None
 ) -> tuple[VariableVerdict, ...]:
     """The variables an allow-dead pattern accepts: a glob over every exact and group form of
     `variables_named` (not over last parts, which many variables share), or a name that
     `variables_named` reads."""
     candidates = tuple(verdicts)
-    named = {v.name for v in variables_named(candidates, pattern, code_at)}
+    named = {v.name for v in variables_named(candidates, pattern, name_of)}
     return tuple(
         v
         for v in candidates
         if v.name in named
         or any(
             fnmatch.fnmatchcase(form, pattern)
-            for form in (*_exact_forms(v), *_group_forms(v, code_at))
+            for form in (*_exact_forms(v), *_group_forms(v, name_of))
         )
     )
 
@@ -82,7 +81,7 @@ def _last_parts(verdict: VariableVerdict) -> set[str]:
     return parts
 
 
-def _group_forms(verdict: VariableVerdict, code_at: CodeAt | None) -> set[str]:
+def _group_forms(verdict: VariableVerdict, name_of: NameOf | None) -> set[str]:
     scopes = verdict.name.split("/")[:-1]
     runs = [
         "/".join(scopes[start:end])
@@ -95,7 +94,7 @@ def _group_forms(verdict: VariableVerdict, code_at: CodeAt | None) -> set[str]:
         forms.update("".join(steps[:end]) for end in range(1, len(steps)))
         prefixes = ("/".join(scopes[:end]) for end in range(1, len(scopes) + 1))
         forms.update(_under_root(steps, prefix) for prefix in prefixes)
-    assigned = assigned_name(code_at(verdict.location)) if code_at else None
+    assigned = name_of(verdict) if name_of else None
     if assigned:
         forms.update({assigned, assigned.rpartition(".")[2]})
     return forms

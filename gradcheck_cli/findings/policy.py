@@ -58,7 +58,7 @@ def apply_policy(
     )
     known = set(baseline or ())
     matching = {
-        pattern: {v.name for v in variables_matching(report.variables, pattern, report.code_at)}
+        pattern: {v.name for v in variables_matching(report.variables, pattern, report.python_name)}
         for pattern in patterns
     }
     allowed: dict[str, str] = dict(report.allowed)

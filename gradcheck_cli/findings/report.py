@@ -81,6 +81,13 @@ class Report:
     # `gradcheck run`: trainable variables this loss reads and would train, that no request
     # lists (GC213).
     read_not_requested: tuple[str, ...] = ()
+    # Per variable name, the name the user's code binds the variable (or its layer) to where it
+    # is created, when that name is certainly the variable's (`findings.source.created_name`).
+    python_names: Mapping[str, str] = field(default_factory=dict)
+
+    def python_name(self, verdict: VariableVerdict) -> str | None:
+        """The name the user's code gives `verdict`'s variable, when it is certainly its."""
+        return self.python_names.get(verdict.name)
 
     def code_at(self, location: SourceLocation | None) -> str | None:
         return None if location is None else self.code.get((location.file, location.line))

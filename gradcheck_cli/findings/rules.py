@@ -756,18 +756,36 @@ VALUE_LEAVES_TENSORFLOW = Rule(
     ),
 )
 
+
+def _independent_loss(loss_dtype: str | None) -> str:
+    """GC110's message; `loss_dtype`: the loss's own dtype when it cannot carry gradient."""
+    message = "no trainable variable can receive gradient from this loss"
+    if loss_dtype is None:
+        return message
+    article = "an" if loss_dtype[:1] in "aeiou" else "a"
+    return (
+        f"{message}: it is {article} {loss_dtype} tensor, and TensorFlow's gradient of such a "
+        "tensor is None for every variable (tape.gradient and tf.gradients return None; they "
+        "do not raise)"
+    )
+
+
 LOSS_INDEPENDENT_OF_VARIABLES = Rule(
     code="GC110",
     name="loss-independent-of-variables",
     severity=Severity.ERROR,
-    message="no trainable variable can receive gradient from this loss".format,
+    message=lambda loss_dtype=None: _independent_loss(loss_dtype),
     whole_loss=True,
     summary="The loss depends on no trainable variable",
     what_it_does=(
         "Reports a loss through which no trainable variable can receive gradient: every "
         "trainable variable is cut or never reaches it. Typical causes are a loss computed "
         "from the labels alone, a `tf.stop_gradient` around the model output, or a loss "
-        "that ignores the prediction."
+        "that ignores the prediction.\n\n"
+        "A loss whose value is an integer, bool or string tensor (a rank from `tf.argsort`, a "
+        "count, a `tf.cast` to `tf.int32`) is one too: TensorFlow returns None as the gradient "
+        "of such a tensor for every variable. The message then names the loss's dtype, and "
+        "each variable's story names the op where its value became one."
     ),
     why_bad=(
         "Training on this loss changes nothing; optimizers raise "

@@ -5,18 +5,16 @@ from __future__ import annotations
 import ast
 import linecache
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.source_code.bound_names import bound_name, simple_statements_by_line
 from gradcheck_cli.source_code.files import PYTHON_SUFFIXES, bounded_text, in_system_folder
 from gradcheck_cli.source_code.ignore_comments import IgnoreComment, ignore_comments
 from gradcheck_cli.source_code.notebook import notebook_cell, read_notebook
 from gradcheck_cli.source_code.op_expressions import called_name, parsed
-
-_ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=[^=]")
 
 
 class SourceLines:
@@ -34,6 +32,7 @@ class SourceLines:
         self._files: dict[str, list[str] | None] = {}
         self._notebooks: dict[str, dict[int, str]] = {}
         self._trees: dict[str, ast.Module | None] = {}
+        self._statements: dict[str, dict[int, list[ast.stmt]]] = {}
 
     def tree(self, file: str) -> ast.Module | None:
         """The parsed file (or notebook cell); None when it cannot be read or parsed."""
@@ -43,6 +42,13 @@ class SourceLines:
             lines = self._files[file]
             self._trees[file] = None if lines is None else parsed("\n".join(lines))
         return self._trees[file]
+
+    def statements_at(self, file: str, line: int) -> list[ast.stmt]:
+        """The simple statements of `file` (or notebook cell) that span `line`, in order."""
+        if file not in self._statements:
+            tree = self.tree(file)
+            self._statements[file] = {} if tree is None else simple_statements_by_line(tree)
+        return self._statements[file].get(line, [])
 
     def segment(self, file: str, node: ast.AST) -> str | None:
         """The source text of `node` in `file`, as written."""
@@ -122,29 +128,15 @@ def _registered_source(file: str) -> list[str] | None:
     return [line.rstrip("\r\n") for line in entry[2]]
 
 
-def assigned_name(code: str | None) -> str | None:
-    """`weights_i` for the line `weights_i = tf.Variable(...)`."""
-    if code is None:
+def created_name(source: SourceLines, location: SourceLocation | None) -> str | None:
+    """The name the user's code binds what was created at `location` to (`weights_i` for
+    `weights_i = tf.Variable(...)`, `self.proj` for `self.proj = layers.Dense(4)`), only when it
+    is certainly that one's (`bound_name`); None otherwise, and the variable keeps its own
+    TensorFlow or Keras name."""
+    if location is None:
         return None
-    match = _ASSIGNMENT.match(code)
-    return match.group(1) if match else None
-
-
-def assigned_layer(code: str | None) -> str | None:
-    """The name a creation line gives the layer it builds (`self.proj` for `self.proj =
-    layers.Dense(4)`), None when it names the layer's output (`x = layers.Dense(4)(inputs)`)."""
-    name = assigned_name(code)
-    if name is None or code is None:
-        return None
-    try:
-        tree = ast.parse(code.strip())
-    except SyntaxError:
-        return name
-    statement = tree.body[0] if len(tree.body) == 1 else None
-    value = statement.value if isinstance(statement, ast.Assign) else None
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Call):
-        return None  # a layer called at once: the name holds a tensor
-    return name
+    statements = source.statements_at(location.file, location.line)
+    return bound_name(statements, location.line, location.column)
 
 
 def assignment(code: str | None) -> tuple[str, str] | None:

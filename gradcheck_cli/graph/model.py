@@ -58,6 +58,10 @@ class SourceLocation:
     # moments`), when the line called a library rather than the op's own API: read by the
     # findings for stop_gradients only (`tf.stop_gradient` is the one API it recognises).
     inside: str | None = field(default=None, compare=False, repr=False)
+    # Where on the line the call that ran starts (Python's position, in UTF-8 bytes), when
+    # known: read for the line that created a variable or layer, to tell which of the line's
+    # calls created it.
+    column: int | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"

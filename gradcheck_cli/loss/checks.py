@@ -1,16 +1,19 @@
-"""Refuse a loss that is not a float scalar, before any verdict is drawn from it."""
+"""Refuse a loss that is no value (a resource handle) or not a scalar, before any verdict is
+drawn from it. A value of a dtype without gradient (an int32 rank, a bool) is a loss to check:
+TensorFlow gives every variable None for it."""
 
 from __future__ import annotations
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.graph.model import Program, is_trainable_dtype
+from gradcheck_cli.graph.model import Program
 
 
 def validate_loss(program: Program, name: str, *, sum_loss: bool = False) -> None:
     dtype = program.top_body.input_dtype(program.loss)
-    if dtype is not None and (dtype == "resource" or not is_trainable_dtype(dtype)):
+    if dtype == "resource":
         raise GradcheckError(
-            f"the loss {name!r} is a {dtype} tensor; only a floating-point loss has gradients"
+            f"the loss {name!r} is a resource handle (a variable itself), not a value; return "
+            "the value computed from it"
         )
     shape = program.loss_shape
     if shape is None or sum_loss or all(dim == 1 for dim in shape):

@@ -11,7 +11,6 @@ from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.names import common_scope
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import why_unused
-from gradcheck_cli.findings.source import assigned_name
 
 # Beyond this many variables the summary table has a row per group or name scope, not per
 # variable: a 174-variable model must still fit on a screen.
@@ -80,7 +79,7 @@ def _unnamed(report: Report, verdict: VariableVerdict, text: str | None) -> str 
         verdict.path,
         parts[-1],
         parts[-2] if len(parts) > 1 else None,
-        assigned_name(report.code_at(verdict.location)),
+        report.python_name(verdict),
     }
     for name in sorted((n for n in names if n), key=len, reverse=True):
         text = re.sub(rf"(?<![\w.]){re.escape(name)}(?!\w)", _NAME, text)

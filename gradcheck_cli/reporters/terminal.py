@@ -23,7 +23,6 @@ from gradcheck_cli.findings.rules import (
     VERIFICATION_DISAGREES_NEXT,
     why_unused,
 )
-from gradcheck_cli.findings.source import assigned_name
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import TerminalOptions, display_path
 from gradcheck_cli.reporters.folding import code_lines, print_table
@@ -109,7 +108,7 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
     focus = None
     if options.focus is not None:
         position = {id(verdict): index for index, verdict in enumerate(report.variables)}
-        chosen = variables_named(report.variables, options.focus, report.code_at)
+        chosen = variables_named(report.variables, options.focus, report.python_name)
         focus = [position[id(verdict)] for verdict in chosen]
     report = printable(report)
     if options.quiet:
@@ -227,7 +226,7 @@ def _write_story(
     if verdict.status is Status.UNUSED:
         _print(console, f"  never reaches the loss: {escape(why_unused(verdict) or '')}")
     else:
-        name = assigned_name(report.code_at(verdict.location)) or verdict.name.split("/")[-1]
+        name = report.python_name(verdict) or verdict.name.split("/")[-1]
         _write_cuts(console, report, verdict, "  path to the loss:", name)
         if verbose:
             _write_side_cuts(console, report, verdict)

@@ -11,7 +11,7 @@ from typing import Any
 
 from gradcheck_cli.differentiability.rules import is_trainable_dtype
 from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, Variable, make_names_unique
-from gradcheck_cli.source_code.debug_info import made_by_a_library
+from gradcheck_cli.source_code.debug_info import made_by_a_library, with_call_column
 from gradcheck_cli.tracing import traced
 from gradcheck_cli.tracing.keras_weights import KerasWeights
 from gradcheck_cli.tracing.leaving_tensorflow import Leave
@@ -45,7 +45,7 @@ class CreatedVariables:
     def add(self, variable: Any) -> None:
         self.variables.append(variable)
         stack = traceback.extract_stack()[:-2]
-        self.at[id(variable)] = traced.user_location(stack)
+        self.at[id(variable)] = with_call_column(traced.user_location(stack), sys._getframe(1))
         if _made_by_a_strategy(stack):
             self.bookkeeping.add(id(variable))
         if made_by_a_library(stack):

@@ -1,10 +1,14 @@
-"""Source locations from a GraphDebugInfo proto: the user's innermost frame, with its callers."""
+"""Source locations from a GraphDebugInfo proto or a live stack: the user's innermost frame,
+with its callers, and where on its line the call it runs starts."""
 
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from collections.abc import Sequence
+from dataclasses import replace
+from types import FrameType
 from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation
@@ -160,3 +164,27 @@ def _in_a_library(filename: str) -> bool:
 _INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 # TensorFlow creates every variable (its frames are the creation's, not a library's).
 _NOT_A_LIBRARY = (f"{os.sep}tensorflow{os.sep}", f"{os.sep}gradcheck_cli{os.sep}")
+
+
+def call_column(frame: FrameType) -> int | None:
+    """Where the call `frame` is running starts on its line (UTF-8 bytes, as `ast` counts),
+    from Python's own positions; None when Python keeps none (`-X no_debug_ranges`)."""
+    instruction = frame.f_lasti // 2  # a code unit is two bytes
+    positions = next(itertools.islice(frame.f_code.co_positions(), instruction, None), None)
+    if positions is None:
+        return None
+    line, _, column, _ = positions
+    return column if line == frame.f_lineno else None
+
+
+def with_call_column(
+    location: SourceLocation | None, frame: FrameType | None
+) -> SourceLocation | None:
+    """`location`, a user frame's line on the stack of a call that is creating a variable, with
+    the column where that frame's call starts, read off the live frames from `frame` outward:
+    it tells which call of a line of several created the variable."""
+    while location is not None and frame is not None:
+        if frame.f_code.co_filename == location.file and frame.f_lineno == location.line:
+            return replace(location, column=call_column(frame))
+        frame = frame.f_back
+    return location

@@ -60,7 +60,7 @@ def statement_at(tree: ast.Module, line: int) -> ast.stmt | None:
     """The innermost simple statement whose lines include `line`."""
     found: ast.stmt | None = None
     for node in ast.walk(tree):
-        if not isinstance(node, ast.stmt) or isinstance(node, _COMPOUND):
+        if not isinstance(node, ast.stmt) or isinstance(node, COMPOUND_STATEMENTS):
             continue
         end = node.end_lineno or node.lineno
         if node.lineno <= line <= end and (found is None or node.lineno >= found.lineno):
@@ -72,7 +72,7 @@ def statements_by_line(tree: ast.Module) -> dict[int, ast.stmt]:
     """`statement_at(tree, line)` for every line that has one, in one walk of the tree."""
     found: dict[int, ast.stmt] = {}
     for node in ast.walk(tree):
-        if not isinstance(node, ast.stmt) or isinstance(node, _COMPOUND):
+        if not isinstance(node, ast.stmt) or isinstance(node, COMPOUND_STATEMENTS):
             continue
         for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
             known = found.get(line)
@@ -81,7 +81,7 @@ def statements_by_line(tree: ast.Module) -> dict[int, ast.stmt]:
     return found
 
 
-_COMPOUND = (
+COMPOUND_STATEMENTS = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
     ast.ClassDef,

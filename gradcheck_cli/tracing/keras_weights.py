@@ -11,7 +11,7 @@ from types import FrameType
 from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.source_code.debug_info import is_user_file
+from gradcheck_cli.source_code.debug_info import call_column, is_user_file
 
 
 @dataclass
@@ -268,7 +268,8 @@ def _construction_site(
         owner = frame.f_locals.get("self") if is_method else None
         if owner is not layer:
             if is_user_file(code.co_filename):
-                return SourceLocation(code.co_filename, frame.f_lineno, code.co_name)
+                column = call_column(frame)
+                return SourceLocation(code.co_filename, frame.f_lineno, code.co_name, column=column)
             if owner is not None and _is_layer(owner) and owner in found.layer_sites:
                 return found.layer_sites[owner]
         frame = frame.f_back

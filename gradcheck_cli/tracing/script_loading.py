@@ -12,7 +12,7 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.source_code.debug_info import made_by_a_library
+from gradcheck_cli.source_code.debug_info import made_by_a_library, with_call_column
 from gradcheck_cli.tracing.eager_fallback import eager_fallback
 from gradcheck_cli.tracing.eager_reads import mark_frozen_reads, recording_eager_reads
 from gradcheck_cli.tracing.function_tracing import (
@@ -47,7 +47,8 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
     def record(next_creator: Any, **kwargs: Any) -> Any:
         variable = next_creator(**kwargs)
         stack = traceback.extract_stack()[:-1]
-        created.append((variable, traced.user_location(stack)))
+        location = with_call_column(traced.user_location(stack), sys._getframe(1))
+        created.append((variable, location))
         if made_by_a_library(stack):
             by_libraries.add(id(variable))
         return variable

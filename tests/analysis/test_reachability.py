@@ -41,6 +41,33 @@ def test_cuts_are_listed_nearest_first_and_inherited_dtype_edges_are_hidden() ->
     ]
 
 
+def _top_k(index_only: bool) -> Program:
+    """w -> TopKV2 (float values, int32 indices) -> the loss, from the indices alone or from
+    both outputs."""
+    top = BodyFactory("top")
+    read = top.op("read", "ReadVariableOp", top.arg("w", "resource"))
+    k = top.const("k", (), 2, dtype="int32")
+    top.op("top_k", "TopKV2", read, k, dtypes=("float32", "int32"))
+    indices = top.op("indices", "Sum", TensorRef("top_k", 1), dtypes=("int32",))
+    if index_only:
+        return program(top.body(indices), indices)
+    as_float = top.op("as_float", "Cast", indices)
+    loss = top.op("loss", "AddV2", top.op("values", "Sum", TensorRef("top_k", 0)), as_float)
+    return program(top.body(loss), loss)
+
+
+def test_a_value_that_becomes_an_integer_at_an_op_with_a_float_output_is_cut_there() -> None:
+    # tf.argsort: TopKV2 passes gradient to its input from its values, never from its indices;
+    # the indices alone lead to the loss (an int32 one), so the variable is cut at the TopKV2.
+    (verdict,) = analyse(_top_k(index_only=True)).verdicts
+    assert verdict.status is Status.BLOCKED
+    assert [(b.op, b.reason) for b in verdict.blockers] == [("top_k", Reason.INTEGER_DTYPE)]
+    assert "int32 output 1" in verdict.blockers[0].message
+    assert [step.op for step in verdict.route if step.cut] == ["top_k"]
+    # The values lead to the loss too: the variable trains through them.
+    assert _statuses(_top_k(index_only=False)) == {"w": Status.OK}
+
+
 def test_loop_carried_variables_reach_the_loss_through_later_iterations() -> None:
     # body: (a, b, c) -> (a, a, b * 2): `a` reaches output 2 only after two iterations, and
     # the body never reads `c`, which only the loop condition sees.

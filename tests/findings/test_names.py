@@ -32,17 +32,20 @@ def _report() -> Report:
         verdict("sequential/dense_2/kernel", Status.BLOCKED),
         verdict("sequential/dense_2/bias", Status.BLOCKED),
     )
-    code = {
-        ("model.py", 37): "        self.output_kernel = tf.Variable(",
-        ("model.py", 12): "        self.proj = layers.Dense(32)",
-        ("model.py", 5): "hidden = keras.layers.Dense(4)(inputs)",
+    # What the creation lines bind each variable (or its layer) to, as the pipeline reads them
+    # (`created_name`): `self.output_kernel = tf.Variable(`, `self.proj = layers.Dense(32)`;
+    # `hidden = keras.layers.Dense(4)(inputs)` binds the layer's output, which names nothing.
+    names = {
+        "output/kernel": "self.output_kernel",
+        "encoder/proj/kernel": "self.proj",
+        "encoder/proj/bias": "self.proj",
     }
-    return Report(SourceInfo("model.py", "script", "loss"), variables, code=code)
+    return Report(SourceInfo("model.py", "script", "loss"), variables, python_names=names)
 
 
 def _named(name: str) -> list[str]:
     report = _report()
-    return [v.name for v in variables_named(report.variables, name, report.code_at)]
+    return [v.name for v in variables_named(report.variables, name, report.python_name)]
 
 
 @pytest.mark.parametrize(
@@ -59,7 +62,7 @@ def _named(name: str) -> list[str]:
         ("model.dense.kernel", ["dense/kernel"]),
         ("model.dense", ["dense/kernel", "dense/bias"]),
         ("dense", ["dense/kernel", "dense/bias"]),
-        ("hidden", ["dense/kernel", "dense/bias"]),
+        ("hidden", []),  # the name of the layer's output
         ("sequential.dense_2.bias", ["sequential/dense_2/bias"]),
         ("dense_2", ["sequential/dense_2/kernel", "sequential/dense_2/bias"]),
         ("sequential/dense_2", ["sequential/dense_2/kernel", "sequential/dense_2/bias"]),
@@ -106,7 +109,7 @@ def test_a_last_part_that_several_variables_share_names_none_and_the_error_lists
 )
 def test_allow_dead_patterns_glob_over_the_same_forms(pattern: str, expected: list[str]) -> None:
     report = _report()
-    assert [v.name for v in variables_matching(report.variables, pattern, report.code_at)] == (
+    assert [v.name for v in variables_matching(report.variables, pattern, report.python_name)] == (
         expected
     )
 

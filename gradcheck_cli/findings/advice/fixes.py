@@ -12,7 +12,8 @@ from gradcheck_cli.findings.advice.transform_source import (
     estimator_inside,
     straight_through_rewrite,
 )
-from gradcheck_cli.findings.source import SourceLines, assigned_layer, assigned_name
+from gradcheck_cli.findings.source import SourceLines, created_name
+from gradcheck_cli.graph.model import is_trainable_dtype
 from gradcheck_cli.protos.missed_overrides import MISSED_OVERRIDE, MissedOverride
 
 # Ops that transform values (quantize, round, flip bits): the straight-through estimator keeps
@@ -38,6 +39,9 @@ _TRANSFORMS = frozenset(
     }
 )
 _SELECTIONS = frozenset({"ArgMax", "ArgMin"})
+# A sort's or top_k's positions (tf.argsort, tf.math.top_k(...).indices): cut by their dtype,
+# as their values output has a gradient.
+_SORT_POSITIONS = frozenset({"TopKV2", "TopK"})
 # A categorical sample (tf.random.categorical, its stateless form).
 _SAMPLES = frozenset({"Multinomial", "StatelessMultinomial"})
 # A count of right answers: predictions rounded or thresholded, then compared with the labels.
@@ -47,11 +51,14 @@ _COUNTING = _EQUALITIES | THRESHOLDS | {"Round", "Rint", "Floor", "Ceil", "Cast"
 
 def python_name(verdict: VariableVerdict, source: SourceLines) -> str:
     """The name the user's code gives the variable, or the last part of its TensorFlow name."""
-    return assigned_name(source.line(verdict.location)) or verdict.name.split("/")[-1]
+    return created_name(source, verdict.location) or verdict.name.split("/")[-1]
 
 
-def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
-    """What to write instead, for a dead variable as a whole."""
+def variable_fix(
+    verdict: VariableVerdict, source: SourceLines, loss_dtype: str | None = None
+) -> str:
+    """What to write instead, for a dead variable as a whole. `loss_dtype`: the loss's own
+    dtype, when known."""
     name = python_name(verdict, source)
     if not verdict.blockers:
         owner = verdict.name.split("/")[-2] if verdict.name.count("/") >= 1 else None
@@ -89,7 +96,7 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
         if verdict.unreached is Unreached.ASSIGNED_AWAY:
             stored = verdict.assigned_to
             target = (
-                (assigned_name(source.line(stored.location)) or stored.name)
+                (created_name(source, stored.location) or stored.name)
                 if stored is not None
                 else "the variable it is assigned to"
             )
@@ -116,7 +123,7 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
                 f"loss (compile(loss={{...}})) or remove the layer; if it is meant to stay "
                 "untrained, set its trainable attribute to False"
             )
-        attribute = assigned_layer(source.line(verdict.location))
+        attribute = created_name(source, verdict.location)
         if owner is not None and attribute is not None and verdict.path not in (None, verdict.name):
             return (
                 f"call {attribute} in the forward pass, or delete it; if it is meant to stay "
@@ -137,6 +144,19 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
     if missed is not None:
         return missed
     types = {b.op_type for b in verdict.blockers}
+    non_float = (
+        loss_dtype if loss_dtype is not None and not is_trainable_dtype(loss_dtype) else None
+    )
+    positions = [
+        b
+        for b in verdict.blockers
+        if b.op_type in _SORT_POSITIONS and b.reason is Reason.INTEGER_DTYPE
+    ]
+    if positions:
+        return ranking_fix(positions[0], name)
+    made = _made_the_loss(verdict) if non_float is not None else None
+    if made is not None and len(verdict.blockers) == 1:
+        return non_float_loss_fix(made, non_float)
     if types & _SAMPLES:
         return sample_fix(verdict, name, source)
     if types & _SELECTIONS:
@@ -149,6 +169,42 @@ def variable_fix(verdict: VariableVerdict, source: SourceLines) -> str:
         return threshold_fix(verdict, name, source)
     first = verdict.blockers[0]
     return blocker_fix(first, name)
+
+
+def ranking_fix(blocker: Blocker, name: str) -> str:
+    """The positions of a sort (a rank) have no gradient: a differentiable surrogate of the
+    ranking trains the scores."""
+    return (
+        f"the indices of the sort or top_k{_at(blocker)} are positions, and a position has no "
+        f"gradient: to train {name}, compute the loss from the scores with a differentiable "
+        "surrogate of the ranking, such as a pairwise ranking loss (tf.nn.softplus(s_j - s_i) "
+        "for each pair where item i should rank above item j) or a soft rank (the rank of item "
+        "i as 1 plus the sum over the other items j of tf.sigmoid((s_j - s_i) / temperature)); "
+        "keep the exact rank as a metric"
+    )
+
+
+def _made_the_loss(verdict: VariableVerdict) -> PathStep | None:
+    """The Cast where the variable's value became the non-float the loss is: the last cut on
+    its path to the loss (a value that became a float again and then the loss's dtype would
+    be cut again on the way)."""
+    cuts = [step for step in verdict.route if step.cut is not None]
+    last = cuts[-1] if cuts else None
+    return last if last is not None and last.op_type == "Cast" else None
+
+
+def non_float_loss_fix(cast: PathStep, loss_dtype: str) -> str:
+    """A loss cast to an integer (or bool) at its end: the cast is the whole problem."""
+    at = f" at line {cast.location.line}" if cast.location else ""
+    return (
+        f"the tf.cast{at} makes the loss {_article(loss_dtype)} {loss_dtype} tensor, and no "
+        "gradient comes out of one: return the loss as a float (leave the cast out, or cast to "
+        "tf.float32); a rounded value for logging is a metric, computed beside the loss"
+    )
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 def left_tensorflow_fix(blocker: Blocker) -> str:
