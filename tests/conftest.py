@@ -44,6 +44,7 @@ HEAVY = (
     "tests/findings/test_unused_networks.py",
     "tests/keras_models/test_keras_models.py",
     "tests/run_mode/test_eager_recording.py",
+    "tests/run_mode/test_variable_identity.py",
     "tests/run_mode/test_what_a_run_counts.py",
     "tests/run_mode/test_clean_scripts.py",
     "tests/tracing/test_gradient_override.py",

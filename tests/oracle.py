@@ -5,7 +5,9 @@ Each question runs in a fresh process (forked from one that imported TensorFlow 
 script's global state never leaks into the test process, and the answer comes back as JSON in a
 temporary file (a script may print whatever it likes on stdout).
 
-Verdicts, per trainable variable (TF name without ":0"; for Keras 3 weights that is the Keras path):
+Verdicts, per trainable variable (TF name without ":0"; for Keras 3 weights that is the Keras path;
+in a script, variables that share a name, such as `tf.Variable(...)` without `name=`, told apart
+by the order the script created them: `Variable`, `Variable_1`, ...):
 - "none": TensorFlow's gradient is None (including variables the loss never reads);
 - "zero": the gradient exists but evaluates to exactly all zeros on random inputs;
 - "gradient": anything else.
@@ -131,17 +133,32 @@ try:
             for variable, g in zip(variables, dense)
         )
 
-    def tape_verdicts(call, variables_before, variables_after):
+    def tape_verdicts(call, variables_before, variables_after, names=None):
+        """`names()`: each variable's name by id, where the names of the variables are told
+        apart (asked once the loss ran: it may create variables); else TensorFlow's."""
         with tf.GradientTape() as tape:
             for variable in variables_before():
                 tape.watch(variable)
             value = call()
         variables = variables_after()
         gradients = tape.gradient(value, variables)
+        named = names() if names is not None else None
+        name_of = (lambda v: named[id(v)]) if named else (lambda v: short_name(v.name))
         return collect(
-            (short_name(v.name), "none" if g is None else verdict(tf.convert_to_tensor(g)))
+            (name_of(v), "none" if g is None else verdict(tf.convert_to_tensor(g)))
             for v, g in zip(variables, gradients)
         )
+
+    def told_apart(variables):
+        """id -> name for variables in the order of their creation, those that share a name
+        told apart: `Variable`, `Variable_1`, ..."""
+        sharing, named = {}, {}
+        for variable in variables:
+            name = short_name(variable.name)
+            shared = sharing.get(name, 0)
+            sharing[name] = shared + 1
+            named[id(variable)] = f"{name}_{shared}" if shared else name
+        return named
 
     def random_call(function, signature):
         def tensor(spec):
@@ -176,14 +193,19 @@ try:
             loss = lookup(namespace, loss_name, from_namespace)
             if tf.is_tensor(loss) and tf.is_symbolic_tensor(loss):
                 return "tf1", tf1_verdicts(loss)
+
+            def names():
+                return told_apart(unique(created))
+
             if tf.is_tensor(loss):  # an eager value computed at import: nothing can train
-                return "tf2", collect((short_name(v.name), "none") for v in trainable_created())
+                named = names()
+                return "tf2", collect((named[id(v)], "none") for v in trainable_created())
             if not callable(loss):
                 raise TypeError(f"{loss_name!r} is neither a tensor nor a callable")
             signature = getattr(loss, "input_signature", None)
             call = loss if signature is None else random_call(loss, (tuple(signature), {}))
             return "tf2", tape_verdicts(
-                lambda: output_tensor(call()), trainable_created, trainable_created
+                lambda: output_tensor(call()), trainable_created, trainable_created, names
             )
 
     def savedmodel_verdicts():

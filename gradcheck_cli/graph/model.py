@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from gradcheck_cli.graph.flat_nodes import FlatNodes
@@ -35,14 +36,90 @@ class _Named(Protocol):
     name: str
 
 
+def numbered_name(base: str, number: int, taken: Container[str]) -> str:
+    """The name of the variable numbered `number` (from 0) among those TensorFlow calls `base`
+    ("Variable"): `base`, then `base_1`, `base_2`, ..., past every name that is `taken`. Every
+    form and every format tells variables that share a name apart by this one rule."""
+    candidate = base if number == 0 else f"{base}_{number}"
+    while candidate in taken:
+        number += 1
+        candidate = f"{base}_{number}"
+    return candidate
+
+
 def make_names_unique(items: Iterable[_Named]) -> None:
-    """TensorFlow lets two variables share a name ("Variable"); reports need them apart."""
+    """TensorFlow lets two variables share a name ("Variable"); reports need them apart. The
+    first keeps the name, the others are numbered in order (`numbered_name`), never into a
+    name another item has (`Variable_1` given by the script)."""
+    listed = list(items)
+    taken = {item.name for item in listed}
     counts: dict[str, int] = {}
-    for item in items:
+    for item in listed:
         seen = counts.get(item.name, 0)
         counts[item.name] = seen + 1
         if seen:
-            item.name = f"{item.name}_{seen}"
+            item.name = numbered_name(item.name, seen, taken)
+            taken.add(item.name)
+
+
+class CreationNames:
+    """Each variable named once, by identity: its Keras path or TensorFlow name (its base),
+    numbered (`numbered_name`: `Variable`, `Variable_1`, ...) by the order the script created
+    the variables that share that base, whichever loss, request or list names it first, and
+    never into a name given already. `created`: the script's variables in the order it created
+    them, a list that may grow; `in_order(variable)`: False for what a library made for itself,
+    which is numbered after the script's own variables, as is a variable not in `created`."""
+
+    def __init__(
+        self,
+        created: Sequence[Any],
+        base_of: Callable[[Any], str],
+        in_order: Callable[[Any], bool],
+    ) -> None:
+        self._created = created
+        self._base_of = base_of
+        self._in_order = in_order
+        # id -> (the variable, kept alive so that its id stays its own; its name)
+        self._names: dict[int, tuple[Any, str]] = {}
+        self._taken: set[str] = set()
+        # a base -> the positions in `created` of the variables numbered in order that have it
+        self._sharing: dict[str, list[int]] = {}
+        self._positions: dict[int, int] = {}  # id -> position in `created`
+        self._seen = 0  # created[:_seen] are in `_sharing` and `_positions`
+
+    @classmethod
+    def as_asked(cls) -> CreationNames:
+        """Names for variables whose creation is not known: those that share a name told
+        apart in the order they are asked for."""
+        return cls((), str, lambda _: False)
+
+    def name(self, variable: Any, base: str | None = None) -> str:
+        """The variable's name; `base`: its base, when the caller knows it better than
+        `base_of` (a Keras variable given for its tf.Variable)."""
+        known = self._names.get(id(variable))
+        if known is not None:
+            return known[1]
+        base = self._base_of(variable) if base is None else base
+        self._catch_up()
+        sharing = self._sharing.get(base, [])
+        position = self._positions.get(id(variable))
+        if position is not None and self._in_order(variable):
+            number = bisect.bisect_left(sharing, position)
+        else:
+            number = len(sharing)
+        name = numbered_name(base, number, self._taken)
+        self._taken.add(name)
+        self._names[id(variable)] = (variable, name)
+        return name
+
+    def _catch_up(self) -> None:
+        """`_sharing` and `_positions` brought up to every variable created so far."""
+        for position in range(self._seen, len(self._created)):
+            variable = self._created[position]
+            self._positions.setdefault(id(variable), position)
+            if self._in_order(variable):
+                self._sharing.setdefault(self._base_of(variable), []).append(position)
+        self._seen = len(self._created)
 
 
 @dataclass(frozen=True, order=True)

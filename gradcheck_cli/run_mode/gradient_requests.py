@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gradcheck_cli.differentiability.rules import is_trainable_dtype
-from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, Variable, make_names_unique
+from gradcheck_cli.graph.model import CreationNames, SourceLocation, TensorFlowVerdict, Variable
 from gradcheck_cli.source_code.debug_info import made_by_a_library, with_call_column
 from gradcheck_cli.tracing import traced
 from gradcheck_cli.tracing.keras_weights import KerasWeights
@@ -42,6 +42,12 @@ class CreatedVariables:
     # a model, layer or module of the script owns them
     by_libraries: set[int] = field(default_factory=set)
 
+    # The name of each variable in every request and list of the run, given once.
+    names: CreationNames = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.names = CreationNames(self.variables, self._shared_name, self._numbered_in_order)
+
     def add(self, variable: Any) -> None:
         self.variables.append(variable)
         stack = traceback.extract_stack()[:-2]
@@ -62,16 +68,33 @@ class CreatedVariables:
             variable if tf_variable is not variable else self.keras.variables.get(id(tf_variable))
         )
         if keras_variable is not None:
-            name, trainable = self.keras.path(keras_variable), bool(keras_variable.trainable)
+            trainable = bool(keras_variable.trainable)
         else:
-            name, trainable = traced.variable_name(tf_variable), bool(tf_variable.trainable)
-            owner = self.owners.get(id(tf_variable))
-            if owner and "/" not in name:  # `self.w = tf.Variable(...)` in a tf.Module
-                name = f"{owner}/{name}"
+            trainable = bool(tf_variable.trainable)
+        name = self.names.name(tf_variable, self._shared_name(tf_variable, keras_variable))
         location = self.keras.constructed_at.get(id(tf_variable)) or self.at.get(id(tf_variable))
         if location is None and is_graph_variable(tf_variable):
             location = traced.user_location(tf_variable.op.traceback)
         return tf_variable, traced.model_variable(tf_variable, name, trainable, location=location)
+
+    def _numbered_in_order(self, variable: Any) -> bool:
+        """Whether the variable is numbered by its place among the script's variables: the
+        script's own, and the weights of Keras layers; not a library's bookkeeping (an
+        optimizer's, TensorFlow Probability's)."""
+        return id(variable) not in self.by_libraries or id(variable) in self.keras.info
+
+    def _shared_name(self, tf_variable: Any, keras_variable: Any = None) -> str:
+        """The name before it is made unique: the Keras path, else TensorFlow's name (under the
+        tf.Module whose method created it)."""
+        if keras_variable is None:
+            keras_variable = self.keras.variables.get(id(tf_variable))
+        if keras_variable is not None:
+            return self.keras.path(keras_variable)
+        name = traced.variable_name(tf_variable)
+        owner = self.owners.get(id(tf_variable))
+        if owner and "/" not in name:  # `self.w = tf.Variable(...)` in a tf.Module
+            name = f"{owner}/{name}"
+        return name
 
 
 def _made_by_a_strategy(stack: Any) -> bool:
@@ -144,8 +167,8 @@ def eager_request(
     flat = tf.nest.flatten(gradients) if gradients is not None else []
     described = [(index, *created.describe(variable)) for index, variable in variables]
     models = [model for _, _, model in described]
-    # Eager variables often share TensorFlow's name ("Variable"): key verdicts by unique names.
-    make_names_unique(models)
+    # Eager variables often share TensorFlow's name ("Variable"): verdicts are keyed by the
+    # names `describe` made unique for the whole run.
     verdicts: dict[str, TensorFlowVerdict] = {}
     zeros: set[str] = set()
     for index, tf_variable, model in described:
@@ -214,18 +237,16 @@ def reconstructed_request(
         TracedVariable(
             replace(
                 model,
-                name=recorded.name,
                 unread_by_tape=node(variable) is None,
                 called_before_tape=called_at(variable) if node(variable) is None else None,
             ),
             node=node(variable),
         )
-        for (variable, model), recorded in zip(described, eager.variables)
+        for variable, model in described
     ]
     context = [
         TracedVariable(created.describe(v)[1], node=node(v)) for v in others if node(v) is not None
     ]
-    make_names_unique(r.variable for r in records + context)
     result = traced.graph_def_protos(
         step.graph_def,
         step.graphs,
@@ -328,7 +349,6 @@ def untrained(created: CreatedVariables, requested: set[int]) -> Untrained:
     listed = [v for v in created.variables if id(v) in requested]
     sources = copied_values([v for v, _ in found], listed, _layer_or_line(created))
     models = [model for _, model in found]
-    make_names_unique(models)
     names = {id(v): model.name for (v, _), model in zip(found, models)}
     requested_names = {id(v): created.describe(v)[1].name for v in listed}
     copies = [(names[i], requested_names[s]) for i, s in sources.items()]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, make_names_unique
+from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict
 from gradcheck_cli.run_mode.gradient_requests import (
     CreatedVariables,
     is_graph_variable,
@@ -104,7 +104,6 @@ def graph_request(
     context = [
         TracedVariable(created.describe(v)[1], node=nodes[id(v)]) for v in others if id(v) in nodes
     ]
-    make_names_unique(r.variable for r in records + context)
     return GraphRequest(graph, loss, label, records, context)
 
 

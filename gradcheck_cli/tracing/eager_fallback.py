@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, make_names_unique
+from gradcheck_cli.graph.model import CreationNames, SourceLocation, TensorFlowVerdict
 from gradcheck_cli.tracing.function_tracing import required_parameters
 from gradcheck_cli.tracing.leaving_tensorflow import Leave
 from gradcheck_cli.worker.protocol import EagerResult, TensorFlowGradients
@@ -21,6 +21,7 @@ def eager_fallback(
     created_at: dict[int, SourceLocation | None],
     trace_error: Exception,
     verify: bool,
+    names: CreationNames | None = None,
 ) -> EagerResult:
     """The loss cannot be traced: run it eagerly and ask TensorFlow's tape which variables get
     no gradient, and where the script's code took the value out of TensorFlow.
@@ -48,19 +49,19 @@ def eager_fallback(
     except Exception as error:
         raise _fails_eagerly(name, path, trace_error, error) from None
     read_ids = {id(v) for v in reads.watched_variables()}
-    models = []
+    # Eager variables often share TensorFlow's name ("Variable"): verdicts are keyed by names
+    # told apart.
+    models, names = [], names or CreationNames.as_asked()
     for variable in variables:
         key_path, keras_trainable = keras_info.get(id(variable), (None, variable.trainable))
         models.append(
             traced.model_variable(
                 variable,
-                key_path or traced.variable_name(variable),
+                names.name(variable, key_path or traced.variable_name(variable)),
                 keras_trainable,
                 location=created_at.get(id(variable)),
             )
         )
-    # Eager variables often share TensorFlow's name ("Variable"): key verdicts by unique names.
-    make_names_unique(models)
     gradients: dict[str, TensorFlowVerdict] = {}
     verdicts = gradient_verdicts(tape, result, variables)
     for variable, model, gradient in zip(variables, models, verdicts):

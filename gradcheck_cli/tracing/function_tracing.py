@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.graph.model import CreationNames, SourceLocation
 from gradcheck_cli.tracing.keras_weights import KerasWeights
 from gradcheck_cli.tracing.shape_reads import keeping_shape_reads
 from gradcheck_cli.worker.protocol import TensorFlowGradients, TracedFunction
@@ -143,6 +143,7 @@ def trace_loss(
     created_at: dict[int, SourceLocation | None] | None = None,
     keras: KerasWeights | None = None,
     left_out: Collection[int] = (),
+    names: CreationNames | None = None,
 ) -> TracedFunction:
     """The traced loss of `concrete` over `candidates` (see `traced.traced_function`); the
     variables whose ids are `left_out` are never candidates, even when it reads them."""
@@ -163,6 +164,7 @@ def trace_loss(
         keras_info=keras.info if keras else None,
         attributes=keras.attributes if keras else None,
         left_out=left_out,
+        names=names,
     )
     if verify:
         import tensorflow as tf

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.graph.model import CreationNames, SourceLocation
 from gradcheck_cli.source_code.keras_archive import check_weight_datasets
 from gradcheck_cli.tracing.function_tracing import trace_loss
 from gradcheck_cli.tracing.keras_objective import Tape, backing_variable
@@ -38,9 +38,11 @@ def trace_keras_model(
     created_at: dict[int, SourceLocation | None],
     verify: bool,
     script: Path | None = None,
+    names: CreationNames | None = None,
 ) -> TracedFunction:
     """The model's own objective; with model.losses, also the data loss alone (for GC206).
-    `script`: the script that holds the model as its attribute `name` (`--loss model`)."""
+    `script`: the script that holds the model as its attribute `name` (`--loss model`);
+    `names`: the script's names for its variables."""
     from gradcheck_cli.tracing.keras_objective import keras_objective
 
     objective = keras_objective(model, loss, name, script)
@@ -55,8 +57,8 @@ def trace_keras_model(
     known = {id(v) for v in candidates}
     candidates = candidates + [v for v in weights if id(v) not in known]
     if objective.tapes:
-        return _trace_tapes(objective.tapes, model, name, keras, created_at, verify)
-    traced = {"created_at": created_at, "keras": keras, "left_out": bookkeeping}
+        return _trace_tapes(objective.tapes, model, name, keras, created_at, verify, names)
+    traced = {"created_at": created_at, "keras": keras, "left_out": bookkeeping, "names": names}
     result = trace_loss(objective.full, name, candidates, verify=verify, **traced)
     if objective.data_only is not None:
         result.data_only = trace_loss(objective.data_only, name, candidates, verify=False, **traced)
@@ -70,6 +72,7 @@ def _trace_tapes(
     keras: KerasWeights,
     created_at: dict[int, SourceLocation | None],
     verify: bool,
+    names: CreationNames | None = None,
 ) -> TracedFunction:
     """Each tape's target over the variables that tape differentiates; the first tape's result
     carries the others, and the trainable weights that no tape differentiates."""
@@ -89,19 +92,30 @@ def _trace_tapes(
         variables = list({id(v): v for v in variables}.values())
         listed |= {id(v) for v in variables}
         result = trace_loss(
-            tape.target, name, variables, verify=verify, created_at=created_at, keras=keras
+            tape.target,
+            name,
+            variables,
+            verify=verify,
+            created_at=created_at,
+            keras=keras,
+            names=names,
         )
         # The candidates come first; the other variables the step reads are not this tape's.
         result.tape_variables = tuple(r.variable.name for r in result.variables[: len(variables)])
         results.append(result)
     first, *others = results
     first.other_tapes = others
+
+    def named(weight: Any) -> str:
+        path, backing = keras.path(weight), backing_variable(weight)
+        return path if names is None or backing is None else names.name(backing, path)
+
     # Frozen weights are told once, as frozen, by the first tape.
     first.tape_variables = (first.tape_variables or ()) + tuple(
-        keras.path(w) for w in model.non_trainable_weights
+        named(w) for w in model.non_trainable_weights
     )
     first.untrained = tuple(
-        keras.path(w) for w in model.trainable_weights if id(backing_variable(w)) not in listed
+        named(w) for w in model.trainable_weights if id(backing_variable(w)) not in listed
     )
     if others:
         first.loss_name = f"{name}.train_step ({len(results)} GradientTape targets)"

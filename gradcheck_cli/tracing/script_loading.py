@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
-from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.graph.model import CreationNames, SourceLocation
 from gradcheck_cli.source_code.debug_info import made_by_a_library, with_call_column
 from gradcheck_cli.tracing.eager_fallback import eager_fallback
 from gradcheck_cli.tracing.eager_reads import mark_frozen_reads, recording_eager_reads
@@ -23,6 +23,7 @@ from gradcheck_cli.tracing.function_tracing import (
 )
 from gradcheck_cli.tracing.keras_models import is_keras_model, trace_keras_model
 from gradcheck_cli.tracing.keras_weights import (
+    KerasWeights,
     discarded_layer_weights,
     keras_weights,
     left_out_of_candidates,
@@ -42,6 +43,7 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
     from gradcheck_cli.tracing.tf_verification import verify_graph
 
     created: list[tuple[Any, SourceLocation | None]] = []
+    in_order: list[Any] = []  # the variables of `created`, for their names
     by_libraries: set[int] = set()  # ids of the variables a library made (see below)
 
     def record(next_creator: Any, **kwargs: Any) -> Any:
@@ -49,6 +51,7 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
         stack = traceback.extract_stack()[:-1]
         location = with_call_column(traced.user_location(stack), sys._getframe(1))
         created.append((variable, location))
+        in_order.append(variable)
         if made_by_a_library(stack):
             by_libraries.add(id(variable))
         return variable
@@ -89,9 +92,10 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
         ]
         left_out = {id(v) for v, _ in created if id(v) in bookkeeping and not v.dtype.is_floating}
         unchecked = [v for v, _ in created if id(v) in bookkeeping]
+        names = _creation_names(in_order, keras, by_libraries)
         if is_keras_model(value):
             result = trace_keras_model(
-                value, None, name, candidates, keras, created_at, verify, script=path
+                value, None, name, candidates, keras, created_at, verify, script=path, names=names
             )
             checked = {r.variable.name for r in result.variables}
             told = left_out_of_candidates(unchecked, keras, discarded)
@@ -105,7 +109,7 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
             # Tracing failed: the eager run decides whether the value left TensorFlow (the
             # loss runs) or the loss has a bug (it fails there too), whatever the error says.
             return eager_fallback(
-                value, name, path, candidates, keras.info, created_at, error, verify
+                value, name, path, candidates, keras.info, created_at, error, verify, names
             )
         keras.settle()
         result = trace_loss(
@@ -116,6 +120,7 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
             created_at=created_at,
             keras=keras,
             left_out=left_out,
+            names=names,
         )
         variables = traced.candidate_variables(candidates, concrete, left_out)
         mark_frozen_reads(result, variables, concrete, reads)
@@ -123,6 +128,24 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
         unchecked = [v for v in unchecked if id(v) not in checked]
         result.left_out = left_out_of_candidates(unchecked, keras, discarded)
         return result
+
+
+def _creation_names(
+    created: list[Any], keras: KerasWeights, by_libraries: set[int]
+) -> CreationNames:
+    """The names of the script's variables, told apart by creation as `gradcheck run` tells
+    them: the Keras path or TensorFlow name, what a library made for itself (not a Keras
+    layer's weight) numbered after the script's own."""
+    from gradcheck_cli.tracing import traced
+
+    def base_of(variable: Any) -> str:
+        info = keras.info.get(id(variable))
+        return info[0] if info is not None else traced.variable_name(variable)
+
+    def in_order(variable: Any) -> bool:
+        return id(variable) not in by_libraries or id(variable) in keras.info
+
+    return CreationNames(created, base_of, in_order)
 
 
 def _run(path: Path, asked: list[SourceLocation | None]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from gradcheck_cli.differentiability.registry import load_registry
 from gradcheck_cli.graph.memory import without_cyclic_gc
-from gradcheck_cli.graph.model import CustomGradient, SourceLocation, Variable, make_names_unique
+from gradcheck_cli.graph.model import CreationNames, CustomGradient, SourceLocation, Variable
 from gradcheck_cli.source_code.debug_info import (
     ENTRY_FRAMES,
     innermost_with_callers,
@@ -101,11 +101,12 @@ def traced_function(
     keras_info: dict[int, tuple[str, bool]] | None = None,
     attributes: dict[int, str] | None = None,
     left_out: Collection[int] = (),
+    names: CreationNames | None = None,
 ) -> TracedFunction:
     """Protos of `concrete` and the candidate variables, mapped onto its captured arguments.
 
-    `keras_info` maps id(tf variable) to (Keras path, Keras trainable): Keras 3 keeps layer
-    trainability on its own variable object, not on the backing tf.Variable.
+    `keras_info`: id(tf variable) -> (Keras path, Keras trainable), as Keras 3 keeps layer
+    trainability on its own variable; `names`: the script's names, else told apart as asked.
     """
     from tensorflow.core.framework import function_pb2
 
@@ -126,7 +127,7 @@ def traced_function(
         id(external): arg_of_internal.get(id(internal)) for external, internal in graph.captures
     }
     variables = candidate_variables(candidates, concrete, left_out)
-    records = []
+    records, names = [], names or CreationNames.as_asked()
     keras_info = keras_info or {}
     created_at = created_at or {}
     for variable in variables:
@@ -135,7 +136,7 @@ def traced_function(
             TracedVariable(
                 model_variable(
                     variable,
-                    keras_path or variable_name(variable),
+                    names.name(variable, keras_path or variable_name(variable)),
                     bool(keras_trainable),
                     path=(attributes or {}).get(id(variable), keras_path),
                     location=created_at.get(id(variable)),
@@ -143,7 +144,6 @@ def traced_function(
                 arg_index=arg_of_handle.get(id(variable.handle)),
             )
         )
-    make_names_unique(r.variable for r in records)
     graphs = function_graphs(graph, fdef.signature.name)
     custom_gradients, notes = _custom_gradients(graphs)
     return TracedFunction(
