@@ -383,16 +383,8 @@ class Capture:
         self.delivered = True
         self.uninstall()
         requests = _distinct(self.requests)
-        untrained = gradient_requests.untrained(self.created, self._requested)
-        self.deliver(
-            RunResult(
-                requests,
-                untrained.variables,
-                list(self.idle),
-                left_out=untrained.left_out,
-                copies=untrained.copies,
-            )
-        )
+        u = gradient_requests.untrained(self.created, self._requested)
+        self.deliver(RunResult(requests, u.variables, list(self.idle), u.left_out, u.copies))
         if not self.run_on:
             if threading.current_thread() is not threading.main_thread():
                 _stop_the_process()
