@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -35,7 +35,6 @@ class Gradcheck:
     process: subprocess.Popen[bytes]
     pids: Path
     scratch: Path
-    started: float = field(default_factory=time.monotonic)
 
     def ready(self, count: int = 1) -> list[psutil.Process]:
         """Wait until `count` scripts have started their children; all the processes recorded."""
@@ -116,12 +115,10 @@ class OverTimeLimit(threading.Thread):
         self.gradcheck = gradcheck
         self.children = gradcheck.ready()
         self.finished: tuple[int, str, str] | None = None
-        self.ended = 0.0
         self.start()
 
     def run(self) -> None:
         self.finished = self.gradcheck.finish(timeout=START_SECONDS)
-        self.ended = time.monotonic()
 
     def stop(self) -> None:
         """If gradcheck still runs (its test was deselected or failed): stopped, then killed."""
@@ -172,13 +169,12 @@ def test_children_a_script_leaves_do_not_delay_the_verdict_and_end_with_it(start
     run = start(str(SCRIPTS / "children_then_loss.py"), "--loss", "loss", "-f", "json")
     children = run.ready()
     code, out, err = run.finish(timeout=START_SECONDS)
-    took = time.monotonic() - run.started
+    # The children never end: had gradcheck waited for their open pipes, it would have reached
+    # its 600 s time limit (exit 2, "did not finish") long after `finish`'s hang guard.
     assert code == 0, err
+    assert "did not finish" not in err, err
     assert [v["status"] for v in json.loads(out)["variables"]] == ["ok"]
     assert_at_most_one_line(err)
-    # Far from the 600 s default time limit that the children's open pipes used to cost.
-    assert took < 60, took
-    print(f"finished in {took:.1f} s")
     assert_all_ended(children)
 
 
@@ -288,6 +284,4 @@ def test_a_script_over_its_time_limit_ends_with_its_children(
     assert out == ""
     assert f"{HANGS} did not finish within {TIME_LIMIT} s" in err
     assert_at_most_one_line(err)
-    took = over_time_limit.ended - over_time_limit.gradcheck.started
-    assert took < TIME_LIMIT + 10, took
     assert_all_ended(over_time_limit.children)
