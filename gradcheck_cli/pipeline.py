@@ -182,8 +182,11 @@ def run_reports(
     untrained = [v.name for v in result.untrained]
     # A variable no request lists, that a request's loss reads and would train (a codebook
     # left out of the list), is told with that request (GC213); the rest with the first
-    # request (GC207), which is therefore built last.
+    # request (GC207), which is therefore built last. Where the script holds requests the run
+    # stopped before (a GAN's generator step after its critic's), a later one may train it:
+    # told as what is known (GC207), never as the mistake.
     told: set[str] = set()
+    unreached = tuple(result.unreached)
     reports: dict[int, Report] = {}
     order = list(range(1, len(result.requests))) + [0]
     for index in order:
@@ -196,10 +199,13 @@ def run_reports(
         extra = Context(
             requested=True,
             never_requested=tuple(n for n in untrained if n not in told) if index == 0 else (),
+            unreached=unreached if index == 0 else (),
             idle_training=tuple(result.idle) if index == 0 else (),
             left_out=tuple(result.left_out) if index == 0 else (),
             copies=tuple(result.copies) if index == 0 else (),
-            read_not_requested=tuple(n for n in untrained if n in read and n not in told),
+            read_not_requested=()
+            if unreached
+            else tuple(n for n in untrained if n in read and n not in told),
             texts=texts,
         )
         report = report_from_result(request.result, source, options, extra, early)

@@ -53,6 +53,8 @@ class Context:
     requested: bool = False
     # `gradcheck run`: trainable variables that no gradient request of the script differentiates.
     never_requested: tuple[str, ...] = ()
+    # `gradcheck run`: the script's gradient requests that the run stopped before reaching.
+    unreached: tuple[SourceLocation, ...] = ()
     # `gradcheck run`: trainable variables this request's loss reads, that no request lists.
     read_not_requested: tuple[str, ...] = ()
     # `gradcheck run`: Keras training calls on a model with no trainable weight.
@@ -128,7 +130,11 @@ def _request_findings(analysis: Analysis, context: Context) -> list[Finding]:
     """What `gradcheck run` adds: variables no request trains, frozen ones handed to one."""
     found = []
     if context.never_requested:
-        found.append(TRAINABLE_VARIABLE_NOT_IN_CHECKED_STEP.finding(names=context.never_requested))
+        found.append(
+            TRAINABLE_VARIABLE_NOT_IN_CHECKED_STEP.finding(
+                names=context.never_requested, unreached=context.unreached
+            )
+        )
     if context.read_not_requested:
         names = context.read_not_requested
         found.append(VARIABLE_READ_BUT_NOT_REQUESTED.finding(names=names, hint=unlisted_fix(names)))

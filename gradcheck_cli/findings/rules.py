@@ -1135,12 +1135,20 @@ def _listed(names: tuple[str, ...], shown: int = 8) -> str:
     return f"{listed} and {more} more" if more > 0 else listed
 
 
-def _never_optimized(names: tuple[str, ...], **_: object) -> str:
+def _never_optimized(
+    names: tuple[str, ...], unreached: tuple[SourceLocation, ...] = (), **_: object
+) -> str:
     count = f"{len(names)} trainable variables are" if len(names) > 1 else "a trainable variable is"
+    later = "a later step may: gradcheck stops the script before one"
+    if unreached:
+        where = _listed(tuple(_file_line(location) for location in unreached), shown=3)
+        later = (
+            f"a later step may: gradcheck stopped the script at its first weight change, "
+            f"before the gradient request{'s' if len(unreached) > 1 else ''} at {where}"
+        )
     return (
         f"{count} given to no gradient request of the step checked, while others are: "
-        f"{_listed(names)}; this step does not train them (a later step may: gradcheck stops "
-        "the script before one)"
+        f"{_listed(names)}; this step does not train them ({later})"
     )
 
 
@@ -1168,7 +1176,10 @@ TRAINABLE_VARIABLE_NOT_IN_CHECKED_STEP = Rule(
         "teacher trained by its own `fit` first, a student distilled after, a model pruned "
         "and fine-tuned in a later loop). A target network, a teacher or a model built only "
         "to show a layer's output rightly stays untrained. A variable the step's loss reads "
-        "and would train, left out of every request, is the mistake worth a warning: GC213."
+        "and would train, left out of every request, is the mistake worth a warning: GC213, "
+        "unless the script holds gradient requests the run stopped before (a GAN whose "
+        "generator step follows its critic's update): a later request may train it, so it is "
+        "told here, with the lines of those requests."
     ),
     why_bad=(
         "Often nothing: the variables are trained later, or are meant to stay fixed. When a "

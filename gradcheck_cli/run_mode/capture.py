@@ -17,6 +17,7 @@ from gradcheck_cli.run_mode.eager_recording import OpRecorder
 from gradcheck_cli.run_mode.gradient_requests import CreatedVariables
 from gradcheck_cli.run_mode.graph_requests import Snapshots
 from gradcheck_cli.run_mode.keras_calls import KerasWatch, called_name, is_idle
+from gradcheck_cli.source_code.request_sites import unreached_requests
 from gradcheck_cli.tracing.leaving_tensorflow import (
     LEAVING_METHODS,
     TRUTH_VALUE,
@@ -25,7 +26,6 @@ from gradcheck_cli.tracing.leaving_tensorflow import (
     leaving_owners,
 )
 from gradcheck_cli.worker.protocol import (
-    EagerResult,
     GradientRequest,
     IdleTraining,
     RunResult,
@@ -382,9 +382,10 @@ class Capture:
             return
         self.delivered = True
         self.uninstall()
-        requests = _distinct(self.requests)
+        requests = gradient_requests.distinct(self.requests)
         u = gradient_requests.untrained(self.created, self._requested)
-        self.deliver(RunResult(requests, u.variables, list(self.idle), u.left_out, u.copies))
+        later = unreached_requests([request.location for request in requests])
+        self.deliver(RunResult(requests, u.variables, [*self.idle], u.left_out, u.copies, later))
         if not self.run_on:
             if threading.current_thread() is not threading.main_thread():
                 _stop_the_process()
@@ -413,32 +414,6 @@ def _stop_the_process() -> None:
         with contextlib.suppress(Exception):
             stream.flush()  # type: ignore[union-attr]
     os._exit(0)
-
-
-def _distinct(requests: list[GradientRequest]) -> list[GradientRequest]:
-    """One request per call site and variable list: a step traced twice asks twice."""
-    seen: set[tuple[str, SourceLocation | None, tuple[str, ...]]] = set()
-    found = []
-    for request in requests:
-        key = (
-            request.api,
-            request.location,
-            tuple(v.name for v in _variables(request)),
-        )
-        if key not in seen:
-            seen.add(key)
-            found.append(request)
-    return found
-
-
-def _variables(request: GradientRequest) -> list[Any]:
-    """The variables the request asks gradients for; the others its graph reads (an
-    optimizer's, created by the first pass of a loop in the step) do not make it another."""
-    result = request.result
-    if isinstance(result, EagerResult):
-        return list(result.variables)
-    context = set(getattr(result, "context_variables", ()))
-    return [record.variable for record in result.variables if record.variable.name not in context]
 
 
 def _reading(location: SourceLocation | None, read: Callable[..., Any], *args: Any) -> Any:

@@ -17,6 +17,7 @@ from gradcheck_cli.tracing.keras_weights import KerasWeights
 from gradcheck_cli.tracing.leaving_tensorflow import Leave
 from gradcheck_cli.worker.protocol import (
     EagerResult,
+    GradientRequest,
     TensorFlowGradients,
     TracedGraph,
     TracedVariable,
@@ -414,3 +415,29 @@ def copied_values(
         if source is not None:
             copies[id(variable)] = id(source)
     return copies
+
+
+def distinct(requests: list[GradientRequest]) -> list[GradientRequest]:
+    """One request per call site and variable list: a step traced twice asks twice."""
+    seen: set[tuple[str, SourceLocation | None, tuple[str, ...]]] = set()
+    found = []
+    for request in requests:
+        key = (
+            request.api,
+            request.location,
+            tuple(v.name for v in _requested_variables(request)),
+        )
+        if key not in seen:
+            seen.add(key)
+            found.append(request)
+    return found
+
+
+def _requested_variables(request: GradientRequest) -> list[Any]:
+    """The variables the request asks gradients for; the others its graph reads (an
+    optimizer's, created by the first pass of a loop in the step) do not make it another."""
+    result = request.result
+    if isinstance(result, EagerResult):
+        return list(result.variables)
+    context = set(getattr(result, "context_variables", ()))
+    return [record.variable for record in result.variables if record.variable.name not in context]

@@ -209,6 +209,8 @@ class RunResult:
     # Trainable variables no request lists that hold a requested variable's values: (name,
     # that variable's name).
     copies: list[tuple[str, str]] = field(default_factory=list)
+    # Gradient requests in the user's files that the run stopped before reaching.
+    unreached: tuple[SourceLocation, ...] = ()
 
 
 @dataclass

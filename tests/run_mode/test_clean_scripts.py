@@ -5,7 +5,9 @@ false error does.
 
 gradcheck stops a script at its first weight change. A model the script trains only in a later
 phase is told as what is known (info GC207, "given to no gradient request of the step checked"):
-TensorFlow's own run of the whole script trains it later."""
+TensorFlow's own run of the whole script trains it later. So is a generator that the critic's
+loss reads when the generator's own request comes after the critic's update: a request gradcheck
+never reached."""
 
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ CORE = (
     "vae_train_step.py",
     "wgan_gp.py",
     "dqn_target_network.py",
+    "eager_gan_critic_first.py",
 )
 # Keras 2 (tf_keras), TensorFlow Probability, TF-MOT: the `libraries` extra.
 LIBRARIES = (
@@ -106,3 +109,27 @@ def test_models_trained_after_the_first_step_are_told_as_what_is_known(
     # It trains every one of them, in the script's later steps.
     assert sum(len(r["variables"]) for r in later) == int(found.group(1)) == 12
     assert [r["none"] for r in answer["requests"]] == [[], [], []]
+
+
+def test_a_model_whose_request_the_run_never_reached_is_not_a_warning(
+    checked: Callable[[str], list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    # The critic's loss reads the generator (its fakes are made in the critic's tape), and the
+    # critic's update comes before the generator's request: the run stops there.
+    script = CLEAN / "eager_gan_critic_first.py"
+    (report,) = checked(script.name)
+    (told,) = [f for f in report["findings"] if f["code"] == "GC207"]
+    lines = script.read_text().splitlines()
+    (later,) = [n for n, text in enumerate(lines, 1) if "tape.gradient(g_loss" in text]
+    assert f"before the gradient request at {script.name}:{later}" in told["message"]
+    assert told["message"].startswith("4 trainable variables")
+    # TensorFlow's own run of the whole script: the generator's request, at that line, trains
+    # the four variables gradcheck told.
+    out = tmp_path / "tensorflow.json"
+    forked_python.run(["-m", "tests.run_oracle", str(out), str(script)], cwd=tmp_path)
+    answer = json.loads(out.read_text())
+    assert answer["error"] is None, answer["error"]
+    first, second = answer["requests"][:2]
+    assert first["location"]["line"] == report["source"]["request"]["location"]["line"]
+    assert second["location"]["line"] == later and len(second["variables"]) == 4
+    assert second["none"] == []
