@@ -132,3 +132,24 @@ def test_watch_tells_the_same_copies_in_the_users_own_process() -> None:
     told = " ".join(stderr.split())
     for copy, source in COPIES:
         assert f"{copy} (= {source})" in told, stderr
+
+
+def test_a_variable_left_out_is_named_as_every_list_of_the_check_names_it() -> None:
+    # Two variables a library made share TensorFlow's name with the script's own: GC009 tells
+    # each by the name the check gives it everywhere (numbered by creation), not by the name
+    # they share.
+    import tensorflow as tf
+
+    from gradcheck_cli.graph.model import CreationNames
+    from gradcheck_cli.tracing.keras_weights import (
+        DISCARDED,
+        MADE_BY_A_LIBRARY,
+        left_out_of_candidates,
+    )
+
+    own, clone, slot = (tf.Variable(1.0, name="w") for _ in range(3))
+    counter = tf.Variable(0, name="w")  # an integer never trains: not told
+    names = CreationNames([own, clone, slot, counter], lambda v: v.name[:-2], lambda _: True)
+    assert names.name(own) == "w"
+    told = left_out_of_candidates([slot, counter, clone], {id(clone)}, names)
+    assert told == [("w_2", MADE_BY_A_LIBRARY), ("w_1", DISCARDED)]

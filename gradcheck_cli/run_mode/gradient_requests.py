@@ -354,7 +354,7 @@ def untrained(created: CreatedVariables, requested: set[int]) -> Untrained:
     requested_names = {id(v): created.describe(v)[1].name for v in listed}
     copies = [(names[i], requested_names[s]) for i, s in sources.items()]
     left = [model for (v, _), model in zip(found, models) if id(v) not in sources]
-    return Untrained(left, left_out_of_candidates(unchecked, created.keras, discarded), copies)
+    return Untrained(left, left_out_of_candidates(unchecked, discarded, created.names), copies)
 
 
 def _layer_or_line(created: CreatedVariables) -> Callable[[Any], Hashable]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.graph.model import CreationNames, SourceLocation
 from gradcheck_cli.source_code.debug_info import call_column, is_user_file
 
 
@@ -173,17 +173,18 @@ MADE_BY_A_LIBRARY = (
 
 
 def left_out_of_candidates(
-    variables: Iterable[Any], found: KerasWeights, discarded: set[int]
+    variables: Iterable[Any], discarded: set[int], names: CreationNames
 ) -> list[tuple[str, str]]:
     """(name, why) for each trainable floating-point variable of `variables`, the ones a loader
-    leaves out of the candidates: told with `-v` (GC009), never left out in silence."""
+    leaves out of the candidates: told with `-v` (GC009), never left out in silence, by the
+    name `names` gives it in every list of the check (a discarded clone's weights share their
+    source's Keras paths)."""
     told = []
     for variable in variables:
         if not (getattr(variable, "trainable", False) and variable.dtype.is_floating):
             continue
-        recorded = found.info.get(id(variable))
-        name = recorded[0] if recorded is not None else str(variable.name).split(":")[0]
-        told.append((name, DISCARDED if id(variable) in discarded else MADE_BY_A_LIBRARY))
+        why = DISCARDED if id(variable) in discarded else MADE_BY_A_LIBRARY
+        told.append((names.name(variable), why))
     return told
 
 
