@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 import sys
 import types
@@ -263,7 +264,8 @@ def _show_report(reports: list[Report]) -> None:
 
         # Unfolded: the cells' file names are replaced after rendering, and a browser's
         # output area scrolls a long line rather than breaking it.
-        text = render(checked, Format.TERMINAL, TerminalOptions(color=True, width=None))
+        shown = TerminalOptions(color=True, width=None, fix_command=_fix_command())
+        text = render(checked, Format.TERMINAL, shown)
         for file, cell in sorted(_cell_names().items(), key=lambda item: -len(item[0])):
             text = text.replace(file, cell)
         _jupyter_console().print(Text.from_ansi(text.rstrip("\n")), soft_wrap=True)
@@ -272,9 +274,21 @@ def _show_report(reports: list[Report]) -> None:
     options = TerminalOptions(
         color=auto_color(sys.stderr),
         width=shutil.get_terminal_size().columns if terminal else None,
+        fix_command=_fix_command(),
     )
     sys.stderr.write(render(checked, Format.TERMINAL, options))
     sys.stderr.flush()
+
+
+def _fix_command() -> str:
+    """What writes the report's verified fixes: `gradcheck run` with --fix on the program's
+    script; none to offer for a notebook or an interactive session (--fix edits .py files)."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    if _in_jupyter() or not main or not str(main).endswith(".py"):
+        return ""
+    from gradcheck_cli.reporters import display_path
+
+    return f"gradcheck run {shlex.quote(display_path(str(main)))} --fix"
 
 
 def _cell_names() -> dict[str, str]:

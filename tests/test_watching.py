@@ -150,6 +150,17 @@ CELLS = [
     "    with tf.GradientTape() as tape:\n"
     "        loss = loss_of()\n"
     "    grads = tape.gradient(loss, [w, v])\n",
+    # 11: watch() without a block; the step's own code fails on the None gradient, uncaught
+    "gradcheck_cli.watch()\n"
+    "u = tf.Variable(tf.ones((3, 1)), name='u_cut')\n"
+    "with tf.GradientTape() as tape:\n"
+    "    loss = tf.reduce_sum(tf.stop_gradient(u) * 2.0)\n"
+    "grads = tape.gradient(loss, [u])\n"
+    "grads = [g * 0.5 for g in grads]\n",
+    # 12
+    "print(json.dumps({'cell': 'uncaught', 'hooks_gone': hooks() == before,"
+    " 'handlers': list(get_ipython().custom_exceptions),"
+    " 'none': none_gradients(lambda: tf.reduce_sum(tf.stop_gradient(u) * 2.0), [u])}))\n",
 ]
 
 
@@ -393,6 +404,26 @@ def test_a_block_that_changes_no_weight_is_checked_when_it_ends(notebook: Any) -
 
 
 # -- a step that fails after asking for gradients: the report, then its own error ----------------
+
+
+def test_a_cell_that_fails_uncaught_after_asking_for_gradients_shows_the_report_first(
+    notebook: Any,
+) -> None:
+    # watch() was called without a `with` block: the cell's error reaches IPython uncaught.
+    outputs = _outputs(notebook, 11)
+    kinds = [output["output_type"] for output in outputs]
+    assert "display_data" in kinds and "error" in kinds, outputs
+    assert kinds.index("display_data") < kinds.index("error")  # the report, then the error
+    report = _text_of(_html(notebook, 11))
+    assert "gradcheck: training raised TypeError after it asked for gradients" in report
+    assert "blocked u_cut" in report and "StopGradient (stop_gradient) at Cell In[12]:4" in report
+    assert "--fix" not in report  # no command to offer in a notebook
+    error = _error(notebook, 11)
+    assert error["ename"] == "TypeError" and "NoneType" in error["evalue"], error
+    after = _printed(notebook, 12)
+    # TensorFlow's word: u gets None; IPython's handlers and every hook are as they were.
+    assert after["none"] == ["u_cut"]
+    assert after["handlers"] == [] and after["hooks_gone"]
 
 
 def test_a_step_keras_aborts_is_reported_before_its_error(tmp_path: Path) -> None:

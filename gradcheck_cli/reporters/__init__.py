@@ -36,6 +36,9 @@ class TerminalOptions:
     quiet: bool = False  # -q: one line, the model and its verdict
     verbose: bool = False  # info findings, every variable's own story, a row per variable
     fail_on: FailOn = FailOn.ERROR  # what fails the run: the verdict says so when it does
+    # The command that writes the verified fixes, when it is not this one run again with
+    # --fix (a report shown in the program's own process); "": none to offer.
+    fix_command: str | None = None
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,7 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
     _write_summary(console, report, options)
     console.print()
     _print(console, _verdict_text(report, options.fail_on))
-    if (fixable := fixable_text(report)) is not None:
+    if (fixable := fixable_text(report, options.fix_command)) is not None:
         _print(console, escape(fixable))
 
 

@@ -190,14 +190,16 @@ def request_label(source: SourceInfo) -> str:
     return f"{path}: {api} at {request_file}:{where.line}"
 
 
-def fixable_text(report: Report) -> str | None:
+def fixable_text(report: Report, command: str | None = None) -> str | None:
     """The hint that `--fix` can write the fix of some dead variables, as ruff tells its
-    fixable findings; None when it can write none."""
+    fixable findings; None when it can write none. `command`: the command that writes them,
+    when it is not this one again with --fix ("": none to offer)."""
     count = len(report.fixable)
-    if not count:
+    if not count or command == "":
         return None
     which = "its fix" if count == 1 else "their fixes"
+    how = f"`{command}` writes {which}" if command else f"run it again with --fix to write {which}"
     return (
-        f"{plural(count, 'dead variable')} can be fixed by gradcheck: run it again with --fix to "
-        f"write {which} (--diff shows the change first)"
+        f"{plural(count, 'dead variable')} can be fixed by gradcheck: {how} (--diff shows the "
+        "change first)"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from gradcheck_cli.run_mode.capture import Capture, CaptureFailed
@@ -43,6 +43,7 @@ class InProcessCheck:
             around_failures=self._report_before_error,
         )
         self._override_maps = contextlib.ExitStack()
+        self._uncaught = contextlib.ExitStack()
 
     @property
     def asked(self) -> bool:
@@ -66,6 +67,7 @@ class InProcessCheck:
             self._capture.created.keras.add_model(model)
         self._capture.install()
         self._override_maps.enter_context(recording_override_maps())
+        self._uncaught.enter_context(_reporting_uncaught_errors(self._uncaught_error))
         _installed.append(self)
 
     def finish(self, failure: Exception | None = None) -> None:
@@ -80,6 +82,7 @@ class InProcessCheck:
     def uninstall(self) -> None:
         self._capture.uninstall()
         self._override_maps.close()
+        self._uncaught.close()
         if self in _installed:
             _installed.remove(self)
 
@@ -92,6 +95,17 @@ class InProcessCheck:
         __tracebackhide__ = True
         self.uninstall()  # the capture removed its own hooks already
         self._deliver(result, self._failure)
+
+    def _uncaught_error(self, error: BaseException) -> None:
+        """An error the program did not catch, that ends it (or a notebook cell) after it asked
+        for gradients (a step that fails on the None gradients before any optimizer sees them,
+        with watch() called without a `with` block): the report comes first."""
+        if isinstance(error, Exception) and self.asked and not self.delivered:
+            try:
+                self.finish(error)
+            except Exception as failure:  # its own error is the one the user must see
+                self.uninstall()
+                sys.stderr.write(f"gradcheck: internal error: {type(failure).__name__}\n")
 
     def _report_before_error(self, original: Any, *args: Any, **kwargs: Any) -> Any:
         """`original(...)`; if it raises after the step asked for gradients and before they
@@ -106,6 +120,46 @@ class InProcessCheck:
                 with ops.init_scope():  # raised while tracing: checked outside that graph
                     self.finish(error)
             raise
+
+
+@contextlib.contextmanager
+def _reporting_uncaught_errors(report: Callable[[BaseException], None]) -> Iterator[None]:
+    """`report(error)` for an error that reaches the top of the program (sys.excepthook) or of a
+    notebook cell (IPython's custom exception handler), before its traceback is shown; both
+    handlers are put back as they were on exit."""
+    previous_hook = sys.excepthook
+
+    def hook(kind: type[BaseException], error: BaseException, traceback: Any) -> None:
+        report(error)
+        previous_hook(kind, error, traceback)
+
+    sys.excepthook = hook
+    shell = _ipython()
+    custom = (shell.custom_exceptions, shell.CustomTB) if shell is not None else None
+    if shell is not None and not shell.custom_exceptions:  # never one the user set
+
+        def handler(
+            shell: Any, kind: type, error: BaseException, tb: Any, tb_offset: Any = None
+        ) -> None:
+            # IPython calls it where it would show the traceback, and shows nothing itself.
+            report(error)
+            shell.showtraceback((kind, error, tb), tb_offset=tb_offset)
+
+        shell.set_custom_exc((Exception,), handler)
+    try:
+        yield
+    finally:
+        if sys.excepthook is hook:
+            sys.excepthook = previous_hook
+        if shell is not None and custom is not None:
+            shell.custom_exceptions, shell.CustomTB = custom
+
+
+def _ipython() -> Any:
+    """The running IPython shell (a notebook's kernel), if any, without importing IPython."""
+    module = sys.modules.get("IPython")
+    get = getattr(module, "get_ipython", None)
+    return get() if get is not None else None
 
 
 def under_gradcheck_run() -> bool:

@@ -6,8 +6,9 @@ GRADCHECK_TEST_KERAS is 2.
 
 stderr: `-- NAME` before each checked step, `-- raised NAME` and the traceback of what it raised
 once it is caught. The facts (the error each step raised, plainly and checked, and the variables
-TensorFlow's tape gives None) are written as JSON to GRADCHECK_TEST_OUT; then a last eager step
-runs uncaught, so the process ends with Keras's own traceback.
+TensorFlow's tape gives None) are written as JSON to GRADCHECK_TEST_OUT; then a last eager step,
+watched without a `with` block, runs uncaught and fails on a None gradient in its own code, so the
+process ends with that error's traceback.
 """
 
 import contextlib
@@ -136,8 +137,11 @@ STEPS = {
     "watch custom": watched(lambda: fit(compiled(CustomStep), None), on_dead="continue"),
     "watch traced clip": watched(lambda: tf.function(clipped_step)(model_of())),
     "watch block clip": in_a_block(lambda: clipped_step(model_of())),
+    "watch eager": watched(lambda: eager_apply(model_of())),
 }
-LAST = "watch eager"  # run uncaught at the end
+# Run uncaught at the end, with watch() called without a `with` block: the step's own code fails
+# on a None gradient before any optimizer sees it, and the error ends the program.
+LAST = "watch eager clip"
 
 
 def raised(step, checked):
@@ -166,7 +170,7 @@ def none_gradients():
 
 before = hooks(OWNERS)
 facts = {"none": none_gradients(), "plain": {}, "checked": {}}
-steps = {**STEPS, LAST: watched(lambda: eager_apply(model_of()))}
+steps = {**STEPS, LAST: watched(lambda: clipped_step(model_of()))}
 for name, step in steps.items():
     facts["plain"][name] = raised(step, checked=False)[1]
 for name, step in STEPS.items():

@@ -14,4 +14,5 @@ def hooks(owners):
         if name != "__annotations__"
     }
     state["meta_path"] = [id(finder) for finder in sys.meta_path]
+    state["excepthook"] = id(sys.excepthook)
     return state
