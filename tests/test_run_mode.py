@@ -158,6 +158,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         ],
         ("static", "faulty_weights_tf1"): [str(SEED), "--loss", "loss", "-f", "json"],
         ("run", "deep_dream"): ["run", str(SCRIPTS / "deep_dream.py")],
+        ("run", "traced_step_fails"): ["run", str(SCRIPTS / "traced_step_fails.py")],
     }
     jobs.update({("run", case.name): _gradcheck_run(case) for case in CASES})
     done = {
@@ -294,6 +295,20 @@ def test_script_that_raises_shows_its_traceback(runs: Runs) -> None:
     assert "Traceback" not in finished.stdout
     if finished.stdout.strip():
         json.loads(finished.stdout)
+
+
+def test_a_traced_step_that_fails_is_told_by_what_went_wrong(runs: Runs) -> None:
+    # TensorFlow's message starts "in user code:", then the frames, then the error itself.
+    finished = runs.finished("run", "traced_step_fails")
+    line = _line_of(SCRIPTS / "traced_step_fails.py", "tf.reshape(grads[0], [5])")
+    (said,) = [text for text in finished.stderr.splitlines() if text.startswith("gradcheck:")]
+    assert said.startswith("gradcheck: traced_step_fails.py raised ValueError at "), said
+    assert (
+        f"traced_step_fails.py:{line} after it asked for gradients: Cannot reshape a tensor "
+        "with 3 elements to shape [5]"
+    ) in said
+    assert "in user code" not in said
+    assert finished.returncode == 0 and "every trainable variable gets gradient" in finished.stdout
 
 
 def test_quiet_says_where_the_hidden_traceback_is(runs: Runs) -> None:

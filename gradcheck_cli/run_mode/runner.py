@@ -81,7 +81,7 @@ def run_script(
         )
         raise GradcheckError(
             f"{_shown(path)} raised {type(error).__name__}{at} before it asked TensorFlow for "
-            f"gradients: {error} ({where_traceback})"
+            f"gradients: {_first_line(error)} ({where_traceback})"
         ) from None
     if capture.delivered:
         return
@@ -128,8 +128,13 @@ def _finish(capture: Capture) -> None:
 
 
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+    """What the error says, in one line: its first, or its last when the first is a heading (a
+    traced function's "in user code:" above the frames, then "ValueError: ..." )."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    said = lines[-1] if len(lines) > 1 and lines[0].endswith(":") else lines[0]
+    return said.removeprefix(f"{type(error).__name__}: ")
 
 
 def _notebook_cells(path: Path) -> list[Any]:
