@@ -67,6 +67,7 @@ CASES = [
     Case("eager_numpy_loop", SCRIPTS / "eager_numpy_loop.py", trains_plainly=True),
     Case("teacher_student", SCRIPTS / "teacher_student.py", trains_plainly=True),
     Case("faulty_weights_tf1", SEED),
+    Case("step_creates_variables", SCRIPTS / "step_creates_variables.py", blocker_text="tf.round("),
 ]
 CASE_IDS = [case.name for case in CASES]
 
@@ -159,6 +160,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         ("static", "faulty_weights_tf1"): [str(SEED), "--loss", "loss", "-f", "json"],
         ("run", "deep_dream"): ["run", str(SCRIPTS / "deep_dream.py")],
         ("run", "traced_step_fails"): ["run", str(SCRIPTS / "traced_step_fails.py")],
+        ("run terminal", "step_creates_variables"): [
+            *("run", str(SCRIPTS / "step_creates_variables.py"))
+        ],
+        ("run", "untracked_layers"): ["run", str(SCRIPTS / "untracked_layers.py")],
     }
     jobs.update({("run", case.name): _gradcheck_run(case) for case in CASES})
     done = {
@@ -309,6 +314,29 @@ def test_a_traced_step_that_fails_is_told_by_what_went_wrong(runs: Runs) -> None
     ) in said
     assert "in user code" not in said
     assert finished.returncode == 0 and "every trainable variable gets gradient" in finished.stdout
+
+
+def test_variables_a_traced_step_creates_are_told_by_their_own_lines(runs: Runs) -> None:
+    script = SCRIPTS / "step_creates_variables.py"
+    said = " ".join(runs.finished("run terminal", "step_creates_variables").stdout.split())
+    line = _line_of(script, 'name="q")')
+    assert f"blocked q shape [] created at {script.name}:{line}" in said.replace(
+        f"{script.parent}/", ""
+    ).replace("tests/scripts/run/", ""), said
+    assert "trainer.step(" not in said, said
+
+
+def test_a_model_that_tracks_no_weight_is_told_with_the_variables_it_left_out(runs: Runs) -> None:
+    finished = runs.finished("run", "untracked_layers")
+    fit = _line_of(SCRIPTS / "untracked_layers.py", "model.fit(")
+    said = finished.stderr
+    assert finished.returncode == 2, said
+    assert "Traceback" not in said
+    assert f"model.fit at line {fit} ran on a model that tracks no weight at all" in said
+    assert "created 4 trainable variables: " in said
+    for name in ("encoder/kernel", "encoder/bias", "head/kernel", "head/bias"):
+        assert name in said, said
+    assert "not those kept inside another object" in said
 
 
 def test_quiet_says_where_the_hidden_traceback_is(runs: Runs) -> None:

@@ -140,7 +140,7 @@ def test_a_variable_left_out_is_named_as_every_list_of_the_check_names_it() -> N
     # they share.
     import tensorflow as tf
 
-    from gradcheck_cli.graph.model import CreationNames
+    from gradcheck_cli.graph.model import CreationNames, SourceLocation
     from gradcheck_cli.tracing.keras_weights import (
         DISCARDED,
         MADE_BY_A_LIBRARY,
@@ -151,5 +151,9 @@ def test_a_variable_left_out_is_named_as_every_list_of_the_check_names_it() -> N
     counter = tf.Variable(0, name="w")  # an integer never trains: not told
     names = CreationNames([own, clone, slot, counter], lambda v: v.name[:-2], lambda _: True)
     assert names.name(own) == "w"
-    told = left_out_of_candidates([slot, counter, clone], {id(clone)}, names)
-    assert told == [("w_2", MADE_BY_A_LIBRARY), ("w_1", DISCARDED)]
+    made = SourceLocation("/project/train.py", 7)
+    told = left_out_of_candidates([slot, counter, clone], {id(clone)}, names, {id(slot): made})
+    assert told == [
+        ("w_2", f"{MADE_BY_A_LIBRARY}; made by the call at train.py:7"),
+        ("w_1", DISCARDED),
+    ]

@@ -52,7 +52,7 @@ class CreatedVariables:
     def add(self, variable: Any) -> None:
         self.variables.append(variable)
         stack = traceback.extract_stack()[:-2]
-        self.at[id(variable)] = with_call_column(traced.user_location(stack), sys._getframe(1))
+        self.at[id(variable)] = with_call_column(_created_at(stack), sys._getframe(1))
         if _made_by_a_strategy(stack):
             self.bookkeeping.add(id(variable))
         if made_by_a_library(stack):
@@ -96,6 +96,18 @@ class CreatedVariables:
         if owner and "/" not in name:  # `self.w = tf.Variable(...)` in a tf.Module
             name = f"{owner}/{name}"
         return name
+
+
+def _created_at(stack: Any) -> SourceLocation | None:
+    """The user's line that created a variable; inside a tf.function being traced, autograph's
+    copy of the user's code is mapped back to the user's own lines by TensorFlow's stack."""
+    from tensorflow.python.eager import context
+
+    if context.executing_eagerly():
+        return traced.user_location(stack)
+    from tensorflow.python.util import tf_stack
+
+    return traced.user_location(tf_stack.extract_stack())
 
 
 def _made_by_a_strategy(stack: Any) -> bool:
@@ -354,7 +366,8 @@ def untrained(created: CreatedVariables, requested: set[int]) -> Untrained:
     requested_names = {id(v): created.describe(v)[1].name for v in listed}
     copies = [(names[i], requested_names[s]) for i, s in sources.items()]
     left = [model for (v, _), model in zip(found, models) if id(v) not in sources]
-    return Untrained(left, left_out_of_candidates(unchecked, discarded, created.names), copies)
+    told = left_out_of_candidates(unchecked, discarded, created.names, created.at)
+    return Untrained(left, told, copies)
 
 
 def _layer_or_line(created: CreatedVariables) -> Callable[[Any], Hashable]:

@@ -46,12 +46,8 @@ AroundApply = Callable[..., Any]
 
 
 def is_idle(model: Any) -> bool:
-    """A compiled model with weights, none of them trainable."""
-    return bool(
-        getattr(model, "compiled", False)
-        and getattr(model, "weights", None)
-        and not getattr(model, "trainable_weights", None)
-    )
+    """A compiled model with no trainable weight: all frozen, or none tracked at all."""
+    return bool(getattr(model, "compiled", False) and not getattr(model, "trainable_weights", None))
 
 
 def called_name(location: SourceLocation | None, method: str) -> str | None:

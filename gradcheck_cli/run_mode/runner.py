@@ -99,10 +99,17 @@ def run_script(
     if not capture.requests and capture.idle:
         idle = capture.idle[0]
         where = f" at line {idle.location.line}" if idle.location is not None else ""
-        raise GradcheckError(
+        said = (
             f"{_shown(path)} ran to its end without asking TensorFlow for gradients: "
-            f"{idle.api}{where} ran on a model with no trainable weight ({idle.model}."
-            "trainable is False, or every layer of it is frozen), so Keras asked for none"
+            f"{idle.api}{where}"
+        )
+        if idle.frozen:
+            raise GradcheckError(
+                f"{said} ran on a model with no trainable weight ({idle.model}.trainable is "
+                "False, or every layer of it is frozen), so Keras asked for none"
+            )
+        raise GradcheckError(
+            f"{said} ran on a model that tracks no weight at all{_untracked(capture)}"
         )
     if not capture.requests:
         raise GradcheckError(
@@ -110,6 +117,22 @@ def run_script(
             "GradientTape.gradient, tf.gradients, Optimizer.minimize or Model.fit was called"
         )
     _finish(capture)
+
+
+def _untracked(capture: Capture) -> str:
+    """What the script created that a model tracking no weight left out, in words."""
+    from gradcheck_cli.run_mode.gradient_requests import untrained
+
+    names = [variable.name for variable in untrained(capture.created, set()).variables]
+    if not names:
+        return ", so Keras asked for no gradient"
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return (
+        f" (its weights list is empty), so Keras asked for no gradient, while the script "
+        f"created {len(names)} trainable variable{'s' if len(names) > 1 else ''}: {shown}; "
+        "a model tracks the layers and variables assigned to its attributes, or held in a "
+        "list, tuple or dict of them, not those kept inside another object"
+    )
 
 
 def _shown(path: Path) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import sys
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from types import FrameType
 from typing import Any
 
@@ -163,27 +164,31 @@ def discarded_layer_weights(found: KerasWeights) -> set[int]:
     return {backing for backing, layer in found.owner_refs.items() if layer() is None}
 
 
-DISCARDED = (
-    "the layer that made them is held by no object any more (a copy a library made and dropped)"
-)
+DISCARDED = "made by a layer that is held by no object any more (a copy a library made and dropped)"
 MADE_BY_A_LIBRARY = (
-    "a library made them outside every model, layer and module the script holds (an "
-    "optimizer's or a metric's variables)"
+    "made by a library's call, outside every model, layer and module the script holds (such as "
+    "an optimizer's or a metric's variables)"
 )
 
 
 def left_out_of_candidates(
-    variables: Iterable[Any], discarded: set[int], names: CreationNames
+    variables: Iterable[Any],
+    discarded: set[int],
+    names: CreationNames,
+    at: Mapping[int, SourceLocation | None],
 ) -> list[tuple[str, str]]:
     """(name, why) for each trainable floating-point variable of `variables`, the ones a loader
     leaves out of the candidates: told with `-v` (GC009), never left out in silence, by the
     name `names` gives it in every list of the check (a discarded clone's weights share their
-    source's Keras paths)."""
+    source's Keras paths), with the user's line whose library call made it (`at`)."""
     told = []
     for variable in variables:
         if not (getattr(variable, "trainable", False) and variable.dtype.is_floating):
             continue
         why = DISCARDED if id(variable) in discarded else MADE_BY_A_LIBRARY
+        where = at.get(id(variable))
+        if where is not None:
+            why += f"; made by the call at {PurePath(where.file).name}:{where.line}"
         told.append((names.name(variable), why))
     return told
 

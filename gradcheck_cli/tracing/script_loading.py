@@ -98,7 +98,7 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
                 value, None, name, candidates, keras, created_at, verify, script=path, names=names
             )
             checked = {r.variable.name for r in result.variables}
-            told = left_out_of_candidates(unchecked, discarded, names)
+            told = left_out_of_candidates(unchecked, discarded, names, created_at)
             result.left_out = [(n, why) for n, why in told if n not in checked]
             return result
         try:
@@ -126,7 +126,7 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
         mark_frozen_reads(result, variables, concrete, reads)
         checked = {id(v) for v in variables}
         unchecked = [v for v in unchecked if id(v) not in checked]
-        result.left_out = left_out_of_candidates(unchecked, discarded, names)
+        result.left_out = left_out_of_candidates(unchecked, discarded, names, created_at)
         return result
 
 
