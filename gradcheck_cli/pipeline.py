@@ -186,6 +186,7 @@ def run_reports(
     # stopped before (a GAN's generator step after its critic's), a later one may train it:
     # told as what is known (GC207), never as the mistake.
     told: set[str] = set()
+    fixed = set(result.fixed)
     unreached = tuple(result.unreached)
     reports: dict[int, Report] = {}
     order = list(range(1, len(result.requests))) + [0]
@@ -205,7 +206,7 @@ def run_reports(
             copies=tuple(result.copies) if index == 0 else (),
             read_not_requested=()
             if unreached
-            else tuple(n for n in untrained if n in read and n not in told),
+            else tuple(n for n in untrained if n in read and n not in told | fixed),
             texts=texts,
         )
         report = report_from_result(request.result, source, options, extra, early)

@@ -164,6 +164,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
             *("run", str(SCRIPTS / "step_creates_variables.py"))
         ],
         ("run", "untracked_layers"): ["run", str(SCRIPTS / "untracked_layers.py")],
+        ("run", "two_phases"): ["run", str(SCRIPTS / "two_phases.py"), "-v", "-f", "json"],
     }
     jobs.update({("run", case.name): _gradcheck_run(case) for case in CASES})
     done = {
@@ -337,6 +338,23 @@ def test_a_model_that_tracks_no_weight_is_told_with_the_variables_it_left_out(ru
     for name in ("encoder/kernel", "encoder/bias", "head/kernel", "head/bias"):
         assert name in said, said
     assert "not those kept inside another object" in said
+
+
+def test_a_later_phase_the_step_never_reached_is_told_as_what_is_known(runs: Runs) -> None:
+    # The first phase's loop comes around (its step function runs again) before the second
+    # phase's request: gradcheck stops there and names that request.
+    finished = runs.finished("run", "two_phases")
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    report = json.loads(finished.stdout)  # one request: one report, not a list
+    script = SCRIPTS / "two_phases.py"
+    first = _line_of(script, "tape.gradient(loss, classifier")
+    later = _line_of(script, "tape.gradient(loss, regressor")
+    assert report["source"]["request"]["location"]["line"] == first
+    (told,) = [f for f in report["findings"] if f["code"] == "GC207"]
+    assert told["severity"] == "info"
+    assert told["message"].startswith("2 trainable variables are given to no gradient request")
+    assert "value/kernel" in told["message"] and "value/bias" in told["message"]
+    assert f"before it reached the gradient request at two_phases.py:{later}" in told["message"]
 
 
 def test_quiet_says_where_the_hidden_traceback_is(runs: Runs) -> None:

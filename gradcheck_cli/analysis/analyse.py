@@ -25,7 +25,7 @@ from gradcheck_cli.analysis.verdicts import (
     Unreached,
     VariableVerdict,
 )
-from gradcheck_cli.differentiability.rules import is_assign_op
+from gradcheck_cli.differentiability.rules import SHAPE_OPS, is_assign_op
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.arrays import BodyArrays
 from gradcheck_cli.graph.flat_nodes import FlatNodes
@@ -113,6 +113,7 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
                         detail=cut.message,
                     )
                     for cut in finder.cuts(source)
+                    if cut.op_type not in SHAPE_OPS  # a shape read carries no gradient to cut
                 ]
         elif structural_pass.top_masks().get(source, 0):
             status = Status.BLOCKED

@@ -96,7 +96,11 @@ def build_findings(
         loss_dtype = analysis.loss_dtype
         non_float = loss_dtype if loss_dtype and not is_trainable_dtype(loss_dtype) else None
         findings.append(LOSS_INDEPENDENT_OF_VARIABLES.finding(loss_dtype=non_float))
-    findings += [_concern_finding(concern, source) for concern in analysis.concerns]
+    findings += [
+        _concern_finding(concern, source)
+        for concern in analysis.concerns
+        if not _a_librarys_own_cut(concern)
+    ]
     findings += _request_findings(analysis, context)
     return tuple(sorted(findings, key=finding_order))
 
@@ -186,6 +190,17 @@ def _dead_variable_findings(verdict: VariableVerdict, fixes: Mapping[str, str]) 
             )
         )
     return found
+
+
+def _a_librarys_own_cut(concern: Concern) -> bool:
+    """A stop_gradient on one path of a variable that trains, made inside a library's code
+    that the user's line only called (Keras's batch normalization and `tf.nn.moments` stop
+    the gradient of the mean inside the variance): the library's design, nothing the user
+    wrote or can change there."""
+    location = concern.location
+    inside = location is not None and location.inside is not None
+    partial = concern.kind is ConcernKind.CUT_ON_SOME_PATHS
+    return partial and inside and concern.op_type == "StopGradient"
 
 
 def _concern_finding(concern: Concern, source: SourceLines) -> Finding:

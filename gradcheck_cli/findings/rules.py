@@ -1143,8 +1143,8 @@ def _never_optimized(
     if unreached:
         where = _listed(tuple(_file_line(location) for location in unreached), shown=3)
         later = (
-            f"a later step may: gradcheck stopped the script at its first weight change, "
-            f"before the gradient request{'s' if len(unreached) > 1 else ''} at {where}"
+            f"a later step may: gradcheck stopped the script when its step came around, "
+            f"before it reached the gradient request{'s' if len(unreached) > 1 else ''} at {where}"
         )
     return (
         f"{count} given to no gradient request of the step checked, while others are: "
@@ -1171,15 +1171,18 @@ TRAINABLE_VARIABLE_NOT_IN_CHECKED_STEP = Rule(
         "of the checked step differentiates, while other variables are trained (for a Keras "
         "model's `train_step` checked as a model, its weights that no tape of the step "
         "lists). Shown only with `--verbose`.\n\n"
-        "It is an info, worded as what is known: gradcheck stops the script at its first "
-        "weight change, so it cannot know whether a later step trains these variables (a "
-        "teacher trained by its own `fit` first, a student distilled after, a model pruned "
-        "and fine-tuned in a later loop). A target network, a teacher or a model built only "
-        "to show a layer's output rightly stays untrained. A variable the step's loss reads "
-        "and would train, left out of every request, is the mistake worth a warning: GC213, "
-        "unless the script holds gradient requests the run stopped before (a GAN whose "
-        "generator step follows its critic's update): a later request may train it, so it is "
-        "told here, with the lines of those requests."
+        "It is an info, worded as what is known: `gradcheck run` stops the script before a "
+        "weight changes once its step reached every gradient request the script holds (a "
+        "GAN's generator step after its critic's update is checked too), or before its loop "
+        "comes around (`watch()` and the Keras callback, in the program's own process, stop "
+        "at the first weight change), so it cannot know whether a later phase trains these "
+        "variables (a teacher "
+        "trained by its own `fit` for many batches first, a model pruned and fine-tuned in a "
+        "later loop). A target network, a teacher or a model built only to show a layer's "
+        "output rightly stays untrained. A variable the step's loss reads and would train, "
+        "left out of every request, is the mistake worth a warning: GC213, unless the script "
+        "holds gradient requests the step did not reach: a later request may train it, so it "
+        "is told here, with the lines of those requests."
     ),
     why_bad=(
         "Often nothing: the variables are trained later, or are meant to stay fixed. When a "
@@ -1229,8 +1232,9 @@ def _read_not_requested(names: tuple[str, ...], **_: object) -> str:
     which = f"{len(names)} trainable variables" if len(names) > 1 else "a trainable variable"
     return (
         f"this loss reads {which} that its gradient request does not list, nor does any "
-        f"other of the step checked: {_listed(names)}; the loss depends on it, and this step "
-        "does not train it"
+        f"other of the step checked: {_listed(names)}; the loss depends on "
+        f"{'them' if len(names) > 1 else 'it'}, and this step does not train "
+        f"{'them' if len(names) > 1 else 'it'}"
     )
 
 

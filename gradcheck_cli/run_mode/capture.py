@@ -1,4 +1,5 @@
-"""Catch a running script's gradient requests and stop it before its first weight change."""
+"""Catch a running script's gradient requests and stop it before its first weight change (once
+the step reached every request the script holds)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from gradcheck_cli.run_mode.eager_recording import OpRecorder
 from gradcheck_cli.run_mode.gradient_requests import CreatedVariables
 from gradcheck_cli.run_mode.graph_requests import Snapshots
 from gradcheck_cli.run_mode.keras_calls import KerasWatch, called_name, is_idle
-from gradcheck_cli.source_code.request_sites import unreached_requests
+from gradcheck_cli.source_code.request_sites import StepProgress
 from gradcheck_cli.tracing.leaving_tensorflow import (
     LEAVING_METHODS,
     TRUTH_VALUE,
@@ -59,6 +60,9 @@ class Capture:
 
     deliver: Callable[[RunResult], None]
     run_on: bool = False
+    # The step goes on to the requests the script holds further on (`gradcheck run`); in the
+    # program's own process (watch(), the Keras callback) it stops at the first weight change.
+    whole_steps: bool = False
     # Told when a request cannot be read, instead of stopping the program (in its own process).
     failed: Callable[[CaptureFailed], None] | None = None
     # Takes each graph request (a traced step's) once it is made, before the program goes on.
@@ -84,6 +88,7 @@ class Capture:
     _keras: KerasWatch = field(init=False)  # Keras's training and layer calls
     # id of each layer the script's code called -> (the layer, the line of its last call)
     _layer_calls: dict[int, tuple[Any, SourceLocation]] = field(default_factory=dict)
+    _step: StepProgress = field(default_factory=StepProgress)  # requests it has not reached
 
     def __post_init__(self) -> None:
         self._recorder = OpRecorder(busy=lambda: bool(self._busy))
@@ -343,18 +348,20 @@ class Capture:
 
     def _function_call(self, original: Any, function: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        self._recorder.function_called(function)
-        return self._stop_before_call(original, function, *args, **kwargs)
+        from tensorflow.python.eager import context
 
-    def _stop_before_call(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        self._recorder.function_called(function)
+        if self.requests and not self._busy and context.executing_eagerly():
+            self._before_weight_change(("function", id(function)))
+        return original(function, *args, **kwargs)
+
+    def _stop_before_eager_call(self, original: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         from tensorflow.python.eager import context
 
         if self.requests and not self._busy and context.executing_eagerly():
-            self.finish()
+            self._before_weight_change(("call", id(args[0]) if args else 0))
         return original(*args, **kwargs)
-
-    _stop_before_eager_call = _stop_before_call
 
     def _stop_before_session_run(self, original: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
@@ -372,8 +379,18 @@ class Capture:
             and id(variable) in self._requested
             and context.executing_eagerly()
         ):
-            self.finish()
+            self._before_weight_change(("variable", id(variable)))
         return original(variable, *args, **kwargs)
+
+    def _before_weight_change(self, changing: tuple[str, int]) -> None:
+        """Finish before `changing` (a function, an optimizer, a variable) changes weights, once
+        the step is whole (`StepProgress`): a step goes on to the requests it holds further on."""
+        __tracebackhide__ = True
+        if not self.whole_steps or self._step.whole(self._reached(), changing):
+            self.finish()
+
+    def _reached(self) -> list[SourceLocation | None]:
+        return [request.location for request in gradient_requests.distinct(self.requests)]
 
     def finish(self) -> None:
         """Deliver what the script asked for; stop it unless it runs on."""
@@ -384,8 +401,10 @@ class Capture:
         self.uninstall()
         requests = gradient_requests.distinct(self.requests)
         u = gradient_requests.untrained(self.created, self._requested)
-        later = unreached_requests([request.location for request in requests])
-        self.deliver(RunResult(requests, u.variables, [*self.idle], u.left_out, u.copies, later))
+        later = self._step.unreached([request.location for request in requests])
+        self.deliver(
+            RunResult(requests, u.variables, [*self.idle], u.left_out, u.copies, later, (*u.fixed,))
+        )
         if not self.run_on:
             if threading.current_thread() is not threading.main_thread():
                 _stop_the_process()

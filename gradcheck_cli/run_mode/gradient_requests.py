@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import traceback
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -330,6 +330,9 @@ class Untrained:
     left_out: list[tuple[str, str]]
     # (name, the name of the requested variable whose values it holds): copies (GC214).
     copies: list[tuple[str, str]]
+    # Names of those a model holds, read as a fixed model: no request lists any variable a
+    # model holds (the requests optimise inputs, as style transfer does).
+    fixed: list[str] = field(default_factory=list)
 
 
 def untrained(created: CreatedVariables, requested: set[int]) -> Untrained:
@@ -341,13 +344,15 @@ def untrained(created: CreatedVariables, requested: set[int]) -> Untrained:
         discarded_layer_weights,
         left_out_of_candidates,
         owned_variables,
+        smallest_holders,
     )
 
     # What a library made for itself and no model of the script holds: an optimizer's or a
     # metric's variables, TF-MOT's discarded clones.
     main = vars(sys.modules["__main__"])
     discarded = discarded_layer_weights(created.keras)
-    libraries = created.by_libraries - owned_variables(main, created.keras, discarded)
+    owned = owned_variables(main, created.keras, discarded)
+    libraries = created.by_libraries - owned
     found = []
     unchecked = []
     for variable in created.variables:
@@ -360,36 +365,55 @@ def untrained(created: CreatedVariables, requested: set[int]) -> Untrained:
         if model.trainable and is_trainable_dtype(model.dtype):
             found.append((variable, model))
     listed = [v for v in created.variables if id(v) in requested]
-    sources = copied_values([v for v, _ in found], listed, _layer_or_line(created))
+    holders = smallest_holders(main, created.keras)
+    groups = _layer_then_model(created, {v: holder for v, (holder, _) in holders.items()})
+    positions = {v: position for v, (_, position) in holders.items()}
+    sources = copied_values([v for v, _ in found], listed, groups, positions)
     models = [model for _, model in found]
     names = {id(v): model.name for (v, _), model in zip(found, models)}
     requested_names = {id(v): created.describe(v)[1].name for v in listed}
     copies = [(names[i], requested_names[s]) for i, s in sources.items()]
     left = [model for (v, _), model in zip(found, models) if id(v) not in sources]
     told = left_out_of_candidates(unchecked, discarded, created.names, created.at)
-    return Untrained(left, told, copies)
+    # Where no request lists a variable that a model holds (an image optimised through a
+    # fixed feature extractor), the models the loss reads are fixed by the script's design.
+    inputs_only = bool(listed) and not any(id(v) in owned for v in listed)
+    fixed = [names[id(v)] for v, _ in found if inputs_only and id(v) in owned]
+    return Untrained(left, told, copies, [name for name in fixed if name in {m.name for m in left}])
 
 
-def _layer_or_line(created: CreatedVariables) -> Callable[[Any], Hashable]:
-    """What a variable's constant value is judged with: its layer, else its creation line."""
+def _layer_then_model(
+    created: CreatedVariables, holders: dict[int, int]
+) -> Callable[[Any], tuple[Hashable, ...]]:
+    """What a variable's constant value is judged with: its layer (else its creation line),
+    then the model that holds it."""
 
-    def key(variable: Any) -> Hashable:
+    def keys(variable: Any) -> tuple[Hashable, ...]:
         owner = created.keras.owners.get(id(variable))
         if owner is not None:
-            return ("layer", owner)
-        where = created.at.get(id(variable))
-        return ("line", where.file, where.line) if where is not None else ("variable", id(variable))
+            layer: Hashable = ("layer", owner)
+        elif (where := created.at.get(id(variable))) is not None:
+            layer = ("line", where.file, where.line)
+        else:
+            layer = ("variable", id(variable))
+        holder = holders.get(id(variable))
+        return layer, ("model", holder) if holder is not None else ("variable", id(variable))
 
-    return key
+    return keys
 
 
 def copied_values(
-    untrained: Sequence[Any], listed: Sequence[Any], group: Callable[[Any], Hashable]
+    untrained: Sequence[Any],
+    listed: Sequence[Any],
+    groups: Callable[[Any], tuple[Hashable, ...]],
+    positions: Mapping[int, int] | None = None,
 ) -> dict[int, int]:
     """{id of an `untrained` variable: id of the `listed` one whose values it holds}. A value
     that varies (random weights) is a copy when a listed variable holds exactly its bytes; a
-    constant one (a zero bias) proves nothing alone, and counts when a variable of its `group`
-    (its layer) is a copy of a varying value."""
+    constant one (a zero bias, a batch norm's scale of ones) proves nothing alone, and counts
+    when a variable of one of its `groups` (its layer, then its model) copies a varying value
+    of the group its own source is in; of equal sources, the one at its own position in its
+    model (`positions`: a variable's index in its model's list) is named."""
     import numpy
     import tensorflow as tf
 
@@ -419,14 +443,22 @@ def copied_values(
         if found[1]:
             source = held[found[0]][0]
             copies[id(variable)] = id(source)
-            copied_groups.setdefault(group(variable), set()).add(group(source))
+            for mine, theirs in zip(groups(variable), groups(source)):
+                copied_groups.setdefault(mine, set()).add(theirs)
         else:
             constants.append((variable, held[found[0]]))
     for variable, sources in constants:
-        of = copied_groups.get(group(variable), set())
-        source = next((s for s in sources if group(s) in of), None)
-        if source is not None:
-            copies[id(variable)] = id(source)
+        for level, mine in enumerate(groups(variable)):
+            of = copied_groups.get(mine, set())
+            mine_at = (positions or {}).get(id(variable))
+            source = min(
+                (s for s in sources if groups(s)[level] in of),
+                key=lambda s: (positions or {}).get(id(s)) != mine_at,
+                default=None,
+            )
+            if source is not None:
+                copies[id(variable)] = id(source)
+                break
     return copies
 
 

@@ -31,7 +31,7 @@ def run_script(
     global running
     running = True
     path = request.path
-    capture = Capture(deliver, run_on=request.run_on, share=share)
+    capture = Capture(deliver, run_on=request.run_on, share=share, whole_steps=True)
     capture.track_variables()
     capture.install()
     sys.argv = [str(path), *request.arguments]

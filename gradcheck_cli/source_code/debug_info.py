@@ -36,8 +36,9 @@ def is_user_file(path: str) -> bool:
 
 
 # Frames a library call passes through on its way to the op's real code: dispatchers,
-# deprecation and traceback wrappers, autograph.
+# deprecation and traceback wrappers, autograph, and gradcheck's own watch on Keras's layers.
 _WRAPPER_MARKERS = (
+    f"{os.sep}gradcheck_cli{os.sep}",
     f"tensorflow{os.sep}python{os.sep}util{os.sep}",
     f"tensorflow{os.sep}python{os.sep}ops{os.sep}weak_tensor_ops",
     f"keras{os.sep}src{os.sep}utils{os.sep}traceback_utils",

@@ -1,12 +1,15 @@
-"""The gradient requests a user's source holds that a run did not reach: gradcheck stops a script
-at its first weight change, so a request written after it (a GAN's generator step after its
-critic's) is one the check never saw, and what it would train is not known."""
+"""The gradient requests a user's source holds that a run did not reach. A run goes on past its
+first weight change while the script holds request calls it has not reached yet (a GAN's
+generator step after its critic's update), until each is reached or the loop comes around; a
+request still not reached then (a branch not taken, a later phase) is one the check never saw,
+and what it would train is not known."""
 
 from __future__ import annotations
 
 import ast
 import linecache
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.source_code.debug_info import is_user_file
@@ -46,6 +49,31 @@ def unreached_requests(reached: Sequence[SourceLocation | None]) -> tuple[Source
             if not any(first <= line <= last for line in lines):
                 unreached.append(SourceLocation(file, first))
     return tuple(sorted(set(unreached), key=lambda location: (location.file, location.line)))
+
+
+@dataclass
+class StepProgress:
+    """How far a run's step got: a run goes on past a weight change while the script holds
+    request calls it has not reached yet (a GAN's generator step after its critic's update, in
+    another tf.function or eagerly), up to the weight change where every call is reached or
+    the loop came around (what changes weights changes them again)."""
+
+    changed: set[Hashable] = field(default_factory=set)  # what changed weights since the first
+    _found: tuple[int, tuple[SourceLocation, ...]] = (-1, ())
+
+    def unreached(self, reached: Sequence[SourceLocation | None]) -> tuple[SourceLocation, ...]:
+        """`unreached_requests(reached)`, read again only when a new request was reached."""
+        if self._found[0] != len(reached):
+            self._found = (len(reached), unreached_requests(reached))
+        return self._found[1]
+
+    def whole(self, reached: Sequence[SourceLocation | None], changing: Hashable) -> bool:
+        """Whether the step is whole before `changing` changes weights: every request call
+        reached, or `changing` changed them once already in this step."""
+        if not self.unreached(reached) or changing in self.changed:
+            return True
+        self.changed.add(changing)
+        return False
 
 
 def _with_callers(reached: Iterable[SourceLocation | None]) -> Iterable[SourceLocation]:

@@ -132,9 +132,49 @@ def owned_variables(
     locals, a user's class, a closure). A layer no object holds any more (a clone a library made
     and dropped, as TF-MOT's quantize_model does) owns nothing: `discarded` are its weights
     (`discarded_layer_weights`)."""
+    owned = set(found.variables) - discarded
+    for variables in _bound_models(namespace).values():
+        owned.update(variables)
+    return owned
+
+
+def smallest_holders(namespace: dict[str, Any], found: KerasWeights) -> dict[int, tuple[int, int]]:
+    """{id of a tf.Variable: (id of the model that holds it and the fewest variables, the
+    variable's position in that model's list)}. The models: every Keras model the script
+    constructed that is still alive (wherever it is held: an agent's attributes, a function's
+    locals), and every module bound in `namespace`. A target network and its source are two
+    holders (`set_weights` copies by position); a GAN model holding both of its halves is not
+    the one its generator's variables are told by."""
+    models = [layer for layer in list(found.layer_sites.keys()) if _is_model(layer)]
+    bound = {id(layer): _weight_ids(layer) for layer in models}
+    bound.update(_bound_models(namespace))
+    holders: dict[int, tuple[int, int, int]] = {}
+    for holder, variables in bound.items():
+        for position, variable in enumerate(variables):
+            if variable not in holders or len(variables) < holders[variable][2]:
+                holders[variable] = (holder, position, len(variables))
+    return {variable: (holder, position) for variable, (holder, position, _) in holders.items()}
+
+
+def _is_model(value: Any) -> bool:
+    """Whether `value` is a Keras 3 or a Keras 2 model."""
+    return any(isinstance(value, keras.Model) for keras in imported_kerases())
+
+
+def _weight_ids(layer: Any) -> list[int]:
+    """ids of the tf.Variables of a Keras layer's weights, in its own order."""
+    try:
+        return [id(getattr(w, "value", w)) for w in layer.weights]
+    except Exception:  # a half-built layer may fail to list
+        return []
+
+
+def _bound_models(namespace: dict[str, Any]) -> dict[int, list[int]]:
+    """{id of each model, layer or module bound in `namespace`: ids of its tf.Variables, in
+    its own order}."""
     import tensorflow as tf
 
-    owned = set(found.variables) - discarded
+    found: dict[int, list[int]] = {}
     pending = [value for name, value in namespace.items() if not name.startswith("_")]
     seen: set[int] = set()
     while pending:
@@ -144,15 +184,14 @@ def owned_variables(
         seen.add(id(value))
         if isinstance(value, tf.Module):  # Keras 2 layers and models, Sonnet, tf.Module
             with contextlib.suppress(Exception):  # a half-built module may fail to list
-                owned.update(id(v) for v in value.variables)
+                found[id(value)] = [id(v) for v in value.variables]
         elif _is_layer(value):  # a Keras 3 layer or model (no tf.Module)
-            with contextlib.suppress(Exception):
-                owned.update(id(getattr(w, "value", w)) for w in value.weights)
+            found[id(value)] = _weight_ids(value)
         elif isinstance(value, (list, tuple)):
             pending.extend(value)
         elif isinstance(value, dict):
             pending.extend(value.values())
-    return owned
+    return found
 
 
 def discarded_layer_weights(found: KerasWeights) -> set[int]:

@@ -211,6 +211,9 @@ class RunResult:
     copies: list[tuple[str, str]] = field(default_factory=list)
     # Gradient requests in the user's files that the run stopped before reaching.
     unreached: tuple[SourceLocation, ...] = ()
+    # Untrained variables of models no request lists a variable of, where every request
+    # optimises inputs (an image through a fixed feature extractor): fixed by design.
+    fixed: tuple[str, ...] = ()
 
 
 @dataclass
