@@ -67,6 +67,12 @@ CASES = [
     Case("eager_numpy_loop", SCRIPTS / "eager_numpy_loop.py", trains_plainly=True),
     Case("teacher_student", SCRIPTS / "teacher_student.py", trains_plainly=True),
     Case("faulty_weights_tf1", SEED),
+    Case(
+        "subclassed_fit",
+        SCRIPTS / "subclassed_fit.py",
+        blocker_text="tf.stop_gradient(",
+        trains_plainly=True,
+    ),
     Case("step_creates_variables", SCRIPTS / "step_creates_variables.py", blocker_text="tf.round("),
 ]
 CASE_IDS = [case.name for case in CASES]
@@ -245,6 +251,13 @@ def test_blockers_point_at_the_users_script(runs: Runs, case: Case) -> None:
             assert all(file == str(case.script) for file, _ in located), variable
             if expected_line is not None and variable["status"] == "blocked":
                 assert expected_line in {line for _, line in located}, variable
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_a_keras_call_that_trains_is_never_told_idle(runs: Runs, case: Case) -> None:
+    # A subclassed model has no weight yet when `fit` is called: its first step builds them.
+    told = [f for r in runs.reports(case.name) for f in r["findings"] if f["code"] == "GC212"]
+    assert told == []
 
 
 def test_script_arguments_and_output(runs: Runs) -> None:

@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation
@@ -76,8 +76,9 @@ class Capture:
     # adversarial input): the first one's API and place, and how many there were.
     first_tensor_request: tuple[str, SourceLocation | None] | None = None
     tensor_request_count: int = 0
-    # Keras training calls that trained nothing (a model frozen after its compile).
-    idle: list[IdleTraining] = field(default_factory=list)
+    # Keras training calls on a model with no trainable weight when called, and the model
+    # (`idle`: those still without one, not those that built their weights in their step).
+    _idle_calls: list[tuple[IdleTraining, Any]] = field(default_factory=list)
     delivered: bool = False
     _patches: list[_Patch] = field(default_factory=list)
     _busy: int = 0  # inside one of gradcheck's own calls: TensorFlow's nested calls are its own
@@ -325,9 +326,15 @@ class Capture:
             return
         location = _caller_location()
         name = called_name(location, method) or model.name
-        if (name, location) not in {(i.model, i.location) for i in self.idle}:
+        if (name, location) not in {(i.model, i.location) for i, _ in self._idle_calls}:
             api = f"{name}.{method}"
-            self.idle.append(IdleTraining(api, name, location, len(model.weights)))
+            self._idle_calls.append((IdleTraining(api, name, location, 0), model))
+
+    @property
+    def idle(self) -> list[IdleTraining]:
+        """The Keras training calls that trained nothing: their model has no trainable weight."""
+        calls = self._idle_calls
+        return [replace(call, frozen=len(m.weights)) for call, m in calls if is_idle(m)]
 
     def _layer_called(self, layer: Any, where: SourceLocation) -> None:
         if not self._busy and not self.delivered:
