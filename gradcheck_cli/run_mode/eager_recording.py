@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.tracing.keras_operations import replaying_now
 from gradcheck_cli.tracing.traced import function_graphs, user_location
 
 # A step that runs more ops than this is not rebuilt: its request keeps TensorFlow's verdict.
@@ -113,7 +114,8 @@ class OpRecorder:
         from tensorflow.python.util import tf_stack
 
         try:
-            location = user_location(tf_stack.extract_stack())
+            stack = tf_stack.extract_stack()
+            location = replaying_now(stack) or user_location(stack)
             recorded = RecordedOp(
                 op_type.decode() if isinstance(op_type, bytes) else str(op_type),
                 tuple(attrs or ()),

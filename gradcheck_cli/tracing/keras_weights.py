@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -12,7 +13,8 @@ from types import FrameType
 from typing import Any
 
 from gradcheck_cli.graph.model import CreationNames, SourceLocation
-from gradcheck_cli.source_code.debug_info import call_column, is_user_file
+from gradcheck_cli.source_code.debug_info import call_column, is_user_file, library_entry
+from gradcheck_cli.tracing.keras_operations import outside_keras, watch_operations
 
 
 @dataclass
@@ -298,6 +300,8 @@ def _watch_layers(keras: Any, found: KerasWeights) -> None:
     layer_class.__init__ = init
     layer_class.add_weight = add_weight
     found.undo.append(restore)
+    built_at = lambda operation: _construction_site(operation, sys._getframe(1), found)  # noqa: E731
+    found.undo.append(watch_operations(keras, built_at, _is_layer, found.layer_sites.get))
 
 
 def _construction_site(
@@ -305,7 +309,10 @@ def _construction_site(
 ) -> SourceLocation | None:
     """The line of the user's code that constructs `layer`: the innermost user frame outside the
     layer's own constructors (`super().__init__()` is not it). A layer that a library layer
-    builds for itself (the dense layers of a MultiHeadAttention) has its parent's line."""
+    builds for itself (the dense layers of a MultiHeadAttention) has its parent's line; one
+    that a TensorFlow function builds on a symbolic tensor (Keras 2's op layers inside
+    `tf.nn.moments`) says so (`inside`)."""
+    inner: list[tuple[str, str]] = []  # the frames below the user's, innermost first
     while frame is not None:
         code = frame.f_code
         # A method's `self` is its first argument (locals of other frames are never read).
@@ -314,11 +321,21 @@ def _construction_site(
         if owner is not layer:
             if is_user_file(code.co_filename):
                 column = call_column(frame)
-                return SourceLocation(code.co_filename, frame.f_lineno, code.co_name, column=column)
+                inside = library_entry(_until_keras(reversed(inner)))
+                return SourceLocation(
+                    code.co_filename, frame.f_lineno, code.co_name, column=column, inside=inside
+                )
             if owner is not None and _is_layer(owner) and owner in found.layer_sites:
                 return found.layer_sites[owner]
+        inner.append((code.co_filename, code.co_name))
         frame = frame.f_back
     return None
+
+
+def _until_keras(frames: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (file, function) frames, outermost first, up to the first of Keras's own: the way
+    the user's call reached Keras (through `tf.nn.moments`, or straight from `tf.stop_gradient`)."""
+    return list(itertools.takewhile(lambda frame: outside_keras(frame[0]), frames))
 
 
 def backing_variable(weight: Any) -> Any:

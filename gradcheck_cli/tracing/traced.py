@@ -17,6 +17,7 @@ from gradcheck_cli.source_code.debug_info import (
     is_user_file,
     library_entry,
 )
+from gradcheck_cli.tracing.keras_operations import replayed_at
 from gradcheck_cli.worker.protocol import TracedFunction, TracedGraph, TracedVariable
 
 
@@ -27,8 +28,7 @@ def user_location(frames: Iterable[Any] | None) -> SourceLocation | None:
         return None
     located = []
     after: list[tuple[str, str]] = []  # the library frames past the innermost user frame
-    # Called for every op of a traced function, each frame a call into TensorFlow's C++ stack:
-    # each attribute is read once.
+    # Called for every op of a traced function; each frame's attribute is a C++ call: read once.
     for frame in frames:
         filename = getattr(frame, "filename", None)
         if filename and is_user_file(filename):
@@ -204,9 +204,8 @@ def _locations(
 
 _OpFacts = tuple[SourceLocation | None, str | None]
 _FACTS: weakref.WeakKeyDictionary[Any, dict[str, _OpFacts]] = weakref.WeakKeyDictionary()
-"""Per graph, op name -> (the user's location of the op, its custom gradient's type): what
-never changes once an op is made. A step with several gradient requests is snapshotted at
-each, every snapshot the ops of the one before and more: each op's traceback is read once."""
+"""Per graph, op name -> (the user's location of the op, its custom gradient's type), read
+once per op: a step with several requests is snapshotted at each, every time the same ops."""
 
 
 def _op_facts(
@@ -221,7 +220,8 @@ def _op_facts(
         if facts is None:
             marked = attributed is None or op.name in attributed
             grad_type = _gradient_op_type(op) if marked else None
-            facts = known[op.name] = (_trace_location(op.traceback), grad_type)
+            located = replayed_at(graph, op.name) or _trace_location(op.traceback)
+            facts = known[op.name] = (located, grad_type)
         yield op, facts
 
 
