@@ -69,6 +69,8 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
     progress("analysing: each variable's verdict")
     finder = CutFinder(program, structural_pass)
     called_layers = CalledLayers(program)
+    # Keras layers the loss function calls, as Keras records them: a weight of theirs is read.
+    read_layers = {v.layer for v in program.variables if v.source is not None} - {None}
     without_stop_gradient: dict[TensorRef, int] | None = None
     feeders: bytearray | None = None  # what an assignment may store (`_assign_feeders`)
     verdicts = []
@@ -91,11 +93,15 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
             status = Status.FROZEN
         elif source is None:
             status = Status.UNUSED
-            if variable.read_before_tracing is not None:
+            if variable.created_again is not None:
+                unreached = Unreached.CREATED_AGAIN
+            elif variable.read_before_tracing is not None:
                 unreached = Unreached.FROZEN_BEFORE_TRACING
             elif variable.unread_by_tape:
                 unreached = Unreached.NOT_READ_BY_TAPE
-            elif called_layers.called(variable.name):
+            elif variable.layer in read_layers or (
+                variable.layer_called is not False and called_layers.called(variable.name)
+            ):  # Keras's own record of the layer, else the name scopes of the calls
                 unreached = Unreached.CALLED_NOT_READ
             else:
                 unreached = Unreached.NEVER_READ

@@ -32,7 +32,9 @@ def eager_verdicts(
         elif gradient is TensorFlowVerdict.GRADIENT:
             verdict = VariableVerdict(variable, Status.OK)
         elif gradient is TensorFlowVerdict.UNREAD:
-            verdict = VariableVerdict(variable, Status.UNUSED, unreached=Unreached.NEVER_READ)
+            again = variable.created_again is not None
+            why = Unreached.CREATED_AGAIN if again else Unreached.NEVER_READ
+            verdict = VariableVerdict(variable, Status.UNUSED, unreached=why)
         else:
             verdict = VariableVerdict(variable, Status.BLOCKED, blockers=(leaves,))
         verdicts.append(verdict)

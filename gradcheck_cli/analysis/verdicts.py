@@ -34,6 +34,8 @@ class Unreached(str, enum.Enum):
     CALLED_NOT_READ = "called_not_read"
     # read, but what is computed from it is only stored into another variable (an Assign)
     ASSIGNED_AWAY = "assigned_away"
+    # the line that made it ran again in the step and made a new variable the loss reads instead
+    CREATED_AGAIN = "created_again"
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,7 @@ class VariableVerdict:
     location = _of_variable("location")
     read_before_tracing = _of_variable("read_before_tracing")
     called_before_tape = _of_variable("called_before_tape")
+    created_again = _of_variable("created_again")
 
     @property
     def dead(self) -> bool:

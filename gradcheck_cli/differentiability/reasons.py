@@ -28,4 +28,5 @@ LEAVE_WORDS = {
     "__int__": "`int()` turns the tensor into a Python number",
     "__index__": "the tensor is used as a Python index",
     "__bool__": "the tensor is used as a Python truth value (`if`, `max()`, `min()`)",
+    "predict": "Keras's `predict()` returns NumPy arrays, computed outside the tape",
 }

@@ -612,12 +612,16 @@ UNREACHED_WORDS = {
         "to the tape"
     ),
     Unreached.CALLED_NOT_READ: (
-        "its layer is called in the loss, but the call never reads it: a value computed from it "
-        "outside call() (in build() or __init__) is computed once, and the loss sees a constant"
+        "its layer is called in the loss, but the call never reads it (a value computed from it "
+        "outside call(), in build() or __init__, is computed once: a constant to the loss)"
     ),
     Unreached.ASSIGNED_AWAY: (
         "what is computed from it is only assigned to another variable, and an assignment "
         "passes no gradient to the value it stores"
+    ),
+    Unreached.CREATED_AGAIN: (
+        "the line that created it ran again in the step and made a new variable, which the "
+        "loss reads in its place: the gradient request lists the old one"
     ),
 }
 

@@ -261,6 +261,14 @@ class Variable:
     unread_by_tape: bool = False
     # ... and the line where the script last called a layer or model that owns it, if known.
     called_before_tape: SourceLocation | None = None
+    # An eager step: the line that made it ran again inside the tape, and the loss reads the new
+    # variable made there (`self.w = tf.Variable(...)` in a layer's call), not this one.
+    created_again: SourceLocation | None = None
+    # The Keras layer whose add_weight made it, as a number its sibling weights share, and
+    # whether Keras records that layer as ever called: a sibling the loss reads says the layer
+    # is called, a layer never called is not (Keras's own record, not the ops' name scopes).
+    layer: int | None = None
+    layer_called: bool | None = None
 
 
 class CustomGradient(str, enum.Enum):

@@ -18,6 +18,7 @@ from gradcheck_cli.run_mode.eager_recording import OpRecorder
 from gradcheck_cli.run_mode.gradient_requests import CreatedVariables
 from gradcheck_cli.run_mode.graph_requests import Snapshots
 from gradcheck_cli.run_mode.keras_calls import KerasWatch, called_name, is_idle
+from gradcheck_cli.run_mode.untrained import untrained
 from gradcheck_cli.source_code.request_sites import StepProgress
 from gradcheck_cli.tracing.leaving_tensorflow import (
     LEAVING_METHODS,
@@ -63,7 +64,7 @@ class Capture:
     # The step goes on to the requests the script holds further on (`gradcheck run`); in the
     # program's own process (watch(), the Keras callback) it stops at the first weight change.
     whole_steps: bool = False
-    # Told when a request cannot be read, instead of stopping the program (in its own process).
+    # Told when a request cannot be read, instead of stopping the program (its own process).
     failed: Callable[[CaptureFailed], None] | None = None
     # Takes each graph request (a traced step's) once it is made, before the program goes on.
     share: Callable[[Traced], None] | None = None
@@ -72,12 +73,10 @@ class Capture:
     around_failures: Callable[..., Any] | None = None
     created: CreatedVariables = field(default_factory=CreatedVariables)
     requests: list[GradientRequest] = field(default_factory=list)
-    # Gradient requests with respect to tensors only, no variable (a deep dream's image, an
-    # adversarial input): the first one's API and place, and how many there were.
+    # Requests for tensors only, no variable (a deep dream's image): the first's API and place.
     first_tensor_request: tuple[str, SourceLocation | None] | None = None
     tensor_request_count: int = 0
-    # Keras training calls on a model with no trainable weight when called, and the model
-    # (`idle`: those still without one, not those that built their weights in their step).
+    # Keras training calls on a model with no trainable weight then, with the model (`idle`).
     _idle_calls: list[tuple[IdleTraining, Any]] = field(default_factory=list)
     delivered: bool = False
     _patches: list[_Patch] = field(default_factory=list)
@@ -93,8 +92,10 @@ class Capture:
 
     def __post_init__(self) -> None:
         self._recorder = OpRecorder(busy=lambda: bool(self._busy))
-        self._keras = KerasWatch(self._keras_training, self._layer_called, self.around_failures)
         self._leaves = LeaveLog(busy=lambda: bool(self._busy))
+        # A model's predictions leave TensorFlow as NumPy arrays, as a `.numpy()` would.
+        watch = (self._keras_training, self._layer_called, self.around_failures)
+        self._keras = KerasWatch(*watch, on_predict=self._leaves.record)
 
     # -- installing ----------------------------------------------------------------------------
 
@@ -191,6 +192,7 @@ class Capture:
 
     def _tape_enter(self, original: Any, tape: Any) -> Any:
         tape._gradcheck_started = self._leaves.clock  # noqa: SLF001 - our own mark on the tape
+        tape._gradcheck_created = len(self.created.variables)  # noqa: SLF001
         entered = original(tape)
         recording = not self._busy and not self.delivered and _executing_eagerly()
         tape._gradcheck_ops = self._recorder.tape_entered() if recording else None  # noqa: SLF001
@@ -221,9 +223,9 @@ class Capture:
                 watched = {id(v) for v in tape.watched_variables()}
                 ops = self._recorder.ops_since(getattr(tape, "_gradcheck_ops", None))
                 gradients = original(tape, target, sources, *args, **kwargs)
-                result: Any = gradient_requests.eager_request(
-                    variables, gradients, watched, left, self.created, label
-                )
+                made = getattr(tape, "_gradcheck_created", None)
+                request = (variables, gradients, watched, left, self.created, label, made)
+                result: Any = gradient_requests.eager_request(*request)
                 if ops is not None:
                     result = self._reconstructed(result, ops, target, variables)
             else:
@@ -303,8 +305,7 @@ class Capture:
         finally:
             self._busy -= 1
 
-    def _tensors_only(self, api: str) -> None:
-        """A request for gradients with respect to tensors alone: no variable to check."""
+    def _tensors_only(self, api: str) -> None:  # gradients of tensors alone: no variable
         self.tensor_request_count += 1
         if self.first_tensor_request is None:
             self.first_tensor_request = (api, _caller_location())
@@ -407,7 +408,7 @@ class Capture:
         self.delivered = True
         self.uninstall()
         requests = gradient_requests.distinct(self.requests)
-        u = gradient_requests.untrained(self.created, self._requested)
+        u = untrained(self.created, self._requested)
         later = self._step.unreached([request.location for request in requests])
         self.deliver(
             RunResult(requests, u.variables, [*self.idle], u.left_out, u.copies, later, (*u.fixed,))
@@ -433,9 +434,8 @@ _WEIGHT_UPDATES = (
 
 
 def _stop_the_process() -> None:
-    """Stop the whole script from a thread that asked for gradients: ScriptStopped would end
-    only that thread, and the main one would train on. The result is delivered (written)
-    already; gradcheck ends what the script started."""
+    """Stop the whole script from a thread that asked for gradients (ScriptStopped would end
+    that thread only): the result is written already; gradcheck ends what the script started."""
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         with contextlib.suppress(Exception):
             stream.flush()  # type: ignore[union-attr]

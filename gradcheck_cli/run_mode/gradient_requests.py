@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import traceback
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gradcheck_cli.differentiability.rules import is_trainable_dtype
 from gradcheck_cli.graph.model import CreationNames, SourceLocation, TensorFlowVerdict, Variable
 from gradcheck_cli.source_code.debug_info import made_by_a_library, with_call_column
 from gradcheck_cli.tracing import traced
-from gradcheck_cli.tracing.keras_weights import KerasWeights
+from gradcheck_cli.tracing.keras_weights import KerasWeights, layer_of
 from gradcheck_cli.tracing.leaving_tensorflow import Leave
 from gradcheck_cli.worker.protocol import (
     EagerResult,
@@ -76,7 +74,9 @@ class CreatedVariables:
         location = self.keras.constructed_at.get(id(tf_variable)) or self.at.get(id(tf_variable))
         if location is None and is_graph_variable(tf_variable):
             location = traced.user_location(tf_variable.op.traceback)
-        return tf_variable, traced.model_variable(tf_variable, name, trainable, location=location)
+        model = traced.model_variable(tf_variable, name, trainable, location=location)
+        layer, called = layer_of(self.keras, tf_variable)
+        return tf_variable, replace(model, layer=layer, layer_called=called)
 
     def _numbered_in_order(self, variable: Any) -> bool:
         """Whether the variable is numbered by its place among the script's variables: the
@@ -173,13 +173,16 @@ def eager_request(
     left: Leave | None,
     created: CreatedVariables,
     label: str,
+    since: int | None = None,
 ) -> EagerResult:
-    """A request made eagerly: TensorFlow's own verdicts, and where a value left TensorFlow."""
+    """A request made eagerly: TensorFlow's own verdicts, and where a value left TensorFlow.
+    `since`: how many variables the script had created when the tape opened."""
     import tensorflow as tf
 
     flat = tf.nest.flatten(gradients) if gradients is not None else []
     described = [(index, *created.describe(variable)) for index, variable in variables]
-    models = [model for _, _, model in described]
+    again = _created_again([v for _, v, _ in described], watched, created, since)
+    models = [replace(model, created_again=again.get(id(v))) for _, v, model in described]
     # Eager variables often share TensorFlow's name ("Variable"): verdicts are keyed by the
     # names `describe` made unique for the whole run.
     verdicts: dict[str, TensorFlowVerdict] = {}
@@ -246,12 +249,14 @@ def reconstructed_request(
     def node(variable: Any) -> str | None:
         return step.handle_nodes.get(_handle_of(variable))
 
+    again = {model.name: model.created_again for model in eager.variables}
     records = [
         TracedVariable(
             replace(
                 model,
                 unread_by_tape=node(variable) is None,
                 called_before_tape=called_at(variable) if node(variable) is None else None,
+                created_again=again.get(model.name),
             ),
             node=node(variable),
         )
@@ -308,6 +313,27 @@ def _fast_path_reads(
     return {key: found[0] for key, found in matches.items() if len(found) == 1}
 
 
+def _created_again(
+    listed: list[Any], watched: set[int], created: CreatedVariables, since: int | None
+) -> dict[int, SourceLocation]:
+    """{id of a listed variable the tape never read: the line that made it, where the step made
+    the variable the tape read in its place}: the same line made both, the new one after the
+    tape opened (`self.w = tf.Variable(...)` in a call), and no request lists the new one."""
+    if since is None:
+        return {}
+    listed_ids = {id(v) for v in listed}
+    made_in_step = {
+        created.at.get(id(v))
+        for v in created.variables[since:]
+        if id(v) in watched and id(v) not in listed_ids
+    } - {None}
+    return {
+        id(v): where
+        for v in listed
+        if id(v) not in watched and (where := created.at.get(id(v))) in made_in_step
+    }
+
+
 def _all_zeros(gradient: Any) -> bool:
     """A gradient of zeros in this step: `loss * 0.0`, or chance (a ReLU off for the whole
     batch); only a rebuilt graph that shows the cut makes gradcheck call the variable dead."""
@@ -319,147 +345,6 @@ def _all_zeros(gradient: Any) -> bool:
 def _handle_of(variable: Any) -> int:
     """id of the resource handle an eager op reads a variable through."""
     return id(getattr(variable, "handle", variable))
-
-
-@dataclass
-class Untrained:
-    """The trainable variables the script created that no gradient request differentiates."""
-
-    variables: list[Variable]
-    # (name, why) of those left out as a library's bookkeeping (GC009).
-    left_out: list[tuple[str, str]]
-    # (name, the name of the requested variable whose values it holds): copies (GC214).
-    copies: list[tuple[str, str]]
-    # Names of those a model holds, read as a fixed model: no request lists any variable a
-    # model holds (the requests optimise inputs, as style transfer does).
-    fixed: list[str] = field(default_factory=list)
-
-
-def untrained(created: CreatedVariables, requested: set[int]) -> Untrained:
-    """Trainable variables the script created that no gradient request differentiates; an
-    integer variable (a counter, `tf.Variable(0)` left trainable) can never train and is no
-    candidate. Those that hold the values of a requested variable (a target network, an EMA
-    teacher: values equal now, before any weight changed) are told apart as copies."""
-    from gradcheck_cli.tracing.keras_weights import (
-        discarded_layer_weights,
-        left_out_of_candidates,
-        owned_variables,
-        smallest_holders,
-    )
-
-    # What a library made for itself and no model of the script holds: an optimizer's or a
-    # metric's variables, TF-MOT's discarded clones.
-    main = vars(sys.modules["__main__"])
-    discarded = discarded_layer_weights(created.keras)
-    owned = owned_variables(main, created.keras, discarded)
-    libraries = created.by_libraries - owned
-    found = []
-    unchecked = []
-    for variable in created.variables:
-        if id(variable) in requested or id(variable) in created.bookkeeping:
-            continue
-        if id(variable) in libraries:
-            unchecked.append(variable)
-            continue
-        _, model = created.describe(variable)
-        if model.trainable and is_trainable_dtype(model.dtype):
-            found.append((variable, model))
-    listed = [v for v in created.variables if id(v) in requested]
-    holders = smallest_holders(main, created.keras)
-    groups = _layer_then_model(created, {v: holder for v, (holder, _) in holders.items()})
-    positions = {v: position for v, (_, position) in holders.items()}
-    sources = copied_values([v for v, _ in found], listed, groups, positions)
-    models = [model for _, model in found]
-    names = {id(v): model.name for (v, _), model in zip(found, models)}
-    requested_names = {id(v): created.describe(v)[1].name for v in listed}
-    copies = [(names[i], requested_names[s]) for i, s in sources.items()]
-    left = [model for (v, _), model in zip(found, models) if id(v) not in sources]
-    told = left_out_of_candidates(unchecked, discarded, created.names, created.at)
-    # Where no request lists a variable that a model holds (an image optimised through a
-    # fixed feature extractor), the models the loss reads are fixed by the script's design.
-    inputs_only = bool(listed) and not any(id(v) in owned for v in listed)
-    fixed = [names[id(v)] for v, _ in found if inputs_only and id(v) in owned]
-    return Untrained(left, told, copies, [name for name in fixed if name in {m.name for m in left}])
-
-
-def _layer_then_model(
-    created: CreatedVariables, holders: dict[int, int]
-) -> Callable[[Any], tuple[Hashable, ...]]:
-    """What a variable's constant value is judged with: its layer (else its creation line),
-    then the model that holds it."""
-
-    def keys(variable: Any) -> tuple[Hashable, ...]:
-        owner = created.keras.owners.get(id(variable))
-        if owner is not None:
-            layer: Hashable = ("layer", owner)
-        elif (where := created.at.get(id(variable))) is not None:
-            layer = ("line", where.file, where.line)
-        else:
-            layer = ("variable", id(variable))
-        holder = holders.get(id(variable))
-        return layer, ("model", holder) if holder is not None else ("variable", id(variable))
-
-    return keys
-
-
-def copied_values(
-    untrained: Sequence[Any],
-    listed: Sequence[Any],
-    groups: Callable[[Any], tuple[Hashable, ...]],
-    positions: Mapping[int, int] | None = None,
-) -> dict[int, int]:
-    """{id of an `untrained` variable: id of the `listed` one whose values it holds}. A value
-    that varies (random weights) is a copy when a listed variable holds exactly its bytes; a
-    constant one (a zero bias, a batch norm's scale of ones) proves nothing alone, and counts
-    when a variable of one of its `groups` (its layer, then its model) copies a varying value
-    of the group its own source is in; of equal sources, the one at its own position in its
-    model (`positions`: a variable's index in its model's list) is named."""
-    import numpy
-    import tensorflow as tf
-
-    def key(variable: Any) -> tuple[tuple[Any, ...], bool] | None:
-        try:
-            with tf.init_scope():  # the values now, even while a step is traced
-                value = numpy.ascontiguousarray(variable.numpy())
-        except Exception:  # a variable whose value cannot be read here
-            return None
-        digest = hashlib.sha256(value.tobytes()).digest()
-        varies = value.size > 1 and bool(numpy.any(value != value.flat[0]))
-        return (str(variable.dtype), value.shape, digest), varies
-
-    shapes = {tuple(variable.shape) for variable in untrained}
-    held: dict[tuple[Any, ...], list[Any]] = {}
-    for variable in listed:
-        if tuple(variable.shape) in shapes and (found := key(variable)) is not None:
-            held.setdefault(found[0], []).append(variable)
-    copies: dict[int, int] = {}
-    constants: list[tuple[Any, list[Any]]] = []
-    # the group of each copy -> the groups of the variables it copies
-    copied_groups: dict[Hashable, set[Hashable]] = {}
-    for variable in untrained:
-        found = key(variable)
-        if found is None or found[0] not in held:
-            continue
-        if found[1]:
-            source = held[found[0]][0]
-            copies[id(variable)] = id(source)
-            for mine, theirs in zip(groups(variable), groups(source)):
-                copied_groups.setdefault(mine, set()).add(theirs)
-        else:
-            constants.append((variable, held[found[0]]))
-    for variable, sources in constants:
-        for level, mine in enumerate(groups(variable)):
-            of = copied_groups.get(mine, set())
-            mine_at = (positions or {}).get(id(variable))
-            source = min(
-                (s for s in sources if groups(s)[level] in of),
-                key=lambda s: (positions or {}).get(id(s)) != mine_at,
-                default=None,
-            )
-            if source is not None:
-                copies[id(variable)] = id(source)
-                break
-    return copies
 
 
 def distinct(requests: list[GradientRequest]) -> list[GradientRequest]:

@@ -37,12 +37,21 @@ OPTIMIZER_APPLIES = (
     ("tf_keras.src.optimizers.legacy.optimizer_v2", "OptimizerV2", "apply_gradients"),
 )
 
+# Where a model's predictions leave TensorFlow as NumPy arrays: Keras 3's trainer and Keras 2's
+# model. (module, class, methods)
+PREDICTIONS = (
+    ("keras.src.backend.tensorflow.trainer", "TensorFlowTrainer", ("predict", "predict_on_batch")),
+    ("tf_keras.src.engine.training", "Model", ("predict", "predict_on_batch")),
+)
+
 # (model, method name) -> None, called before each training call.
 OnTraining = Callable[[Any, str], None]
 # (layer, the script's line that called it) -> None, for calls made by the script's own code.
 OnLayerCall = Callable[[Any, SourceLocation], None]
 # (the optimizer's own method, its arguments...) -> what the method returns: run in its place.
 AroundApply = Callable[..., Any]
+# (the script's line that called it, "predict") -> None, for a model's predict calls.
+OnPredict = Callable[[SourceLocation, str], None]
 
 
 def is_idle(model: Any) -> bool:
@@ -71,10 +80,12 @@ class KerasWatch:
         on_training: OnTraining,
         on_layer_call: OnLayerCall,
         around_apply: AroundApply | None = None,
+        on_predict: OnPredict | None = None,
     ) -> None:
         self._on_training = on_training
         self._on_layer_call = on_layer_call
         self._around_apply = around_apply
+        self._on_predict = on_predict
         self._patched: list[tuple[Any, str, Any]] = []
         self._finders: list[_AfterImport] = []
 
@@ -83,6 +94,11 @@ class KerasWatch:
             (TRAINER_MODULE, self._patch_trainer),
             (LAYER_MODULE, self._patch_layer),
         ]
+        if self._on_predict is not None:
+            for module_name, owner, methods in PREDICTIONS:
+                patches.append(
+                    (module_name, functools.partial(self._patch_predict, owner, methods))
+                )
         if self._around_apply is not None:
             for module_name, owner, method in OPTIMIZER_APPLIES:
                 patches.append((module_name, functools.partial(self._patch_apply, owner, method)))
@@ -129,6 +145,28 @@ class KerasWatch:
 
         __call__.__doc__ = original.__doc__
         self._patch(layer, "__call__", __call__)
+
+    def _patch_predict(self, owner_name: str, methods: Sequence[str], module: ModuleType) -> None:
+        owner = getattr(module, owner_name, None)
+        on_predict = self._on_predict
+        for method in methods:
+            original = vars(owner).get(method) if owner is not None else None
+            if original is None or on_predict is None:
+                continue
+
+            def predict(
+                *args: Any, _original: Any = original, _method: str = method, **kw: Any
+            ) -> Any:
+                caller = sys._getframe(1)
+                if is_user_file(caller.f_code.co_filename):
+                    code = caller.f_code
+                    on_predict(
+                        SourceLocation(code.co_filename, caller.f_lineno, code.co_name), _method
+                    )
+                return _original(*args, **kw)
+
+            functools.update_wrapper(predict, original)
+            self._patch(owner, method, predict)
 
     def _patch_apply(self, owner_name: str, method: str, module: ModuleType) -> None:
         owner = getattr(module, owner_name, None)

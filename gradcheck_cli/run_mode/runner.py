@@ -121,7 +121,7 @@ def run_script(
 
 def _untracked(capture: Capture) -> str:
     """What the script created that a model tracking no weight left out, in words."""
-    from gradcheck_cli.run_mode.gradient_requests import untrained
+    from gradcheck_cli.run_mode.untrained import untrained
 
     names = [variable.name for variable in untrained(capture.created, set()).variables]
     if not names:

@@ -196,6 +196,16 @@ def _bound_models(namespace: dict[str, Any]) -> dict[int, list[int]]:
     return found
 
 
+def layer_of(found: KerasWeights, variable: Any) -> tuple[int | None, bool | None]:
+    """(a number for the Keras layer whose add_weight made `variable`, whether Keras records
+    that layer as ever called: its own `_called`), or (None, None) when no layer made it."""
+    owner = found.owners.get(id(variable))
+    ref = found.owner_refs.get(id(variable))
+    layer = ref() if ref is not None else None
+    called = getattr(layer, "_called", None)
+    return owner, called if isinstance(called, bool) else None
+
+
 def discarded_layer_weights(found: KerasWeights) -> set[int]:
     """ids of the tf.Variables whose layer no object holds any more: garbage collected, once
     every reference cycle is collected."""

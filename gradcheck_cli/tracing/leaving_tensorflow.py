@@ -43,6 +43,13 @@ class LeaveLog:
     leaves: list[Leave] = field(default_factory=list)
     clock: int = 0
 
+    def record(self, location: SourceLocation, method: str) -> None:
+        """A value that left TensorFlow at `location` through a library's call (`predict`)."""
+        if not self.busy():
+            self.clock += 1
+            if len(self.leaves) < _MAX_LEAVES:
+                self.leaves.append(Leave(self.clock, location, method))
+
     def hook(self, method: str) -> Callable[..., Any]:
         """A hook for `method`, called as `hook(original, value, *args)` by a patch's wrapper."""
 

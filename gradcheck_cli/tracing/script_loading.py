@@ -26,6 +26,7 @@ from gradcheck_cli.tracing.keras_weights import (
     KerasWeights,
     discarded_layer_weights,
     keras_weights,
+    layer_of,
     left_out_of_candidates,
     owned_variables,
     track_keras_weights,
@@ -124,6 +125,8 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
         )
         variables = traced.candidate_variables(candidates, concrete, left_out)
         mark_frozen_reads(result, variables, concrete, reads)
+        for record, variable in zip(result.variables, variables):  # Keras's record of its layer
+            record.variable.layer, record.variable.layer_called = layer_of(keras, variable)
         checked = {id(v) for v in variables}
         unchecked = [v for v in unchecked if id(v) not in checked]
         result.left_out = left_out_of_candidates(unchecked, discarded, names, created_at)

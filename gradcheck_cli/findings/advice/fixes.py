@@ -89,9 +89,17 @@ def variable_fix(
         if verdict.unreached is Unreached.CALLED_NOT_READ:
             weight = verdict.path if verdict.path not in (None, verdict.name) else name
             return (
-                f"compute what is derived from {weight} inside the layer's call() (not in "
-                "build() or __init__, where it is computed once): each call then reads "
-                f"{weight}, and the gradient reaches it"
+                f"read {weight} in the layer's call(): compute what is derived from it there "
+                "(not in build() or __init__, where it is computed once), so that each call "
+                f"reads {weight} and the gradient reaches it; if the layer does not need it, "
+                "delete it"
+            )
+        again = verdict.variable.created_again
+        if verdict.unreached is Unreached.CREATED_AGAIN and again is not None:
+            return (
+                f"create {name} once, outside the forward pass (in __init__ or build(), or "
+                f"guarded by `if ... is None:`), not at line {again.line} at every call: the "
+                f"gradient request then lists the variable the loss reads"
             )
         if verdict.unreached is Unreached.ASSIGNED_AWAY:
             stored = verdict.assigned_to
@@ -124,7 +132,9 @@ def variable_fix(
                 "untrained, set its trainable attribute to False"
             )
         attribute = created_name(source, verdict.location)
-        if owner is not None and attribute is not None and verdict.path not in (None, verdict.name):
+        # A layer's weight: its path names the layer's attribute, or Keras recorded its layer.
+        a_layer = verdict.path not in (None, verdict.name) or verdict.variable.layer is not None
+        if owner is not None and attribute is not None and a_layer:
             return (
                 f"call {attribute} in the forward pass, or delete it; if it is meant to stay "
                 f"untrained, set {attribute}.trainable = False"
@@ -217,6 +227,12 @@ def left_tensorflow_fix(blocker: Blocker) -> str:
             "with TensorFlow ops (tf.maximum, tf.minimum, tf.where(condition, x, y) for an if), "
             "which give the other side a zero gradient; to train both sides, use a smooth "
             "maximum, tf.reduce_logsumexp(tf.stack([x, y]))"
+        )
+    if LEAVE_WORDS["predict"] in blocker.message:
+        return (
+            f"call the model itself, model(x), in place of model.predict(x){_at(blocker)}: "
+            "predict() runs outside the tape and returns NumPy arrays, which the gradient "
+            "cannot follow"
         )
     return "compute the loss with TensorFlow ops only: no .numpy(), float() or NumPy on tensors"
 

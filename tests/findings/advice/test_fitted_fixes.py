@@ -132,7 +132,7 @@ def test_a_value_computed_in_build_is_told_as_such_not_as_a_layer_never_called(
     (w,) = report.dead
     assert w.unreached is not None and w.unreached.value == "called_not_read"
     fix = report.fixes[w.name]
-    assert fix.startswith("compute what is derived from layer.w inside the layer's call()")
+    assert fix.startswith("read layer.w in the layer's call(): compute what is derived from it")
     (finding,) = [f for f in report.findings if f.code == "GC108"]
     assert "its layer is called in the loss, but the call never reads it" in finding.message
     assert "never called" not in finding.message

@@ -1,0 +1,99 @@
+"""Public reports of variables that get no gradient (GitHub issues, Stack Overflow), reproduced
+small in tests/public_reports/ (each script names its thread; cases.toml says what TensorFlow and
+the thread's answer found). On each, `gradcheck run` agrees with TensorFlow's own gradients
+(`--verify`), names exactly the variables the user saw get none, blames every line that must
+change, and offers a fix of the kind the answer gave; the answer's own change (NAME.fixed.py)
+then gives those variables a gradient, as TensorFlow's run of it (tests.run_oracle) confirms."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gradcheck_cli.cli import run_command
+from tests import forked_python
+from tests.cli_runs import invoke
+
+REPORTS = Path(__file__).resolve().parent / "public_reports"
+CASES = tomllib.loads((REPORTS / "cases.toml").read_text())["case"]
+IDS = [case["name"] for case in CASES]
+NOT_DEAD = frozenset({"ok", "frozen"})
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, tuple[int, dict[str, Any]]]:
+    """Each case's exit code and report (`gradcheck run NAME.py --verify -f json`), run once."""
+    done = {}
+    for case in CASES:
+        code, out, err = invoke(
+            run_command, [REPORTS / f"{case['name']}.py", "--verify", "-f", "json"]
+        )
+        try:
+            document = json.loads(out)
+        except json.JSONDecodeError:
+            pytest.fail(f"{case['name']}: no JSON (exit {code}):\n{out[-2000:]}\n{err[-3000:]}")
+        done[case["name"]] = (code, document if isinstance(document, dict) else document[0])
+    return done
+
+
+def _line_of(script: Path, text: str) -> int:
+    lines = [n for n, line in enumerate(script.read_text().splitlines(), 1) if text in line]
+    assert len(lines) == 1, f"{text!r} should be on exactly one line of {script.name}: {lines}"
+    return lines[0]
+
+
+def _dead(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [v for v in report["variables"] if v["status"] not in NOT_DEAD]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_dead_variables_are_the_ones_tensorflow_gives_none(
+    case: dict[str, Any], reports: dict[str, tuple[int, dict[str, Any]]]
+) -> None:
+    code, report = reports[case["name"]]
+    assert code == 1
+    codes = {f["code"] for f in report["findings"]}
+    assert "GC003" in codes and "GC002" not in codes, report["findings"]
+    assert sorted(v["name"] for v in _dead(report)) == sorted(case["dead"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_every_line_that_must_change_is_blamed(
+    case: dict[str, Any], reports: dict[str, tuple[int, dict[str, Any]]]
+) -> None:
+    _, report = reports[case["name"]]
+    script = REPORTS / f"{case['name']}.py"
+    for variable in _dead(report):
+        blamed = {b["location"]["line"] for b in variable["blockers"] if b["location"]}
+        blamed |= {int(n) for n in re.findall(r"\blines? (\d+)", variable["fix"] or "")}
+        for text in case["cut_at"]:
+            assert _line_of(script, text) in blamed, (variable["name"], variable["fix"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_fix_is_of_the_kind_the_answer_gave(
+    case: dict[str, Any], reports: dict[str, tuple[int, dict[str, Any]]]
+) -> None:
+    _, report = reports[case["name"]]
+    for variable in _dead(report):
+        fix = (variable["fix"] or "").lower()
+        missing = [word for word in case["fix_words"] if word.lower() not in fix]
+        wrong = [word for word in case.get("fix_not", []) if word.lower() in fix]
+        assert not missing and not wrong, (variable["name"], variable["fix"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_answers_change_gives_those_variables_a_gradient(
+    case: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "tensorflow.json"
+    fixed = REPORTS / f"{case['name']}.fixed.py"
+    forked_python.run(["-m", "tests.run_oracle", str(out), str(fixed)], cwd=tmp_path)
+    answer = json.loads(out.read_text())
+    first = answer["requests"][0]
+    assert first["none"] == [], first
