@@ -2,8 +2,8 @@
 small in tests/public_reports/ (each script names its thread; cases.toml says what TensorFlow and
 the thread's answer found). On each, `gradcheck run` agrees with TensorFlow's own gradients
 (`--verify`), names exactly the variables the user saw get none, blames every line that must
-change, and offers a fix of the kind the answer gave; the answer's own change (NAME.fixed.py)
-then gives those variables a gradient, as TensorFlow's run of it (tests.run_oracle) confirms."""
+change, and offers a fix of the kind the answer gave; the answer's own change (`answer`, applied
+to a copy) then gives those variables a gradient, as TensorFlow's run of it confirms."""
 
 from __future__ import annotations
 
@@ -92,7 +92,12 @@ def test_the_answers_change_gives_those_variables_a_gradient(
     case: dict[str, Any], tmp_path: Path
 ) -> None:
     out = tmp_path / "tensorflow.json"
-    fixed = REPORTS / f"{case['name']}.fixed.py"
+    fixed = tmp_path / f"{case['name']}.py"
+    text = (REPORTS / fixed.name).read_text()
+    for old, new in case["answer"]:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    fixed.write_text(text)
     forked_python.run(["-m", "tests.run_oracle", str(out), str(fixed)], cwd=tmp_path)
     answer = json.loads(out.read_text())
     first = answer["requests"][0]

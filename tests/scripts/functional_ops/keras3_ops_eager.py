@@ -14,4 +14,5 @@ x = tf.random.normal([8, 2])
 with tf.GradientTape() as tape:
     loss = tf.reduce_mean(tf.square(model(x)))
 grads = tape.gradient(loss, model.trainable_variables)
-optimizer.apply_gradients([(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None])
+pairs = [(g, v) for g, v in zip(grads, model.trainable_variables) if g is not None]
+optimizer.apply_gradients(pairs)
