@@ -26,18 +26,23 @@ NOT_DEAD = frozenset({"ok", "frozen"})
 
 
 @pytest.fixture(scope="module")
-def reports() -> dict[str, tuple[int, dict[str, Any]]]:
-    """Each case's exit code and report (`gradcheck run NAME.py --verify -f json`), run once."""
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, dict[str, Any]]]:
+    """Each case's exit code and report (`gradcheck run NAME.py --verify -f json`), run once;
+    its GitHub annotations too (`--also github:NAME.github`), as the report's "github" entry."""
     done = {}
+    folder = tmp_path_factory.mktemp("public_reports")
     for case in CASES:
-        code, out, err = invoke(
-            run_command, [REPORTS / f"{case['name']}.py", "--verify", "-f", "json"]
-        )
+        github = folder / f"{case['name']}.github"
+        script = REPORTS / f"{case['name']}.py"
+        args = [script, "--verify", "-f", "json", "--also", f"github:{github}"]
+        code, out, err = invoke(run_command, args)
         try:
             document = json.loads(out)
         except json.JSONDecodeError:
             pytest.fail(f"{case['name']}: no JSON (exit {code}):\n{out[-2000:]}\n{err[-3000:]}")
-        done[case["name"]] = (code, document if isinstance(document, dict) else document[0])
+        report = document if isinstance(document, dict) else document[0]
+        report["github"] = github.read_text() if github.exists() else ""
+        done[case["name"]] = (code, report)
     return done
 
 
@@ -102,3 +107,13 @@ def test_the_answers_change_gives_those_variables_a_gradient(
     answer = json.loads(out.read_text())
     first = answer["requests"][0]
     assert first["none"] == [], first
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_github_annotations_carry_the_same_fix(
+    case: dict[str, Any], reports: dict[str, tuple[int, dict[str, Any]]]
+) -> None:
+    _, report = reports[case["name"]]
+    annotations = report["github"].replace("%0A", "\n").replace("%0D", "\r").replace("%25", "%")
+    for variable in _dead(report):
+        assert f"fix: {variable['fix']}" in annotations, (variable["name"], annotations[-3000:])

@@ -120,11 +120,14 @@ def _left_tensorflow_finding(
 ) -> Finding:
     """GC109: an error if some variable is cut where the value leaves TensorFlow, else an info
     (TensorFlow's tape says the value that left carried no gradient the loss needs)."""
-    kills = any(b.reason is Reason.LEFT_TENSORFLOW for v in verdicts for b in v.blockers)
+    from gradcheck_cli.findings.advice.fixes import left_tensorflow_fix
+
+    left = [b for v in verdicts for b in v.blockers if b.reason is Reason.LEFT_TENSORFLOW]
+    kills = bool(left)
     found = VALUE_LEAVES_TENSORFLOW.finding(
         reason=reason,
         harmless=not kills,
-        hint=VALUE_LEAVES_TENSORFLOW.use_instead.splitlines()[0] if kills else None,
+        hint=left_tensorflow_fix(left[0]) if left else None,  # the dead variables' own fix
         location=location,
     )
     return found if kills else replace(found, severity=HARMLESS_LEAVE_SEVERITY)
