@@ -32,8 +32,11 @@ def eager_verdicts(
         elif gradient is TensorFlowVerdict.GRADIENT:
             verdict = VariableVerdict(variable, Status.OK)
         elif gradient is TensorFlowVerdict.UNREAD:
-            again = variable.created_again is not None
-            why = Unreached.CREATED_AGAIN if again else Unreached.NEVER_READ
+            why = Unreached.NEVER_READ
+            if variable.created_again is not None:
+                why = Unreached.CREATED_AGAIN
+            elif variable.read_before_tape is not None:  # a value the tape used, computed before
+                why = Unreached.NOT_READ_BY_TAPE
             verdict = VariableVerdict(variable, Status.UNUSED, unreached=why)
         else:
             verdict = VariableVerdict(variable, Status.BLOCKED, blockers=(leaves,))

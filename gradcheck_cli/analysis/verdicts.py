@@ -157,6 +157,7 @@ class VariableVerdict:
     location = _of_variable("location")
     read_before_tracing = _of_variable("read_before_tracing")
     called_before_tape = _of_variable("called_before_tape")
+    read_before_tape = _of_variable("read_before_tape")
     created_again = _of_variable("created_again")
 
     @property

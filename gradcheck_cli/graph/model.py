@@ -259,8 +259,10 @@ class Variable:
     # An eager step rebuilt from the ops its tape recorded, that the tape never saw read: a
     # forward pass run before the tape opened is a constant to the tape.
     unread_by_tape: bool = False
-    # ... and the line where the script last called a layer or model that owns it, if known.
+    # ... and the line where the script last called a layer or model that owns it, if known,
+    # or the line that read it for a value the tape used, computed before the tape opened.
     called_before_tape: SourceLocation | None = None
+    read_before_tape: SourceLocation | None = None
     # An eager step: the line that made it ran again inside the tape, and the loss reads the new
     # variable made there (`self.w = tf.Variable(...)` in a layer's call), not this one.
     created_again: SourceLocation | None = None

@@ -23,8 +23,8 @@ from gradcheck_cli.source_code.request_sites import StepProgress
 from gradcheck_cli.tracing.leaving_tensorflow import (
     LEAVING_METHODS,
     TRUTH_VALUE,
-    Leave,
     LeaveLog,
+    first_leave,
     leaving_owners,
 )
 from gradcheck_cli.worker.protocol import (
@@ -108,6 +108,7 @@ class Capture:
         from tensorflow.python.training import optimizer as v1_optimizer
 
         self._wrap(tf.GradientTape, "gradient", self._tape_gradient)
+        self._recorder.watch_reads(self.created.reads)
         self._keras.install()
         self._wrap(tf.GradientTape, "__enter__", self._tape_enter)
         self._wrap(tf.GradientTape, "__exit__", self._tape_exit)
@@ -219,12 +220,15 @@ class Capture:
         try:
             if tf.executing_eagerly():
                 since = getattr(tape, "_gradcheck_started", 0)
-                left = _first_leave(self._leaves.leaves, since)
+                left = first_leave(self._leaves.leaves, since)
                 watched = {id(v) for v in tape.watched_variables()}
                 ops = self._recorder.ops_since(getattr(tape, "_gradcheck_ops", None))
                 gradients = original(tape, target, sources, *args, **kwargs)
                 made = getattr(tape, "_gradcheck_created", None)
-                request = (variables, gradients, watched, left, self.created, label, made)
+                used = [t for op in ops or () for t in op.inputs] + tf.nest.flatten(target)
+                loss = target if ops == [] else None  # a loss the tape saw no op compute
+                read = gradient_requests.read_before(self.created, used, location, loss)
+                request = (variables, gradients, watched, left, self.created, label, made, read)
                 result: Any = gradient_requests.eager_request(*request)
                 if ops is not None:
                     result = self._reconstructed(result, ops, target, variables)
@@ -490,11 +494,3 @@ def _caller_location() -> SourceLocation | None:
     from gradcheck_cli.tracing.traced import user_location
 
     return user_location(tf_stack.extract_stack())
-
-
-def _first_leave(leaves: list[Leave], since: int) -> Leave | None:
-    """The first value that left TensorFlow since the tape opened; a tensor used as a truth
-    value (`if`, `max()`) only when nothing left as a number or an array."""
-    recent = [leave for leave in leaves if leave.clock >= since]
-    numbers = [leave for leave in recent if leave.method != TRUTH_VALUE]
-    return (numbers or recent or [None])[0]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.tracing.eager_reads import EagerReads
 from gradcheck_cli.tracing.keras_operations import replaying_now
 from gradcheck_cli.tracing.traced import function_graphs, user_location
 
@@ -49,6 +51,17 @@ class OpRecorder:
     _open: int = 0  # tapes entered and not exited
     _generation: int = 0  # a new outermost tape starts a new recording
 
+    _reads: EagerReads | None = None
+
+    def watch_reads(self, reads: EagerReads) -> None:
+        """Record into `reads` every eager read of a variable, and what is computed from it,
+        until `close`: a value computed before a tape opened, or before a step was traced."""
+        from tensorflow.python.framework import op_callbacks
+
+        if self._reads is None:
+            op_callbacks.add_op_callback(reads.on_op)
+            self._reads = reads
+
     def tape_entered(self) -> tuple[int, int]:
         """Start (or go on) recording; the mark to give `ops_since` at the tape's request."""
         from tensorflow.python.framework import op_callbacks
@@ -79,10 +92,16 @@ class OpRecorder:
         self._open = 0
 
     def close(self) -> None:
-        """Stop, and let go of the recorded tensors."""
+        """Stop, and let go of the recorded tensors and reads."""
+        from tensorflow.python.framework import op_callbacks
+
         self.stop()
         self.ops = []
         self.functions = {}
+        if self._reads is not None:
+            with contextlib.suppress(KeyError):
+                op_callbacks.remove_op_callback(self._reads.on_op)
+            self._reads = None
 
     def function_called(self, function: Any) -> None:
         """A tf.function's graph, kept for the source lines of its ops."""

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gradcheck_cli.graph.model import CreationNames, SourceLocation, TensorFlowVerdict, Variable
 from gradcheck_cli.source_code.debug_info import made_by_a_library, with_call_column
 from gradcheck_cli.tracing import traced
+from gradcheck_cli.tracing.eager_reads import EagerReads
 from gradcheck_cli.tracing.keras_weights import KerasWeights, layer_of
 from gradcheck_cli.tracing.leaving_tensorflow import Leave
 from gradcheck_cli.worker.protocol import (
@@ -43,6 +44,8 @@ class CreatedVariables:
 
     # The name of each variable in every request and list of the run, given once.
     names: CreationNames = field(init=False)
+    # The eager reads of variables, and the tensors computed from them (run mode records them).
+    reads: EagerReads = field(default_factory=lambda: EagerReads(lines=True))
 
     def __post_init__(self) -> None:
         self.names = CreationNames(self.variables, self._shared_name, self._numbered_in_order)
@@ -174,15 +177,22 @@ def eager_request(
     created: CreatedVariables,
     label: str,
     since: int | None = None,
+    read: dict[int, SourceLocation] | None = None,
 ) -> EagerResult:
     """A request made eagerly: TensorFlow's own verdicts, and where a value left TensorFlow.
-    `since`: how many variables the script had created when the tape opened."""
+    `since`: how many variables the script had created when the tape opened; `read`: the line
+    that read each variable (by handle) for a value the tape used, computed before it opened."""
     import tensorflow as tf
 
     flat = tf.nest.flatten(gradients) if gradients is not None else []
     described = [(index, *created.describe(variable)) for index, variable in variables]
     again = _created_again([v for _, v, _ in described], watched, created, since)
-    models = [replace(model, created_again=again.get(id(v))) for _, v, model in described]
+    read = read or {}
+    before = {id(v): read.get(_handle_of(v), read.get(ALL_VARIABLES)) for _, v, _ in described}
+    models = [
+        replace(model, created_again=again.get(id(v)), read_before_tape=before.get(id(v)))
+        for _, v, model in described
+    ]
     # Eager variables often share TensorFlow's name ("Variable"): verdicts are keyed by the
     # names `describe` made unique for the whole run.
     verdicts: dict[str, TensorFlowVerdict] = {}
@@ -250,6 +260,7 @@ def reconstructed_request(
         return step.handle_nodes.get(_handle_of(variable))
 
     again = {model.name: model.created_again for model in eager.variables}
+    before = {model.name: model.read_before_tape for model in eager.variables}
     records = [
         TracedVariable(
             replace(
@@ -257,6 +268,7 @@ def reconstructed_request(
                 unread_by_tape=node(variable) is None,
                 called_before_tape=called_at(variable) if node(variable) is None else None,
                 created_again=again.get(model.name),
+                read_before_tape=before.get(model.name) if node(variable) is None else None,
             ),
             node=node(variable),
         )
@@ -311,6 +323,40 @@ def _fast_path_reads(
                 if bool(tf.reduce_all(tf.equal(tensor, value))):
                     matches.setdefault(key, []).append((variable.handle, recorded.name))
     return {key: found[0] for key, found in matches.items() if len(found) == 1}
+
+
+def read_before(
+    created: CreatedVariables,
+    tensors: Iterable[Any],
+    scope: SourceLocation | None = None,
+    computed: Any = None,
+) -> dict[int, SourceLocation]:
+    """{id of a variable's handle: the first line that read it} for the eager reads the live
+    `tensors` were computed from (a value computed before a tape opened or a step was traced):
+    of the read's frames, the one in the function of `scope` (the request: the line there that
+    called the model), else the innermost. `computed`: a loss the tape saw no op compute
+    (`minimize(lambda: cost)`): the line that made it stands for every variable (ALL_VARIABLES),
+    whatever it read: the tape took it for a constant."""
+    reads = created.reads
+    found: dict[int, SourceLocation] = {}
+    made = reads.made_at(computed) if computed is not None else None
+    pairs = [(t, h, w) for t in tensors for h, w in reads.reads_behind(t)]
+    pairs += [(computed, ALL_VARIABLES, made)] if made is not None else []
+    for _, handle, where in pairs:
+        if where is None:
+            continue
+        if scope is not None:
+            frames = (*where.callers, where)
+            where = next(
+                (f for f in frames if (f.file, f.function) == (scope.file, scope.function)),
+                where,
+            )
+        if handle not in found or where < found[handle]:
+            found[handle] = where
+    return found
+
+
+ALL_VARIABLES = 0  # the key of a line that stands for every variable the request lists
 
 
 def _created_again(

@@ -3,7 +3,7 @@ variables in the graph, snapshotted once per call site and variables."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict
@@ -11,6 +11,7 @@ from gradcheck_cli.run_mode.gradient_requests import (
     CreatedVariables,
     is_graph_variable,
     is_variable,
+    read_before,
 )
 from gradcheck_cli.tracing import traced
 from gradcheck_cli.worker.protocol import TensorFlowGradients, TracedGraph, TracedVariable
@@ -100,11 +101,29 @@ def graph_request(
     requested = {id(v) for v, _ in described}
     others = [v for v in _graph_variables(graph, created) if id(v) not in requested]
     nodes = _variable_nodes(graph, [v for v, _ in described] + others)
-    records = [TracedVariable(model, node=nodes.get(id(v))) for v, model in described]
+    # A value computed eagerly from a variable before the step was traced (a kernel derived
+    # once in build()) is a constant the graph captured: told by the line that read it.
+    captured = [external for external, _ in _captures(graph) if external.dtype.name != "resource"]
+    read = read_before(created, captured)
+    records = [
+        TracedVariable(
+            replace(model, read_before_tracing=read.get(id(getattr(v, "handle", v)))),
+            node=nodes.get(id(v)),
+        )
+        for v, model in described
+    ]
     context = [
         TracedVariable(created.describe(v)[1], node=nodes[id(v)]) for v in others if id(v) in nodes
     ]
     return GraphRequest(graph, loss, label, records, context)
+
+
+def _captures(graph: Any) -> list[tuple[Any, Any]]:
+    """The (external, internal) tensors `graph` and the functions it calls captured."""
+    found = list(getattr(graph, "captures", ()))
+    for function in getattr(graph, "_functions", {}).values():
+        found += list(getattr(getattr(function, "graph", None), "captures", ()))
+    return found
 
 
 def _graph_variables(graph: Any, created: CreatedVariables) -> list[Any]:

@@ -6,7 +6,7 @@ import sys
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation
@@ -22,6 +22,9 @@ class EagerReads:
     the tensor and Python may reuse the id."""
 
     _derived: dict[int, tuple[weakref.ref[Any], frozenset[Read]]] = field(default_factory=dict)
+    # With `lines`: every live eager tensor -> the script's line whose op made it.
+    lines: bool = False
+    _made: dict[int, tuple[weakref.ref[Any], SourceLocation | None]] = field(default_factory=dict)
 
     def on_op(
         self,
@@ -44,7 +47,22 @@ class EagerReads:
         if reads:
             for tensor in outputs:
                 self._remember(tensor, frozenset(reads))
+        if self.lines:
+            where = _user_line()
+            made = self._made
+            for tensor in outputs:
+                key = id(tensor)
+                try:
+                    reference = weakref.ref(tensor, lambda _, key=key: made.pop(key, None))
+                except TypeError:
+                    continue
+                made[key] = (reference, where)
         return None
+
+    def made_at(self, tensor: Any) -> SourceLocation | None:
+        """The script's line whose eager op made the live `tensor` (with `lines`)."""
+        entry = self._made.get(id(tensor))
+        return entry[1] if entry is not None and entry[0]() is tensor else None
 
     def _remember(self, tensor: Any, reads: frozenset[Read]) -> None:
         key = id(tensor)
@@ -93,12 +111,17 @@ def mark_frozen_reads(
 
 
 def _user_line() -> SourceLocation | None:
-    """The innermost frame of the script's own code (a frame walk: this runs on every read)."""
+    """The innermost frame of the script's own code, with the script's frames that called it
+    (a frame walk: this runs on every read)."""
     from gradcheck_cli.source_code.debug_info import is_user_file
 
+    found = []
     frame = sys._getframe(1)
     while frame is not None:
         if is_user_file(frame.f_code.co_filename):
-            return SourceLocation(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+            code = frame.f_code
+            found.append(SourceLocation(code.co_filename, frame.f_lineno, code.co_name))
         frame = frame.f_back
-    return None
+    if not found:
+        return None
+    return replace(found[0], callers=tuple(reversed(found[1:])))

@@ -107,3 +107,11 @@ def _immediate_caller() -> SourceLocation | None:
     if not is_user_file(frame.f_code.co_filename):
         return None
     return SourceLocation(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+
+
+def first_leave(leaves: list[Leave], since: int) -> Leave | None:
+    """The first value that left TensorFlow since the tape opened; a tensor used as a truth
+    value (`if`, `max()`) only when nothing left as a number or an array."""
+    recent = [leave for leave in leaves if leave.clock >= since]
+    numbers = [leave for leave in recent if leave.method != TRUTH_VALUE]
+    return (numbers or recent or [None])[0]

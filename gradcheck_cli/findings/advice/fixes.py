@@ -64,6 +64,11 @@ def variable_fix(
         owner = verdict.name.split("/")[-2] if verdict.name.count("/") >= 1 else None
         read = verdict.read_before_tracing
         if verdict.unreached is Unreached.FROZEN_BEFORE_TRACING and read is not None:
+            if read.function in ("build", "__init__"):
+                return (
+                    f"compute the value from {name} in the layer's call(), not once at line "
+                    f"{read.line} in {read.function}(), so that every call reads {name} itself"
+                )
             return (
                 f"compute the value from {name} inside the loss function (move line "
                 f"{read.line} into it), so that every call reads {name} itself"
@@ -77,6 +82,16 @@ def variable_fix(
                 "`with tf.GradientTape() as tape:` block, so that the tape records the forward "
                 f"pass that reads {name}; if it is not meant to train, leave it out of the "
                 "gradient request"
+            )
+        before = verdict.read_before_tape
+        if verdict.unreached is Unreached.NOT_READ_BY_TAPE and before is not None:
+            code = (source.line(before) or "").strip()
+            shown = f" (`{code}`)" if code else ""
+            return (
+                f"compute the value at line {before.line}{shown} inside the "
+                "`with tf.GradientTape() as tape:` block, or, for optimizer.minimize(loss_fn), "
+                f"inside loss_fn: computed before, it reads {name} where the tape cannot see it, "
+                "and the tape takes it for a constant"
             )
         if verdict.unreached is Unreached.NOT_READ_BY_TAPE:
             return (
