@@ -13,7 +13,7 @@ from gradcheck_cli.findings.advice.transform_source import (
     straight_through_rewrite,
 )
 from gradcheck_cli.findings.source import SourceLines, created_name
-from gradcheck_cli.graph.model import is_trainable_dtype
+from gradcheck_cli.graph.model import SourceLocation, is_trainable_dtype
 from gradcheck_cli.protos.missed_overrides import MISSED_OVERRIDE, MissedOverride
 
 # Ops that transform values (quantize, round, flip bits): the straight-through estimator keeps
@@ -73,22 +73,17 @@ def variable_fix(
                 f"compute the value from {name} inside the loss function (move line "
                 f"{read.line} into it), so that every call reads {name} itself"
             )
-        called = verdict.called_before_tape
+        called, before = verdict.called_before_tape, verdict.read_before_tape
         if verdict.unreached is Unreached.NOT_READ_BY_TAPE and called is not None:
-            code = (source.line(called) or "").strip()
-            shown = f" (`{code}`)" if code else ""
             return (
-                f"move the call at line {called.line}{shown} into the "
+                f"move the call at {_quoted(source, called)} into the "
                 "`with tf.GradientTape() as tape:` block, so that the tape records the forward "
                 f"pass that reads {name}; if it is not meant to train, leave it out of the "
                 "gradient request"
             )
-        before = verdict.read_before_tape
         if verdict.unreached is Unreached.NOT_READ_BY_TAPE and before is not None:
-            code = (source.line(before) or "").strip()
-            shown = f" (`{code}`)" if code else ""
             return (
-                f"compute the value at line {before.line}{shown} inside the "
+                f"compute the value at {_quoted(source, before)} inside the "
                 "`with tf.GradientTape() as tape:` block, or, for optimizer.minimize(loss_fn), "
                 f"inside loss_fn: computed before, it reads {name} where the tape cannot see it, "
                 "and the tape takes it for a constant"
@@ -230,6 +225,12 @@ def non_float_loss_fix(cast: PathStep, loss_dtype: str) -> str:
 
 def _article(word: str) -> str:
     return "an" if word[:1] in "aeiou" else "a"
+
+
+def _quoted(source: SourceLines, location: SourceLocation) -> str:
+    """`line N (`code`)`: a line of the script, with its code when it can be read."""
+    code = (source.line(location) or "").strip()
+    return f"line {location.line} (`{code}`)" if code else f"line {location.line}"
 
 
 def left_tensorflow_fix(blocker: Blocker) -> str:
