@@ -73,11 +73,12 @@ def test_every_line_that_must_change_is_blamed(
 ) -> None:
     _, report = reports[case["name"]]
     script = REPORTS / f"{case['name']}.py"
+    blamed = set()
     for variable in _dead(report):
-        blamed = {b["location"]["line"] for b in variable["blockers"] if b["location"]}
+        blamed |= {b["location"]["line"] for b in variable["blockers"] if b["location"]}
         blamed |= {int(n) for n in re.findall(r"\blines? (\d+)", variable["fix"] or "")}
-        for text in case["cut_at"]:
-            assert _line_of(script, text) in blamed, (variable["name"], variable["fix"])
+    missed = [text for text in case["cut_at"] if _line_of(script, text) not in blamed]
+    _known(case, "known_line", not missed, f"lines not blamed: {missed}")
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -85,11 +86,21 @@ def test_the_fix_is_of_the_kind_the_answer_gave(
     case: dict[str, Any], reports: dict[str, tuple[int, dict[str, Any]]]
 ) -> None:
     _, report = reports[case["name"]]
-    for variable in _dead(report):
-        fix = (variable["fix"] or "").lower()
-        missing = [word for word in case["fix_words"] if word.lower() not in fix]
-        wrong = [word for word in case.get("fix_not", []) if word.lower() in fix]
-        assert not missing and not wrong, (variable["name"], variable["fix"])
+    fixes = " ".join((v["fix"] or "") for v in _dead(report)).lower()
+    missing = [word for word in case["fix_words"] if word.lower() not in fixes]
+    wrong = [word for word in case.get("fix_not", []) if word.lower() in fixes]
+    _known(case, "known_fix", not missing and not wrong, f"missing {missing}, wrong {wrong}")
+
+
+def _known(case: dict[str, Any], known: str, right: bool, said: str) -> None:
+    """Pass when right; a case the corpus records as still wrong (`known_fix = "why"`) is an
+    expected failure, and an error once gradcheck gets it right (then the entry goes)."""
+    if known not in case:
+        assert right, said
+    elif right:
+        pytest.fail(f"{case['name']} is right now: remove its {known} entry")
+    else:
+        pytest.xfail(f"{case[known]} ({said})")
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

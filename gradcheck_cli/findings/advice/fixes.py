@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Unreached, VariableVerdict
 from gradcheck_cli.differentiability.reasons import LEAVE_WORDS, Reason
 from gradcheck_cli.findings.advice.overwrites import overwritten_output
@@ -39,6 +41,10 @@ _TRANSFORMS = frozenset(
     }
 )
 _SELECTIONS = frozenset({"ArgMax", "ArgMin"})
+# tf.where's pick: no gradient to its condition (a comparison's result).
+_PICKS = frozenset({"Select", "SelectV2"})
+# A pick by position: its indices have no gradient.
+_INDEXINGS = frozenset({"GatherV2", "GatherNd", "ResourceGather", "ResourceGatherNd", "OneHot"})
 # A sort's or top_k's positions (tf.argsort, tf.math.top_k(...).indices): cut by their dtype,
 # as their values output has a gradient.
 _SORT_POSITIONS = frozenset({"TopKV2", "TopK"})
@@ -185,10 +191,36 @@ def variable_fix(
         return count_fix(verdict, name)
     if types <= _TRANSFORMS:
         return straight_through(verdict, name, source)
-    if types <= THRESHOLDS:
-        return threshold_fix(verdict, name, source)
+    # A comparison that picks with tf.where: the Select's condition is the same cut.
+    gates = {b.op_type for b in verdict.blockers if b.op_type in _PICKS}
+    if types <= THRESHOLDS | gates and types & THRESHOLDS:
+        return threshold_fix(replace(verdict, blockers=_comparisons(verdict)), name, source)
+    picked = [b for b in verdict.blockers if b.op_type in _INDEXINGS]
+    if picked and types <= _TRANSFORMS | _INDEXINGS:
+        return rounded_index_fix(picked[0], name)
     first = verdict.blockers[0]
-    return blocker_fix(first, name)
+    # Cuts of other kinds further on must change too: each is told, in the path's order.
+    rest = tuple(b for b in verdict.blockers[1:] if b.reason is not first.reason)
+    if not rest:
+        return blocker_fix(first, name)
+    further = variable_fix(replace(verdict, blockers=rest), source, loss_dtype)
+    return f"{blocker_fix(first, name)}; it is cut again further on: {further}"
+
+
+def _comparisons(verdict: VariableVerdict) -> tuple[Blocker, ...]:
+    return tuple(b for b in verdict.blockers if b.op_type in THRESHOLDS)
+
+
+def rounded_index_fix(blocker: Blocker, name: str) -> str:
+    """A value rounded or cast to an integer to pick by position (a gather, a one-hot): a
+    position has no gradient, and a straight-through estimator cannot give it one."""
+    return (
+        f"the rounded value picks by position{_at(blocker)}, and a position has no gradient "
+        f"(nor does a straight-through estimator give it one): to train {name}, read the "
+        "values with weights that depend on the real-valued position, interpolating between "
+        "its neighbours (bilinear weights from the fractional part, as a spatial transformer "
+        "samples) or with soft attention over the positions"
+    )
 
 
 def ranking_fix(blocker: Blocker, name: str) -> str:
