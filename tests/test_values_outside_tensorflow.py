@@ -72,3 +72,20 @@ def test_python_max_on_unnamed_variables_blames_the_one_it_does_not_pick() -> No
     (low,) = [v for v in report["variables"] if v["status"] == "blocked"]
     assert low["path"] is None or "low" in low["path"]
     assert "tf.maximum" in low["fix"]
+
+
+def test_a_keras_weights_own_numpy_in_an_eager_loop_is_the_cut_at_its_line() -> None:
+    from gradcheck_cli.cli import run_command
+    from tests.cli_runs import invoke
+
+    script = SCRIPTS / "eager_run" / "keras_weight_numpy.py"
+    code, out, err = invoke(run_command, [str(script), "--verify", "-f", "json"])
+    assert code == ExitCode.DEAD_VARIABLES, out + err
+    report = json.loads(out)
+    codes = {f["code"] for f in report["findings"]}
+    assert "GC003" in codes and "GC002" not in codes, report["findings"]  # TensorFlow agrees
+    (scale,) = [v for v in report["variables"] if v["status"] != "ok"]
+    assert scale["name"] == "net/scale" and scale["status"] == "blocked"
+    (cut,) = scale["blockers"]
+    assert "model.scale.numpy()" in _line(script, cut)
+    assert "compile(loss" not in scale["fix"] and ".numpy()" in scale["fix"]

@@ -120,7 +120,7 @@ def _left_tensorflow_finding(
 ) -> Finding:
     """GC109: an error if some variable is cut where the value leaves TensorFlow, else an info
     (TensorFlow's tape says the value that left carried no gradient the loss needs)."""
-    from gradcheck_cli.findings.advice.fixes import left_tensorflow_fix
+    from gradcheck_cli.findings.advice.role_fixes import left_tensorflow_fix
 
     left = [b for v in verdicts for b in v.blockers if b.reason is Reason.LEFT_TENSORFLOW]
     kills = bool(left)
@@ -207,7 +207,7 @@ def _a_librarys_own_cut(concern: Concern) -> bool:
 
 
 def _concern_finding(concern: Concern, source: SourceLines) -> Finding:
-    from gradcheck_cli.findings.advice.fixes import dead_term_fix
+    from gradcheck_cli.findings.advice.role_fixes import dead_term_fix
 
     dead_term = concern.kind is ConcernKind.DEAD_LOSS_TERM
     return RULE_BY_CONCERN[concern.kind].finding(

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.tracing.eager_reads import EagerReads
 from gradcheck_cli.tracing.keras_operations import replaying_now
+from gradcheck_cli.tracing.leaving_tensorflow import EagerReads
 from gradcheck_cli.tracing.traced import function_graphs, user_location
 
 # A step that runs more ops than this is not rebuilt: its request keeps TensorFlow's verdict.

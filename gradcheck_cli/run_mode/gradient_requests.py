@@ -11,9 +11,8 @@ from typing import Any
 from gradcheck_cli.graph.model import CreationNames, SourceLocation, TensorFlowVerdict, Variable
 from gradcheck_cli.source_code.debug_info import made_by_a_library, with_call_column
 from gradcheck_cli.tracing import traced
-from gradcheck_cli.tracing.eager_reads import EagerReads
 from gradcheck_cli.tracing.keras_weights import KerasWeights, layer_of
-from gradcheck_cli.tracing.leaving_tensorflow import Leave
+from gradcheck_cli.tracing.leaving_tensorflow import EagerReads, Leave
 from gradcheck_cli.worker.protocol import (
     EagerResult,
     GradientRequest,

@@ -14,7 +14,6 @@ from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import CreationNames, SourceLocation
 from gradcheck_cli.source_code.debug_info import made_by_a_library, with_call_column
 from gradcheck_cli.tracing.eager_fallback import eager_fallback
-from gradcheck_cli.tracing.eager_reads import mark_frozen_reads, recording_eager_reads
 from gradcheck_cli.tracing.function_tracing import (
     RUN_INSTEAD,
     concrete_function,
@@ -31,6 +30,7 @@ from gradcheck_cli.tracing.keras_weights import (
     owned_variables,
     track_keras_weights,
 )
+from gradcheck_cli.tracing.leaving_tensorflow import mark_frozen_reads, recording_eager_reads
 from gradcheck_cli.tracing.loss_finding import SCRIPT_RUN_NAME, find_loss, is_graph_tensor
 from gradcheck_cli.tracing.override_maps import recording_override_maps
 from gradcheck_cli.worker import progress

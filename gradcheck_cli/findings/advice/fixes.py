@@ -5,8 +5,24 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Unreached, VariableVerdict
-from gradcheck_cli.differentiability.reasons import LEAVE_WORDS, Reason
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.advice.overwrites import overwritten_output
+from gradcheck_cli.findings.advice.role_fixes import (
+    _COUNTING,
+    _EQUALITIES,
+    _INDEXINGS,
+    _PICKS,
+    _SAMPLES,
+    _SELECTIONS,
+    _SORT_POSITIONS,
+    _TRANSFORMS,
+    _at,
+    _listed,
+    left_tensorflow_fix,
+    non_float_loss_fix,
+    ranking_fix,
+    rounded_index_fix,
+)
 from gradcheck_cli.findings.advice.selection import selection_use
 from gradcheck_cli.findings.advice.thresholds import THRESHOLDS, soft_threshold, threshold_fix
 from gradcheck_cli.findings.advice.transform_source import (
@@ -20,39 +36,6 @@ from gradcheck_cli.protos.missed_overrides import MISSED_OVERRIDE, MissedOverrid
 
 # Ops that transform values (quantize, round, flip bits): the straight-through estimator keeps
 # the transformed value forward and passes the gradient through unchanged backward.
-_TRANSFORMS = frozenset(
-    {
-        "Cast",
-        "Round",
-        "Floor",
-        "Ceil",
-        "Rint",
-        "FloorDiv",
-        "TruncateDiv",
-        "BitwiseXor",
-        "BitwiseAnd",
-        "BitwiseOr",
-        "Invert",
-        "LeftShift",
-        "RightShift",
-        "StopGradient",
-        "FakeQuantWithMinMaxArgs",
-        "Sign",
-    }
-)
-_SELECTIONS = frozenset({"ArgMax", "ArgMin"})
-# tf.where's pick: no gradient to its condition (a comparison's result).
-_PICKS = frozenset({"Select", "SelectV2"})
-# A pick by position: its indices have no gradient.
-_INDEXINGS = frozenset({"GatherV2", "GatherNd", "ResourceGather", "ResourceGatherNd", "OneHot"})
-# A sort's or top_k's positions (tf.argsort, tf.math.top_k(...).indices): cut by their dtype,
-# as their values output has a gradient.
-_SORT_POSITIONS = frozenset({"TopKV2", "TopK"})
-# A categorical sample (tf.random.categorical, its stateless form).
-_SAMPLES = frozenset({"Multinomial", "StatelessMultinomial"})
-# A count of right answers: predictions rounded or thresholded, then compared with the labels.
-_EQUALITIES = frozenset({"Equal", "NotEqual"})
-_COUNTING = _EQUALITIES | THRESHOLDS | {"Round", "Rint", "Floor", "Ceil", "Cast", "Sign"}
 
 
 def python_name(verdict: VariableVerdict, source: SourceLines) -> str:
@@ -191,16 +174,29 @@ def variable_fix(
         return count_fix(verdict, name)
     if types <= _TRANSFORMS:
         return straight_through(verdict, name, source)
-    # A comparison that picks with tf.where: the Select's condition is the same cut.
-    gates = {b.op_type for b in verdict.blockers if b.op_type in _PICKS}
+    # A comparison that picks with tf.where or decides a tf.cond on its own line: the pick's
+    # condition, the cond's predicate, is the same cut.
+    lines = {b.location.line for b in verdict.blockers if b.op_type in THRESHOLDS and b.location}
+    gates = {
+        b.op_type
+        for b in verdict.blockers
+        if b.op_type in _PICKS
+        or (b.reason is Reason.INDEX_OR_SHAPE_INPUT and b.location and b.location.line in lines)
+    }
     if types <= THRESHOLDS | gates and types & THRESHOLDS:
         return threshold_fix(replace(verdict, blockers=_comparisons(verdict)), name, source)
     picked = [b for b in verdict.blockers if b.op_type in _INDEXINGS]
     if picked and types <= _TRANSFORMS | _INDEXINGS:
         return rounded_index_fix(picked[0], name)
     first = verdict.blockers[0]
-    # Cuts of other kinds further on must change too: each is told, in the path's order.
-    rest = tuple(b for b in verdict.blockers[1:] if b.reason is not first.reason)
+    # Cuts of other kinds further on, at other lines, must change too: each is told, in the
+    # path's order (a selection or a predicate the value only decides is the same cut's).
+    rest = tuple(
+        b
+        for b in verdict.blockers[1:]
+        if b.reason not in (first.reason, Reason.INDEX_OR_SHAPE_INPUT)
+        and b.location != first.location
+    )
     if not rest:
         return blocker_fix(first, name)
     further = variable_fix(replace(verdict, blockers=rest), source, loss_dtype)
@@ -209,31 +205,6 @@ def variable_fix(
 
 def _comparisons(verdict: VariableVerdict) -> tuple[Blocker, ...]:
     return tuple(b for b in verdict.blockers if b.op_type in THRESHOLDS)
-
-
-def rounded_index_fix(blocker: Blocker, name: str) -> str:
-    """A value rounded or cast to an integer to pick by position (a gather, a one-hot): a
-    position has no gradient, and a straight-through estimator cannot give it one."""
-    return (
-        f"the rounded value picks by position{_at(blocker)}, and a position has no gradient "
-        f"(nor does a straight-through estimator give it one): to train {name}, read the "
-        "values with weights that depend on the real-valued position, interpolating between "
-        "its neighbours (bilinear weights from the fractional part, as a spatial transformer "
-        "samples) or with soft attention over the positions"
-    )
-
-
-def ranking_fix(blocker: Blocker, name: str) -> str:
-    """The positions of a sort (a rank) have no gradient: a differentiable surrogate of the
-    ranking trains the scores."""
-    return (
-        f"the indices of the sort or top_k{_at(blocker)} are positions, and a position has no "
-        f"gradient: to train {name}, compute the loss from the scores with a differentiable "
-        "surrogate of the ranking, such as a pairwise ranking loss (tf.nn.softplus(s_j - s_i) "
-        "for each pair where item i should rank above item j) or a soft rank (the rank of item "
-        "i as 1 plus the sum over the other items j of tf.sigmoid((s_j - s_i) / temperature)); "
-        "keep the exact rank as a metric"
-    )
 
 
 def _made_the_loss(verdict: VariableVerdict) -> PathStep | None:
@@ -245,44 +216,10 @@ def _made_the_loss(verdict: VariableVerdict) -> PathStep | None:
     return last if last is not None and last.op_type == "Cast" else None
 
 
-def non_float_loss_fix(cast: PathStep, loss_dtype: str) -> str:
-    """A loss cast to an integer (or bool) at its end: the cast is the whole problem."""
-    at = f" at line {cast.location.line}" if cast.location else ""
-    return (
-        f"the tf.cast{at} makes the loss {_article(loss_dtype)} {loss_dtype} tensor, and no "
-        "gradient comes out of one: return the loss as a float (leave the cast out, or cast to "
-        "tf.float32); a rounded value for logging is a metric, computed beside the loss"
-    )
-
-
-def _article(word: str) -> str:
-    return "an" if word[:1] in "aeiou" else "a"
-
-
 def _quoted(source: SourceLines, location: SourceLocation) -> str:
     """`line N (`code`)`: a line of the script, with its code when it can be read."""
     code = (source.line(location) or "").strip()
     return f"line {location.line} (`{code}`)" if code else f"line {location.line}"
-
-
-def left_tensorflow_fix(blocker: Blocker) -> str:
-    """A value turned into a Python one: a truth value picks in Python, anything else is a
-    number or an array the tape cannot follow."""
-    if LEAVE_WORDS["__bool__"] in blocker.message:
-        return (
-            f"Python's max(), min() or if{_at(blocker)} picks one tensor by its value, and what "
-            "it does not pick is not part of the loss, so its variables get no gradient: pick "
-            "with TensorFlow ops (tf.maximum, tf.minimum, tf.where(condition, x, y) for an if), "
-            "which give the other side a zero gradient; to train both sides, use a smooth "
-            "maximum, tf.reduce_logsumexp(tf.stack([x, y]))"
-        )
-    if LEAVE_WORDS["predict"] in blocker.message:
-        return (
-            f"call the model itself, model(x), in place of model.predict(x){_at(blocker)}: "
-            "predict() runs outside the tape and returns NumPy arrays, which the gradient "
-            "cannot follow"
-        )
-    return "compute the loss with TensorFlow ops only: no .numpy(), float() or NumPy on tensors"
 
 
 def missed_override(verdict: VariableVerdict) -> tuple[PathStep, MissedOverride] | None:
@@ -465,10 +402,6 @@ def library_stop_fix(stop: Blocker, name: str) -> str:
     return fix + f", or, if the cut is intended, create {name} with trainable=False"
 
 
-def _at(blocker: Blocker) -> str:
-    return f" at line {blocker.location.line}" if blocker.location else ""
-
-
 def blocker_fix(blocker: Blocker, name: str) -> str:
     """What to do about one cut, in words: the code depends on the whole path."""
     where = f" at line {blocker.location.line}" if blocker.location else ""
@@ -509,36 +442,3 @@ def _zero_gradient_fix(blocker: Blocker, name: str, where: str) -> str:
         f"the {blocker.op_type}{where} has a zero gradient everywhere; use a smooth stand-in (a "
         "tanh over a temperature for tf.sign) or the straight-through estimator"
     )
-
-
-_AS_METRIC = "; if it is a metric, compute it outside the loss"
-
-
-def dead_term_fix(op_type: str) -> str:
-    """What to write for a term of the loss that a non-differentiable op cuts, by what it does."""
-    if op_type in _SELECTIONS:
-        return (
-            "if the term should train the model, compute it from the scores with a softmax (a "
-            "soft index: tf.reduce_sum(tf.nn.softmax(scores) * tf.range(n, dtype=tf.float32), "
-            f"axis=-1) in place of the argmax cast to a float){_AS_METRIC}"
-        )
-    if op_type in THRESHOLDS:
-        return (
-            "if the term should train the model, use a soft threshold (tf.sigmoid((a - b) / "
-            f"0.1) in place of tf.cast(a > b, tf.float32)){_AS_METRIC}"
-        )
-    if op_type in ("Equal", "NotEqual"):
-        return (
-            "a count of right answers has no gradient: keep it as a metric outside the loss, "
-            "and train on a differentiable loss of the scores (a cross-entropy)"
-        )
-    if op_type in _TRANSFORMS:
-        return (
-            "if the term should train the model, pass the gradient straight through the "
-            f"{op_type} (x + tf.stop_gradient(q(x) - x), q being the transform){_AS_METRIC}"
-        )
-    return f"if the term should train the model, write it with differentiable ops{_AS_METRIC}"
-
-
-def _listed(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

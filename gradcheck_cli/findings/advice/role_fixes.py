@@ -1,0 +1,138 @@
+"""Fixes chosen by the role of one cut: a rank's positions, a rounded index, a value that left
+TensorFlow, a loss that is not a float, a loss term that trains nothing."""
+
+from __future__ import annotations
+
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep
+from gradcheck_cli.differentiability.reasons import LEAVE_WORDS
+from gradcheck_cli.findings.advice.thresholds import THRESHOLDS
+
+_TRANSFORMS = frozenset(
+    {
+        "Cast",
+        "Round",
+        "Floor",
+        "Ceil",
+        "Rint",
+        "FloorDiv",
+        "TruncateDiv",
+        "BitwiseXor",
+        "BitwiseAnd",
+        "BitwiseOr",
+        "Invert",
+        "LeftShift",
+        "RightShift",
+        "StopGradient",
+        "FakeQuantWithMinMaxArgs",
+        "Sign",
+    }
+)
+_SELECTIONS = frozenset({"ArgMax", "ArgMin"})
+# tf.where's pick: no gradient to its condition (a comparison's result).
+_PICKS = frozenset({"Select", "SelectV2"})
+# A pick by position: its indices have no gradient.
+_INDEXINGS = frozenset({"GatherV2", "GatherNd", "ResourceGather", "ResourceGatherNd", "OneHot"})
+# A sort's or top_k's positions (tf.argsort, tf.math.top_k(...).indices): cut by their dtype,
+# as their values output has a gradient.
+_SORT_POSITIONS = frozenset({"TopKV2", "TopK"})
+# A categorical sample (tf.random.categorical, its stateless form).
+_SAMPLES = frozenset({"Multinomial", "StatelessMultinomial"})
+# A count of right answers: predictions rounded or thresholded, then compared with the labels.
+_EQUALITIES = frozenset({"Equal", "NotEqual"})
+_COUNTING = _EQUALITIES | THRESHOLDS | {"Round", "Rint", "Floor", "Ceil", "Cast", "Sign"}
+
+
+def rounded_index_fix(blocker: Blocker, name: str) -> str:
+    """A value rounded or cast to an integer to pick by position (a gather, a one-hot): a
+    position has no gradient, and a straight-through estimator cannot give it one."""
+    return (
+        f"the value made an integer picks by position{_at(blocker)}, and a position has no "
+        f"gradient (nor does a straight-through estimator give it one): to train {name}, read the "
+        "values with weights that depend on the real-valued position, interpolating between "
+        "its neighbours (bilinear weights from the fractional part, as a spatial transformer "
+        "samples) or with soft attention over the positions"
+    )
+
+
+def ranking_fix(blocker: Blocker, name: str) -> str:
+    """The positions of a sort (a rank) have no gradient: a differentiable surrogate of the
+    ranking trains the scores."""
+    return (
+        f"the indices of the sort or top_k{_at(blocker)} are positions, and a position has no "
+        f"gradient: to train {name}, compute the loss from the scores with a differentiable "
+        "surrogate of the ranking, such as a pairwise ranking loss (tf.nn.softplus(s_j - s_i) "
+        "for each pair where item i should rank above item j) or a soft rank (the rank of item "
+        "i as 1 plus the sum over the other items j of tf.sigmoid((s_j - s_i) / temperature)); "
+        "keep the exact rank as a metric"
+    )
+
+
+def non_float_loss_fix(cast: PathStep, loss_dtype: str) -> str:
+    """A loss cast to an integer (or bool) at its end: the cast is the whole problem."""
+    at = f" at line {cast.location.line}" if cast.location else ""
+    return (
+        f"the tf.cast{at} makes the loss {_article(loss_dtype)} {loss_dtype} tensor, and no "
+        "gradient comes out of one: return the loss as a float (leave the cast out, or cast to "
+        "tf.float32); a rounded value for logging is a metric, computed beside the loss"
+    )
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def left_tensorflow_fix(blocker: Blocker) -> str:
+    """A value turned into a Python one: a truth value picks in Python, anything else is a
+    number or an array the tape cannot follow."""
+    if LEAVE_WORDS["__bool__"] in blocker.message:
+        return (
+            f"Python's max(), min() or if{_at(blocker)} picks one tensor by its value, and what "
+            "it does not pick is not part of the loss, so its variables get no gradient: pick "
+            "with TensorFlow ops (tf.maximum, tf.minimum, tf.where(condition, x, y) for an if), "
+            "which give the other side a zero gradient; to train both sides, use a smooth "
+            "maximum, tf.reduce_logsumexp(tf.stack([x, y]))"
+        )
+    if LEAVE_WORDS["predict"] in blocker.message:
+        return (
+            f"call the model itself, model(x), in place of model.predict(x){_at(blocker)}: "
+            "predict() runs outside the tape and returns NumPy arrays, which the gradient "
+            "cannot follow"
+        )
+    return "compute the loss with TensorFlow ops only: no .numpy(), float() or NumPy on tensors"
+
+
+def _at(blocker: Blocker) -> str:
+    return f" at line {blocker.location.line}" if blocker.location else ""
+
+
+_AS_METRIC = "; if it is a metric, compute it outside the loss"
+
+
+def dead_term_fix(op_type: str) -> str:
+    """What to write for a term of the loss that a non-differentiable op cuts, by what it does."""
+    if op_type in _SELECTIONS:
+        return (
+            "if the term should train the model, compute it from the scores with a softmax (a "
+            "soft index: tf.reduce_sum(tf.nn.softmax(scores) * tf.range(n, dtype=tf.float32), "
+            f"axis=-1) in place of the argmax cast to a float){_AS_METRIC}"
+        )
+    if op_type in THRESHOLDS:
+        return (
+            "if the term should train the model, use a soft threshold (tf.sigmoid((a - b) / "
+            f"0.1) in place of tf.cast(a > b, tf.float32)){_AS_METRIC}"
+        )
+    if op_type in ("Equal", "NotEqual"):
+        return (
+            "a count of right answers has no gradient: keep it as a metric outside the loss, "
+            "and train on a differentiable loss of the scores (a cross-entropy)"
+        )
+    if op_type in _TRANSFORMS:
+        return (
+            "if the term should train the model, pass the gradient straight through the "
+            f"{op_type} (x + tf.stop_gradient(q(x) - x), q being the transform){_AS_METRIC}"
+        )
+    return f"if the term should train the model, write it with differentiable ops{_AS_METRIC}"
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
