@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from gradcheck_cli.analysis.analyse import analyse
 from gradcheck_cli.analysis.eager import eager_verdicts
 from gradcheck_cli.analysis.verdicts import Analysis, Status, VariableVerdict
+from gradcheck_cli.differentiability.reasons import UNSEEN_EAGER_CUT
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.build import Context, build_findings, finding_order
 from gradcheck_cli.findings.explanation import explain
@@ -259,7 +260,8 @@ def report_from_result(
         verdicts = eager_verdicts(result.variables, result.gradients, result.left_at, result.reason)
         analysis = Analysis(verdicts)
         notes: list[str] = []
-        left = (result.left_at, result.reason)
+        unseen = result.left_at is None and result.reason == UNSEEN_EAGER_CUT
+        left = None if unseen else (result.left_at, result.reason)  # no GC109 for nothing seen
     else:
         analyses = early.analysis if early is not None else traced_analysis
         analysis, notes = analyses(result, options)

@@ -76,7 +76,7 @@ def test_every_line_that_must_change_is_blamed(
     blamed = set()
     for variable in _dead(report):
         blamed |= {b["location"]["line"] for b in variable["blockers"] if b["location"]}
-        blamed |= {int(n) for n in re.findall(r"\blines? (\d+)", variable["fix"] or "")}
+        blamed |= {int(n) for n in re.findall(r"\blines? (\d+)", variable.get("fix") or "")}
     missed = [text for text in case["cut_at"] if _line_of(script, text) not in blamed]
     _known(case, "known_line", not missed, f"lines not blamed: {missed}")
 
@@ -86,7 +86,7 @@ def test_the_fix_is_of_the_kind_the_answer_gave(
     case: dict[str, Any], reports: dict[str, tuple[int, dict[str, Any]]]
 ) -> None:
     _, report = reports[case["name"]]
-    fixes = " ".join((v["fix"] or "") for v in _dead(report)).lower()
+    fixes = " ".join((v.get("fix") or "") for v in _dead(report)).lower()
     missing = [word for word in case["fix_words"] if word.lower() not in fixes]
     wrong = [word for word in case.get("fix_not", []) if word.lower() in fixes]
     _known(case, "known_fix", not missing and not wrong, f"missing {missing}, wrong {wrong}")
@@ -127,4 +127,5 @@ def test_the_github_annotations_carry_the_same_fix(
     _, report = reports[case["name"]]
     annotations = report["github"].replace("%0A", "\n").replace("%0D", "\r").replace("%25", "%")
     for variable in _dead(report):
-        assert f"fix: {variable['fix']}" in annotations, (variable["name"], annotations[-3000:])
+        if variable.get("fix"):  # a variable gradcheck offers no fix for has none to carry
+            assert f"fix: {variable['fix']}" in annotations, (variable["name"], annotations[-3000:])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from gradcheck_cli.analysis.verdicts import Blocker, Status, Unreached, VariableVerdict
-from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.differentiability.reasons import UNSEEN_EAGER_CUT, Reason
 from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict, Variable
 
 
@@ -24,6 +24,17 @@ def eager_verdicts(
         message=f"the value leaves TensorFlow here, so the gradient cannot follow ({reason})",
         location=left_at,
     )
+    if left_at is None and reason == UNSEEN_EAGER_CUT:  # what is known, and no more
+        leaves = Blocker(
+            op="<eager>",
+            op_type="NoGradient",
+            reason=Reason.OTHER,
+            message=(
+                "TensorFlow's tape gives it no gradient (None), and no value was seen leaving "
+                "TensorFlow: gradcheck could not rebuild this eager step to show the op that "
+                "cuts it (an op without a gradient, such as a tf.data reduction, is one)"
+            ),
+        )
     verdicts = []
     for variable in variables:
         gradient = gradients.get(variable.name)

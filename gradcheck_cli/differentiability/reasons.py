@@ -20,6 +20,10 @@ class Reason(str, enum.Enum):
     OTHER = "other"
 
 
+# An eager step where no value was seen leaving TensorFlow and no graph could be rebuilt:
+# TensorFlow's tape says which variables get None, and nothing more is known of where.
+UNSEEN_EAGER_CUT = "the step runs eagerly, so gradcheck sees no graph to show the cut in"
+
 # How an eager value leaves TensorFlow, by the method the script's code called on it.
 LEAVE_WORDS = {
     "numpy": "`.numpy()` turns the tensor into a NumPy array",

@@ -40,7 +40,11 @@ def explain(
     from gradcheck_cli.findings.advice.edits import code_fix
     from gradcheck_cli.findings.advice.fixes import variable_fix
 
-    fixes = {verdict.name: variable_fix(verdict, source, loss_dtype) for verdict in dead}
+    fixes = {
+        verdict.name: fix
+        for verdict in dead
+        if (fix := variable_fix(verdict, source, loss_dtype)) is not None  # a right fix, or none
+    }
     fixes.update(told)
     still_cut = {
         verdict.name: sentence

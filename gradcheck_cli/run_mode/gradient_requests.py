@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gradcheck_cli.differentiability.reasons import UNSEEN_EAGER_CUT
 from gradcheck_cli.graph.model import CreationNames, SourceLocation, TensorFlowVerdict, Variable
 from gradcheck_cli.source_code.debug_info import made_by_a_library, with_call_column
 from gradcheck_cli.tracing import traced
@@ -210,7 +211,7 @@ def eager_request(
     if left is not None:
         reason = left.reason
     else:
-        reason = "the step runs eagerly, so gradcheck sees no graph to show the cut in"
+        reason = UNSEEN_EAGER_CUT
     return EagerResult(
         loss_name=label,
         variables=models,

@@ -45,7 +45,7 @@ def python_name(verdict: VariableVerdict, source: SourceLines) -> str:
 
 def variable_fix(
     verdict: VariableVerdict, source: SourceLines, loss_dtype: str | None = None
-) -> str:
+) -> str | None:
     """What to write instead, for a dead variable as a whole. `loss_dtype`: the loss's own
     dtype, when known."""
     name = python_name(verdict, source)
@@ -149,6 +149,8 @@ def variable_fix(
         )
     if verdict.blockers[0].reason is Reason.LEFT_TENSORFLOW:
         return left_tensorflow_fix(verdict.blockers[0])
+    if verdict.blockers[0].op_type == "NoGradient":  # TensorFlow's verdict, no cut seen: no fix
+        return None
     missed = missed_override_fix(verdict)
     if missed is not None:
         return missed
@@ -200,6 +202,8 @@ def variable_fix(
     if not rest:
         return blocker_fix(first, name)
     further = variable_fix(replace(verdict, blockers=rest), source, loss_dtype)
+    if further is None:
+        return blocker_fix(first, name)
     return f"{blocker_fix(first, name)}; it is cut again further on: {further}"
 
 
