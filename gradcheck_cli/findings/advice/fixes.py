@@ -16,10 +16,12 @@ from gradcheck_cli.findings.advice.role_fixes import (
     _SELECTIONS,
     _SORT_POSITIONS,
     _TRANSFORMS,
+    PYTHON_FUNCTIONS,
     _at,
     _listed,
     left_tensorflow_fix,
     non_float_loss_fix,
+    python_function_fix,
     ranking_fix,
     rounded_index_fix,
 )
@@ -151,6 +153,9 @@ def variable_fix(
         return left_tensorflow_fix(verdict.blockers[0])
     if verdict.blockers[0].op_type == "NoGradient":  # TensorFlow's verdict, no cut seen: no fix
         return None
+    functions = [b for b in verdict.blockers if b.op_type in PYTHON_FUNCTIONS]
+    if functions:
+        return python_function_fix(functions[0], name)
     missed = missed_override_fix(verdict)
     if missed is not None:
         return missed

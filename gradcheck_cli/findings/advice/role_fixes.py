@@ -54,6 +54,23 @@ def rounded_index_fix(blocker: Blocker, name: str) -> str:
     )
 
 
+# A Python function run by TensorFlow (tf.py_func / tf.numpy_function, tf.py_function's eager
+# form): no gradient unless one is given.
+PYTHON_FUNCTIONS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
+
+
+def python_function_fix(blocker: Blocker, name: str) -> str:
+    """A Python function has no gradient TensorFlow knows: its derivative must be given, or the
+    function written with TensorFlow's ops; a straight-through estimator fits only an identity."""
+    return (
+        f"the Python function{_at(blocker)} runs outside TensorFlow's gradient: to train "
+        f"{name}, write it with TensorFlow ops, or give it its real derivative (in TensorFlow 2, "
+        "tf.custom_gradient around the call; in a TF1 graph, a gradient registered with "
+        'tf.RegisterGradient and mapped to the op with graph.gradient_override_map({"PyFunc": '
+        "name})); a straight-through estimator is right only where the function is an identity"
+    )
+
+
 def ranking_fix(blocker: Blocker, name: str) -> str:
     """The positions of a sort (a rank) have no gradient: a differentiable surrogate of the
     ranking trains the scores."""
