@@ -128,9 +128,10 @@ def variable_fix(
             )
         if owner is not None and verdict.unreached is Unreached.READ_NOT_REACHING:
             return (
-                f"nothing the loss uses depends on layer {owner}'s output: give that output a "
-                f"loss (compile(loss={{...}})) or remove the layer; if it is meant to stay "
-                "untrained, set its trainable attribute to False"
+                f"nothing the loss uses depends on layer {owner}'s output: pass that output on "
+                "to the computation the loss is made from, or give it a loss term of its own "
+                "(for a compiled model's extra output, compile(loss={...})), or remove the "
+                "layer; if it is meant to stay untrained, set its trainable attribute to False"
             )
         attribute = created_name(source, verdict.location)
         # A layer's weight: its path names the layer's attribute, or Keras recorded its layer.
