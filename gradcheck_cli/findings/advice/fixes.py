@@ -302,7 +302,7 @@ def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -
         if only_stops and inside is not None:
             return library_stop_fix(inside, name)
         if only_stops:
-            where = _at(stops[-1])
+            where = _at_lines(stops)
             return (
                 f"remove the tf.stop_gradient{where} if {name} should learn from this loss; if "
                 f"the cut is intended, make {name} non-trainable (trainable=False) or accept it "
@@ -338,6 +338,15 @@ def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -
     return (
         f"{lead}: at line {line}, in place of {rewrite.original}, write\n    {rewrite.replacement}"
     )
+
+
+def _at_lines(blockers: list[Blocker]) -> str:
+    """" at line N", or " at lines N and M" where the cuts sit on several lines (both branches
+    of a tf.cond): every one must change."""
+    lines = sorted({b.location.line for b in blockers if b.location is not None})
+    if len(lines) > 1:
+        return f" at lines {_listed([str(line) for line in lines])}"
+    return _at(blockers[-1])
 
 
 def count_fix(verdict: VariableVerdict, name: str) -> str:

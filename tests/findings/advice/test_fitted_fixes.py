@@ -109,6 +109,33 @@ def test_a_cut_in_both_branches_of_a_cond_is_told_at_both_lines(tmp_path: Path) 
     assert json.loads(out.read_text()) == ["none", "gradient"]
 
 
+STOPS = REPO / "tests" / "scripts" / "cond_both_stops.py"
+
+
+def test_a_stop_gradient_in_both_branches_of_a_cond_is_removed_at_both_lines(
+    tmp_path: Path,
+) -> None:
+    from gradcheck_cli import check
+
+    report = check(str(STOPS), "loss")
+    (w,) = report.dead
+    lines = [
+        _line(str(STOPS), "lambda: tf.stop_gradient(w * x)"),
+        _line(str(STOPS), "lambda: tf.stop_gradient(w - x)"),
+    ]
+    assert [b.location.line if b.location else None for b in w.blockers] == lines
+    assert report.fixes["w"].startswith(
+        f"remove the tf.stop_gradient at lines {lines[0]} and {lines[1]} "
+    )
+    # Both removed, as the words say: TensorFlow trains w whichever branch runs.
+    text = STOPS.read_text()
+    both = tmp_path / "both.py"
+    both.write_text(
+        text.replace("tf.stop_gradient(w * x)", "w * x").replace("tf.stop_gradient(w - x)", "w - x")
+    )
+    assert _probe(tmp_path, [(STOPS, "w"), (both, "w")]) == ["none", "gradient"]
+
+
 BUILT = REPO / "tests" / "scripts" / "computed_in_build.py"
 COPIED = REPO / "tests" / "scripts" / "assigned_copy.py"
 
