@@ -19,7 +19,9 @@ from gradcheck_cli.findings.advice.role_fixes import (
     PYTHON_FUNCTIONS,
     _at,
     _listed,
+    dtype_conversion_fix,
     left_tensorflow_fix,
+    library_conversion,
     non_float_loss_fix,
     python_function_fix,
     ranking_fix,
@@ -180,6 +182,9 @@ def variable_fix(
         return selection_fix(verdict, name, source)
     if types & _EQUALITIES and types <= _COUNTING:
         return count_fix(verdict, name)
+    conversion = library_conversion(verdict.blockers)
+    if conversion is not None and types <= _TRANSFORMS:
+        return dtype_conversion_fix(conversion, name)
     if types <= _TRANSFORMS:
         return straight_through(verdict, name, source)
     # A comparison that picks with tf.where or decides a tf.cond on its own line: the pick's

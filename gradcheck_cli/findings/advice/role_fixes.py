@@ -3,8 +3,10 @@ TensorFlow, a loss that is not a float, a loss term that trains nothing."""
 
 from __future__ import annotations
 
+import re
+
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep
-from gradcheck_cli.differentiability.reasons import LEAVE_WORDS
+from gradcheck_cli.differentiability.reasons import LEAVE_WORDS, Reason
 from gradcheck_cli.findings.advice.thresholds import THRESHOLDS
 
 _TRANSFORMS = frozenset(
@@ -91,6 +93,37 @@ def non_float_loss_fix(cast: PathStep, loss_dtype: str) -> str:
         f"the tf.cast{at} makes the loss {_article(loss_dtype)} {loss_dtype} tensor, and no "
         "gradient comes out of one: return the loss as a float (leave the cast out, or cast to "
         "tf.float32); a rounded value for logging is a metric, computed beside the loss"
+    )
+
+
+def library_conversion(blockers: tuple[Blocker, ...]) -> Blocker | None:
+    """The first cast to an integer dtype that a library's function made (the user's line only
+    called it: a dtype conversion such as tf.image.convert_image_dtype's), if any."""
+    return next(
+        (
+            b
+            for b in blockers
+            if b.op_type == "Cast"
+            and b.reason is Reason.INTEGER_DTYPE
+            and b.location is not None
+            and b.location.inside is not None
+        ),
+        None,
+    )
+
+
+def dtype_conversion_fix(cast: Blocker, name: str) -> str:
+    """A library call that converts the values to an integer dtype: the conversion is its
+    purpose, so no estimator around it fits; the loss keeps the floating-point values."""
+    assert cast.location is not None
+    target = re.search(r"the Cast to (\w+) ", cast.message)
+    dtype = target.group(1) if target else "an integer dtype"
+    return (
+        f"the cast to {dtype} is made inside {cast.location.inside}, called at line "
+        f"{cast.location.line}: that call converts the values to integers, and integers carry "
+        f"no gradient; to train {name}, compute the loss on floating-point values (convert to "
+        f"tf.float32, or leave the conversion out of the loss), and convert to {dtype} only "
+        "where integers are needed, beside the loss (to save or show the values)"
     )
 
 

@@ -136,6 +136,26 @@ def test_a_stop_gradient_in_both_branches_of_a_cond_is_removed_at_both_lines(
     assert _probe(tmp_path, [(STOPS, "w"), (both, "w")]) == ["none", "gradient"]
 
 
+IMAGE = REPO / "tests" / "scripts" / "image_dtype_loss.py"
+
+
+def test_a_library_s_conversion_to_integers_is_fixed_by_keeping_floats(tmp_path: Path) -> None:
+    from gradcheck_cli import check
+
+    report = check(str(IMAGE), "loss")
+    (w,) = report.dead
+    line = _line(str(IMAGE), "tf.image.convert_image_dtype(")
+    fix = report.fixes["w"]
+    assert fix.startswith(
+        f"the cast to uint8 is made inside TensorFlow's convert_image_dtype, called at line {line}"
+    )
+    assert "straight-through" not in fix
+    # Kept floating point, as the words say: TensorFlow trains w.
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(IMAGE.read_text().replace("tf.uint8, saturate=True", "tf.float32"))
+    assert _probe(tmp_path, [(IMAGE, "w"), (fixed, "w")]) == ["none", "gradient"]
+
+
 BUILT = REPO / "tests" / "scripts" / "computed_in_build.py"
 COPIED = REPO / "tests" / "scripts" / "assigned_copy.py"
 
