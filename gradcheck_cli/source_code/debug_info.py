@@ -58,17 +58,33 @@ def library_entry(frames: list[tuple[str, str]]) -> str | None:
     """Where a library made an op that the user's code only called it for: `frames` are the
     (file, function) frames after the user's innermost one, outermost first. None when the
     user called the op's own API (`tf.stop_gradient`, `keras.ops.stop_gradient`)."""
-    for path, function in frames:
-        if any(marker in path for marker in _WRAPPER_MARKERS):
-            continue
-        if function == "stop_gradient":
-            return None
-        parts = path.split(os.sep)
-        for folder, name in _LIBRARIES.items():
-            if folder in parts:
-                return name
-        return f"TensorFlow's {function}" if "tensorflow" in parts else None
-    return None
+    calls = [(path, f) for path, f in frames if not any(m in path for m in _WRAPPER_MARKERS)]
+    if not calls or calls[0][1] == "stop_gradient" or _own_api(calls):
+        return None
+    path, function = calls[0]
+    parts = path.split(os.sep)
+    for folder, name in _LIBRARIES.items():
+        if folder in parts:
+            return name
+    return f"TensorFlow's {function}" if "tensorflow" in parts else None
+
+
+# Where TensorFlow makes an op from its definition: the generated op wrappers (gen_math_ops.py)
+# and the framework they call.
+_OP_MAKERS = (f"{os.sep}gen_", f"tensorflow{os.sep}python{os.sep}framework{os.sep}")
+
+
+def _own_api(calls: list[tuple[str, str]]) -> bool:
+    """Whether the user called the op's own API (tf.cast, keras.ops.cast): the function called
+    reaches TensorFlow's op maker directly, or through functions of the same name (a backend's
+    cast), not through another function of its library (convert_image_dtype's saturate_cast)."""
+    entry = calls[0][1]
+    for path, function in calls[1:]:
+        if any(maker in path for maker in _OP_MAKERS):
+            return True
+        if function != entry:
+            return False
+    return False
 
 
 class DebugInfoLocations:
