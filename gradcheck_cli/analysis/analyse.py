@@ -95,6 +95,8 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
             status = Status.UNUSED
             if variable.created_again is not None:
                 unreached = Unreached.CREATED_AGAIN
+            elif variable.read_in_dataset is not None:
+                unreached = Unreached.READ_IN_DATASET
             elif variable.read_before_tracing is not None:
                 unreached = Unreached.FROZEN_BEFORE_TRACING
             elif variable.unread_by_tape:

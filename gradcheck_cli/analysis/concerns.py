@@ -6,9 +6,10 @@ import functools
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from gradcheck_cli.analysis.control_flow import CASE_OPS, IF_OPS, StepKind, reach_of, step_of
+from gradcheck_cli.analysis.control_flow import StepKind, reach_of, step_of
 from gradcheck_cli.analysis.reachability import Reachability, forward_reached
 from gradcheck_cli.analysis.verdicts import Analysis, Concern, ConcernKind, Status, VariableVerdict
+from gradcheck_cli.differentiability.function_ops import CASE_OPS, IF_OPS
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import STOP_GRADIENT_OPS, Cut
 from gradcheck_cli.graph.arrays import TensorSet

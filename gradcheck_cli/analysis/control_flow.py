@@ -16,6 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from gradcheck_cli.differentiability.function_ops import (
+    CASE_OPS,
+    IF_OPS,
+    WHILE_OPS,
+    runs_its_functions,
+)
 from gradcheck_cli.differentiability.rules import (
     STOP_GRADIENT_OPS,
     Cut,
@@ -29,11 +35,6 @@ from gradcheck_cli.differentiability.structural_zeros import (
 from gradcheck_cli.graph.arrays import BodyArrays, TensorSet
 from gradcheck_cli.graph.flat_nodes import FlatNodes, Tables
 from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
-
-CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
-IF_OPS = frozenset({"If", "StatelessIf"})
-CASE_OPS = frozenset({"Case", "StatelessCase"})
-WHILE_OPS = frozenset({"While", "StatelessWhile"})
 
 EVERYTHING = -1
 """A mask with every bit set: what an unknown callee is assumed to reach."""
@@ -94,10 +95,8 @@ def step_of(node: Node) -> Step:
         return Step(StepKind.IF, branches)
     if op in CASE_OPS:
         return Step(StepKind.CASE, node.calls.get("branches", ()))
-    called = node.calls.get("f")
-    # A direct library call is a node whose op type is the name of the function it runs.
-    if called and (op in CALL_OPS or op == called[0]):
-        return Step(StepKind.CALL, called[:1])
+    if runs_its_functions(node):
+        return Step(StepKind.CALL, node.calls.get("f", ())[:1])
     return _PLAIN
 
 

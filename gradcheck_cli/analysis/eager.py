@@ -46,6 +46,8 @@ def eager_verdicts(
             why = Unreached.NEVER_READ
             if variable.created_again is not None:
                 why = Unreached.CREATED_AGAIN
+            elif variable.read_in_dataset is not None:
+                why = Unreached.READ_IN_DATASET
             elif variable.read_before_tape is not None:  # a value the tape used, computed before
                 why = Unreached.NOT_READ_BY_TAPE
             verdict = VariableVerdict(variable, Status.UNUSED, unreached=why)

@@ -36,6 +36,9 @@ class Unreached(str, enum.Enum):
     ASSIGNED_AWAY = "assigned_away"
     # the line that made it ran again in the step and made a new variable the loss reads instead
     CREATED_AGAIN = "created_again"
+    # read only by a tf.data op (a Dataset.map function), outside the tape: what the dataset
+    # yields is data to the loss
+    READ_IN_DATASET = "read_in_dataset"
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,7 @@ class VariableVerdict:
     called_before_tape = _of_variable("called_before_tape")
     read_before_tape = _of_variable("read_before_tape")
     created_again = _of_variable("created_again")
+    read_in_dataset = _of_variable("read_in_dataset")
 
     @property
     def dead(self) -> bool:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from gradcheck_cli.differentiability.function_ops import is_dataset_op, runs_its_functions
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.registry import GradientRegistry, load_registry
 from gradcheck_cli.differentiability.structural_zeros import (
@@ -149,7 +150,7 @@ def rules_cut(
         return _dtype_cut(node, input_dtype)
 
     # Arguments and function calls are summarised by the analysis, never judged by op type.
-    if op != ARG_OP and not node.calls:
+    if op != ARG_OP and not runs_its_functions(node):
         cut = _registry_cut(node, input_index, input_dtype, registry)
         if cut is not None:
             return cut
@@ -210,6 +211,12 @@ def _registry_cut(
     node: Node, input_index: int, input_dtype: str | None, registry: GradientRegistry
 ) -> Cut | None:
     op = node.op_type
+    if is_dataset_op(op) and (op in registry.not_differentiable or not registry.has_entry(op)):
+        return Cut(
+            Reason.NON_DIFFERENTIABLE_OP,
+            f"{op} is a tf.data op: the dataset runs its functions where TensorFlow takes no "
+            "gradient",
+        )
     if op in registry.not_differentiable or op in registry.all_none:
         return Cut(Reason.NON_DIFFERENTIABLE_OP, f"{op} has no gradient")
     # `_SignGrad` returns zeros_like(x): a gradient that exists but can never train anything.

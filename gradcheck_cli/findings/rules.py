@@ -9,6 +9,7 @@ from pathlib import PurePath
 from typing import Any
 
 from gradcheck_cli.analysis.verdicts import Concern, ConcernKind, Unreached, VariableVerdict
+from gradcheck_cli.differentiability.function_ops import dataset_api
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.findings.finding import Finding, Severity
@@ -619,6 +620,10 @@ UNREACHED_WORDS = {
         "what is computed from it is only assigned to another variable, and an assignment "
         "passes no gradient to the value it stores"
     ),
+    Unreached.READ_IN_DATASET: (
+        "it is read only inside a tf.data pipeline, which runs outside the tape: what the "
+        "dataset yields is data to the loss"
+    ),
     Unreached.CREATED_AGAIN: (
         "the line that created it ran again in the step and made a new variable, which the "
         "loss reads in its place: the gradient request lists the old one"
@@ -641,6 +646,14 @@ def why_unused(verdict: VariableVerdict) -> str | None:
         return (
             f"what is computed from it is only assigned to{target}{at}, and an assignment "
             "passes no gradient to the value it stores: the loss reads the copy, not it"
+        )
+    dataset = verdict.read_in_dataset
+    if verdict.unreached is Unreached.READ_IN_DATASET and dataset is not None:
+        at = f" at {_file_line(dataset[1])}" if dataset[1] is not None else ""
+        return (
+            f"it is read only inside tf.data: {dataset_api(dataset[0])}{at} computes with it in "
+            "the dataset's own function, outside the tape, and what the dataset yields is data "
+            "to the loss"
         )
     called = verdict.called_before_tape
     if verdict.unreached is Unreached.NOT_READ_BY_TAPE and called is not None:

@@ -266,6 +266,9 @@ class Variable:
     # An eager step: the line that made it ran again inside the tape, and the loss reads the new
     # variable made there (`self.w = tf.Variable(...)` in a layer's call), not this one.
     created_again: SourceLocation | None = None
+    # Run mode: a tf.data op that took it in (a Dataset.map function that reads it), by its op
+    # type and line: the dataset computes with it outside the tape, and yields data to the loss.
+    read_in_dataset: tuple[str, SourceLocation | None] | None = None
     # The Keras layer whose add_weight made it, as a number its sibling weights share, and
     # whether Keras records that layer as ever called: a sibling the loss reads says the layer
     # is called, a layer never called is not (Keras's own record, not the ops' name scopes).

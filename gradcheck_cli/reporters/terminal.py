@@ -277,19 +277,21 @@ def _write_layer_story(console: Console, report: Report, group: Group) -> None:
     _write_fix(console, group.fix)
 
 
+_READ_ELSEWHERE = {Unreached.NOT_READ_BY_TAPE, Unreached.FROZEN_BEFORE_TRACING}
+_READ_ELSEWHERE |= {Unreached.READ_IN_DATASET, Unreached.ASSIGNED_AWAY}  # the line is told
+
+
 def _unused_layer_reason(first: VariableVerdict) -> str:
     """Why a layer's weights never reach the loss, in the words of a layer."""
     if first.unreached is Unreached.READ_NOT_REACHING:
         return "its output is not used by this loss: nothing the loss computes depends on it"
-    if first.unreached in (Unreached.NOT_READ_BY_TAPE, Unreached.FROZEN_BEFORE_TRACING):
+    if first.unreached in _READ_ELSEWHERE:
         return f"never reaches the loss: {why_unused(first)}"
     if first.unreached is Unreached.CALLED_NOT_READ:
         return (
             "called in this loss's forward pass, but its call never reads its weights: a value "
             "computed from them in build() or __init__ is computed once, a constant to the loss"
         )
-    if first.unreached is Unreached.ASSIGNED_AWAY:
-        return f"never reaches the loss: {why_unused(first)}"
     return "not called in this loss's forward pass: the loss never reads its weights"
 
 

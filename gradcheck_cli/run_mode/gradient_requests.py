@@ -79,7 +79,10 @@ class CreatedVariables:
             location = traced.user_location(tf_variable.op.traceback)
         model = traced.model_variable(tf_variable, name, trainable, location=location)
         layer, called = layer_of(self.keras, tf_variable)
-        return tf_variable, replace(model, layer=layer, layer_called=called)
+        dataset = self.reads.datasets.get(_handle_of(tf_variable))
+        return tf_variable, replace(
+            model, layer=layer, layer_called=called, read_in_dataset=dataset
+        )
 
     def _numbered_in_order(self, variable: Any) -> bool:
         """Whether the variable is numbered by its place among the script's variables: the

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gradcheck_cli.differentiability.function_ops import is_dataset_op
 from gradcheck_cli.differentiability.reasons import LEAVE_WORDS
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.worker.protocol import TracedFunction
@@ -142,6 +143,9 @@ class EagerReads:
     # With `lines`: every live eager tensor -> the script's line whose op made it.
     lines: bool = False
     _made: dict[int, tuple[weakref.ref[Any], SourceLocation | None]] = field(default_factory=dict)
+    # id of a resource handle (a variable's) -> the first tf.data op that took it in (a
+    # Dataset.map function that reads the variable captures it), by op type and line.
+    datasets: dict[int, tuple[str, SourceLocation | None]] = field(default_factory=dict)
 
     def on_op(
         self,
@@ -154,6 +158,11 @@ class EagerReads:
     ) -> None:
         if graph is not None or not outputs:
             return None
+        kind = op_type.decode() if isinstance(op_type, bytes) else str(op_type)
+        if is_dataset_op(kind):
+            for tensor in inputs or ():
+                if getattr(tensor, "dtype", None) is not None and tensor.dtype.name == "resource":
+                    self.datasets.setdefault(id(tensor), (kind, _user_line()))
         reads: set[Read] = set()
         for tensor in inputs or ():
             entry = self._derived.get(id(tensor))

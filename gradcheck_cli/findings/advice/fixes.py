@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Unreached, VariableVerdict
+from gradcheck_cli.differentiability.function_ops import is_dataset_op
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.advice.overwrites import overwritten_output
 from gradcheck_cli.findings.advice.role_fixes import (
@@ -19,12 +20,14 @@ from gradcheck_cli.findings.advice.role_fixes import (
     PYTHON_FUNCTIONS,
     _at,
     _listed,
+    dataset_fix,
     dtype_conversion_fix,
     left_tensorflow_fix,
     library_conversion,
     non_float_loss_fix,
     python_function_fix,
     ranking_fix,
+    read_in_dataset_fix,
     rounded_index_fix,
 )
 from gradcheck_cli.findings.advice.selection import selection_use
@@ -97,6 +100,9 @@ def variable_fix(
                 f"reads {weight} and the gradient reaches it; if the layer does not need it, "
                 "delete it"
             )
+        dataset = verdict.read_in_dataset
+        if verdict.unreached is Unreached.READ_IN_DATASET and dataset is not None:
+            return read_in_dataset_fix(dataset, name)
         again = verdict.variable.created_again
         if verdict.unreached is Unreached.CREATED_AGAIN and again is not None:
             return (
@@ -156,6 +162,9 @@ def variable_fix(
         return left_tensorflow_fix(verdict.blockers[0])
     if verdict.blockers[0].op_type == "NoGradient":  # TensorFlow's verdict, no cut seen: no fix
         return None
+    datasets = [b for b in verdict.blockers if is_dataset_op(b.op_type)]
+    if datasets:
+        return dataset_fix(datasets[0], name, source.line(datasets[0].location))
     functions = [b for b in verdict.blockers if b.op_type in PYTHON_FUNCTIONS]
     if functions:
         return python_function_fix(functions[0], name)
@@ -346,7 +355,7 @@ def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -
 
 
 def _at_lines(blockers: list[Blocker]) -> str:
-    """" at line N", or " at lines N and M" where the cuts sit on several lines (both branches
+    """ " at line N", or " at lines N and M" where the cuts sit on several lines (both branches
     of a tf.cond): every one must change."""
     lines = sorted({b.location.line for b in blockers if b.location is not None})
     if len(lines) > 1:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep
+from gradcheck_cli.differentiability.function_ops import dataset_api
 from gradcheck_cli.differentiability.reasons import LEAVE_WORDS, Reason
 from gradcheck_cli.findings.advice.thresholds import THRESHOLDS
+from gradcheck_cli.graph.model import SourceLocation
 
 _TRANSFORMS = frozenset(
     {
@@ -124,6 +126,48 @@ def dtype_conversion_fix(cast: Blocker, name: str) -> str:
         f"no gradient; to train {name}, compute the loss on floating-point values (convert to "
         f"tf.float32, or leave the conversion out of the loss), and convert to {dtype} only "
         "where integers are needed, beside the loss (to save or show the values)"
+    )
+
+
+def dataset_fix(blocker: Blocker, name: str, code: str | None) -> str:
+    """A value computed inside tf.data (Dataset.reduce, a `for` loop over a dataset in a
+    tf.function, a map that reads the variable): no gradient comes out of a dataset. `code`:
+    the blamed line's code, when readable."""
+    loop = _FOR_LOOP.match(code or "")
+    if loop is not None:
+        target, dataset = loop.group(1), loop.group(2)
+        return (
+            f"the tf.function runs the `for` loop over a dataset{_at(blocker)} inside tf.data "
+            f"(as Dataset.reduce), and TensorFlow takes no gradient through a dataset: to train "
+            f"{name}, loop over the dataset's iterator instead, `for {target} in iter({dataset}):`,"
+            " which the tf.function runs as a tf.while_loop that the gradient goes through (or "
+            "iterate outside the tf.function and pass each batch in as an argument)"
+        )
+    return (
+        f"{dataset_api(blocker.op_type)}{_at(blocker)} computes with {name} inside tf.data, "
+        f"and TensorFlow takes no gradient through a dataset: to train {name}, compute the loss "
+        "from the dataset's elements with TensorFlow ops where the gradient is taken: iterate "
+        "the dataset (in a tf.function, `for x in iter(ds):`) and add up each element's loss "
+        "on tensors, or take a batch with ds.batch(n) and compute on the whole batch; keep "
+        "tf.data for producing the data"
+    )
+
+
+# `for TARGET in DATASET:`, as the blamed line of a loop over a dataset reads.
+_FOR_LOOP = re.compile(r"\s*for\s+(.+?)\s+in\s+(.+?)\s*:\s*(?:#.*)?$")
+
+
+def read_in_dataset_fix(dataset: tuple[str, SourceLocation | None], name: str) -> str:
+    """A variable that only a tf.data op reads (a Dataset.map function): the dataset's values
+    are data to the loss, whatever they were computed from."""
+    op_type, where = dataset
+    at = f" at line {where.line}" if where is not None else ""
+    return (
+        f"{dataset_api(op_type)}{at} computes with {name} inside tf.data, and what a dataset "
+        f"yields is data to the loss, not a value the gradient can follow back to {name}: to "
+        f"train {name}, apply the computation that uses it to each batch inside the training "
+        "step (within the `with tf.GradientTape() as tape:` block, or the model's call), and "
+        "keep the dataset's transformations to what does not train"
     )
 
 
