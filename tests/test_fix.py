@@ -33,6 +33,8 @@ FIXED = {
         "w": 'the gradient_override_map keyed by "Round"',
         "scale": 'the gradient_override_map keyed by "Round" and the tf.stop_gradient removed',
     },
+    # The stop_gradient on the quantiser's scale is on another path: it stays.
+    "override_scale_kept.py": {"v": 'the gradient_override_map keyed by "Round"'},
     "operand_stop.py": {"bias": "the tf.stop_gradient removed"},
     "uses_scaling.py": {"kernel": "the tf.stop_gradient removed"},
     # Dead variables whose fixes are words only: the file is left as it is.
@@ -130,6 +132,9 @@ def test_fix_leaves_every_other_line_as_it_was(fixed_copies: tuple[Path, Path, R
         ]
         # One change per cut the fix rewrites (the override map and its stop_gradient: two).
         assert 1 <= len(changes) <= 2, (name, changes)
+    kept = (folder / "override_scale_kept.py").read_text()
+    assert "E = tf.stop_gradient(tf.reduce_mean(tf.abs(v)))" in kept
+    assert 'gradient_override_map({"Round": "Identity"})' in kept
     # The lone stop_gradient of an operand keeps the operand's meaning.
     assert (
         "return tf.reduce_mean((outputs + bias) * 3.0 + outputs)"

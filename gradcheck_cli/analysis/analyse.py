@@ -143,8 +143,14 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
                     remaining = tuple(b for b in blockers if b.reason is not Reason.STOP_GRADIENT)
                 else:
                     # A path that only stop_gradients cut: the other cuts (a comparison that
-                    # feeds a tf.where condition) are not why the variable gets no gradient.
-                    blockers = tuple(b for b in blockers if b.reason is Reason.STOP_GRADIENT)
+                    # feeds a tf.where condition) are not why the variable gets no gradient,
+                    # but for a cut made under a gradient_override_map that misses its type:
+                    # the map was meant to open that path.
+                    blockers = tuple(
+                        b
+                        for b in blockers
+                        if b.reason is Reason.STOP_GRADIENT or b.missed_override is not None
+                    )
         else:
             status = Status.UNUSED
             unreached, read_at = _why_unused(program, source, index)

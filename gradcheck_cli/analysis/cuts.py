@@ -21,7 +21,7 @@ from gradcheck_cli.analysis.walk_traces import Entered, Trace
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.differentiability.rules import SHAPE_OPS, output_dtype_cut
 from gradcheck_cli.graph.arrays import TensorMap, TensorSet
-from gradcheck_cli.graph.model import Body, Node, Program, TensorRef
+from gradcheck_cli.graph.model import MISSED_OVERRIDE, Body, Node, Program, TensorRef
 
 
 class Explanation(NamedTuple):
@@ -461,6 +461,7 @@ def _blocker(body: Body, node: Node, reason: Reason, message: str) -> Blocker:
         message=message,
         function=body.name,
         location=node.location,
+        missed_override=node.attrs.get(MISSED_OVERRIDE),
     )
 
 

@@ -51,6 +51,9 @@ class Blocker:
     message: str
     function: str | None = None
     location: SourceLocation | None = None
+    # The gradient_override_map the op was made under that does not key its type (its items,
+    # file and line): the map was meant for it.
+    missed_override: Any = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,11 @@ class Body:
         return dtypes[ref.index] if ref.index < len(dtypes) else None
 
 
+MISSED_OVERRIDE = "missed_override"
+"""The key of `Node.attrs` for the gradient_override_map an op was made under that does not key
+its type: (the map's items, file, line). The user meant the map for an op there."""
+
+
 @dataclass
 class Variable:
     """A variable the loss might train: where it enters the top body and what it is."""

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+from gradcheck_cli.graph.model import MISSED_OVERRIDE
+
+__all__ = ["MISSED_OVERRIDE", "MISSED_OVERRIDE_ATTR", "MissedOverride", "missed_override"]
+
 MISSED_OVERRIDE_ATTR = "_gradcheck_override_map"
 """A NodeDef attribute gradcheck's worker writes (JSON text): the gradient_override_map an op
 was made under that does not key its type, and where the map was entered. Read into
 `Node.attrs[MISSED_OVERRIDE]` as (the map's items, file, line)."""
-MISSED_OVERRIDE = "missed_override"
 _MAX_BYTES = 4096
 
 MissedOverride = tuple[tuple[tuple[str, str], ...], str | None, int | None]

@@ -42,6 +42,8 @@ def code_fix(verdict: VariableVerdict, source: SourceLines) -> CodeFix | None:
     stops = [b for b in blockers if b.reason is Reason.STOP_GRADIENT]
     missed = _override_key(verdict, source)
     if missed is not None:
+        # A stop_gradient on another path than the missed cut's (a quantiser's scale) stays.
+        stops = stops if verdict.cuts_without_stop_gradient else []
         removed = [_stop_removed(stop, source) for stop in stops]
         if None in removed:
             return None

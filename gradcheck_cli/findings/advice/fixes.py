@@ -246,9 +246,12 @@ def _quoted(source: SourceLines, location: SourceLocation) -> str:
     return f"line {location.line} (`{code}`)" if code else f"line {location.line}"
 
 
-def missed_override(verdict: VariableVerdict) -> tuple[PathStep, MissedOverride] | None:
-    """The first cut on the variable's route made under a gradient_override_map that does not
-    key its op type, with that map (its items, file and line)."""
+def missed_override(
+    verdict: VariableVerdict,
+) -> tuple[PathStep | Blocker, MissedOverride] | None:
+    """The first cut on the variable's route, else among its cuts, made under a
+    gradient_override_map that does not key its op type, with that map (its items, file and
+    line)."""
     for step in verdict.route:
         node = step.node
         # A stop_gradient under the map is meant to stop: the map is for the other cut.
@@ -256,6 +259,10 @@ def missed_override(verdict: VariableVerdict) -> tuple[PathStep, MissedOverride]
         missed = node.attrs.get(MISSED_OVERRIDE) if node is not None and wanted else None
         if isinstance(missed, tuple):
             return step, missed
+    for blocker in verdict.blockers:
+        wanted = blocker.reason is not Reason.STOP_GRADIENT
+        if wanted and isinstance(blocker.missed_override, tuple):
+            return blocker, blocker.missed_override
     return None
 
 
@@ -277,8 +284,12 @@ def missed_override_fix(verdict: VariableVerdict) -> str | None:
     if len(values) == 1:
         fix += f' ({{"{step.op_type}": "{next(iter(values))}"}})'
     stops = [b for b in verdict.blockers if b.reason is Reason.STOP_GRADIENT]
-    if stops:
+    # A stop_gradient in series with the cut must go too; one on another path (a quantiser's
+    # scale) is an alternative the map's key makes needless: left as it is.
+    if stops and verdict.cuts_without_stop_gradient:
         fix += f", and remove the tf.stop_gradient{_at(stops[-1])}"
+    elif stops:
+        fix += f"; the tf.stop_gradient{_at(stops[-1])} on its other path can stay"
     return fix
 
 
