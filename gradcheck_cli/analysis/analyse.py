@@ -201,7 +201,10 @@ def _why_unused(
     if readers and all(is_assign_op(n.op_type) for n in readers):
         return Unreached.ONLY_ASSIGNED, None
     if readers:
-        located = [n.location for n in readers if n.location is not None]
+        # Where it is read, not where it is assigned (a layer built by the step's first call
+        # assigns its initial value there).
+        reads = [n for n in readers if not is_assign_op(n.op_type)]
+        located = [n.location for n in reads + readers if n.location is not None]
         return Unreached.READ_NOT_REACHING, located[0] if located else None
     return Unreached.RECEIVED_NOT_READ, None
 

@@ -625,8 +625,8 @@ UNREACHED_WORDS = {
         "dataset yields is data to the loss"
     ),
     Unreached.CREATED_AGAIN: (
-        "the line that created it ran again in the step and made a new variable, which the "
-        "loss reads in its place: the gradient request lists the old one"
+        "the line that created it ran again in a later call and made a new variable, which "
+        "the loss reads in its place: this one is never read again"
     ),
 }
 

@@ -46,26 +46,37 @@ class Group:
 
 
 def group_dead(report: Report) -> tuple[Group, ...]:
-    """The report's dead variables in groups, in the order of each group's first member."""
-    keyed: dict[Hashable, list[VariableVerdict]] = {}
+    """The report's dead variables in groups, in the order of each group's first member: one
+    cause and one advice, the same text or the same but for the variables' own names."""
+    by_cause: dict[Hashable, list[list[VariableVerdict]]] = {}
+    ordered: list[list[VariableVerdict]] = []
     for verdict in report.untrained:
-        keyed.setdefault(_cause(report, verdict), []).append(verdict)
+        candidates = by_cause.setdefault(_cause(verdict), [])
+        same = next((g for g in candidates if _same_advice(report, g[0], verdict)), None)
+        if same is None:
+            candidates.append([verdict])
+            ordered.append(candidates[-1])
+        else:
+            same.append(verdict)
     trainable = [v for v in report.variables if v.status is not Status.FROZEN]
-    return tuple(_group(report, tuple(members), trainable) for members in keyed.values())
+    return tuple(_group(report, tuple(members), trainable) for members in ordered)
 
 
-def _cause(report: Report, verdict: VariableVerdict) -> Hashable:
+def _cause(verdict: VariableVerdict) -> Hashable:
     if verdict.status is Status.BLOCKED:
-        cause: Hashable = frozenset((b.op, b.function) for b in verdict.blockers)
-    else:
-        owner = verdict.name.split("/")[0] if verdict.name.count("/") >= 2 else ""
-        cause = (verdict.unreached, why_unused(verdict), owner)
-    return (
-        verdict.status,
-        cause,
-        _unnamed(report, verdict, report.intended.get(verdict.name)),
-        _unnamed(report, verdict, report.fixes.get(verdict.name)),
-    )
+        return verdict.status, frozenset((b.op, b.function) for b in verdict.blockers)
+    owner = verdict.name.split("/")[0] if verdict.name.count("/") >= 2 else ""
+    return verdict.status, (verdict.unreached, why_unused(verdict), owner)
+
+
+def _same_advice(report: Report, first: VariableVerdict, other: VariableVerdict) -> bool:
+    """Whether `other` is told as `first` is: the same words of intent and fix, or the same
+    but for each one's own names."""
+    for texts in (report.intended, report.fixes):
+        one, two = texts.get(first.name), texts.get(other.name)
+        if one != two and _unnamed(report, first, one) != _unnamed(report, other, two):
+            return False
+    return True
 
 
 def _unnamed(report: Report, verdict: VariableVerdict, text: str | None) -> str | None:

@@ -278,7 +278,7 @@ def _write_layer_story(console: Console, report: Report, group: Group) -> None:
 
 
 _READ_ELSEWHERE = {Unreached.NOT_READ_BY_TAPE, Unreached.FROZEN_BEFORE_TRACING}
-_READ_ELSEWHERE |= {Unreached.READ_IN_DATASET, Unreached.ASSIGNED_AWAY}  # the line is told
+_READ_ELSEWHERE |= {Unreached.READ_IN_DATASET, Unreached.ASSIGNED_AWAY, Unreached.CREATED_AGAIN}
 
 
 def _unused_layer_reason(first: VariableVerdict) -> str:

@@ -17,7 +17,7 @@ from gradcheck_cli.run_mode import gradient_requests, graph_requests
 from gradcheck_cli.run_mode.eager_recording import OpRecorder
 from gradcheck_cli.run_mode.gradient_requests import CreatedVariables
 from gradcheck_cli.run_mode.graph_requests import Snapshots
-from gradcheck_cli.run_mode.keras_calls import KerasWatch, called_name, is_idle
+from gradcheck_cli.run_mode.keras_calls import KerasWatch, LayerCalls, called_name, is_idle
 from gradcheck_cli.run_mode.untrained import untrained
 from gradcheck_cli.source_code.request_sites import StepProgress
 from gradcheck_cli.tracing.leaving_tensorflow import (
@@ -86,8 +86,7 @@ class Capture:
     _snapshots: Snapshots = field(default_factory=Snapshots)  # of the requests while tracing
     _recorder: OpRecorder = field(init=False)  # the ops each eager tape runs
     _keras: KerasWatch = field(init=False)  # Keras's training and layer calls
-    # id of each layer the script's code called -> (the layer, the line of its last call)
-    _layer_calls: dict[int, tuple[Any, SourceLocation]] = field(default_factory=dict)
+    _layer_calls: LayerCalls = field(default_factory=LayerCalls)  # the script's layer calls
     _step: StepProgress = field(default_factory=StepProgress)  # requests it has not reached
 
     def __post_init__(self) -> None:
@@ -194,6 +193,7 @@ class Capture:
     def _tape_enter(self, original: Any, tape: Any) -> Any:
         tape._gradcheck_started = self._leaves.clock  # noqa: SLF001 - our own mark on the tape
         tape._gradcheck_created = len(self.created.variables)  # noqa: SLF001
+        tape._gradcheck_layer_calls = self._layer_calls.count  # noqa: SLF001
         entered = original(tape)
         recording = not self._busy and not self.delivered and _executing_eagerly()
         tape._gradcheck_ops = self._recorder.tape_entered() if recording else None  # noqa: SLF001
@@ -231,7 +231,8 @@ class Capture:
                 request = (variables, gradients, watched, left, self.created, label, made, read)
                 result: Any = gradient_requests.eager_request(*request)
                 if ops is not None:
-                    result = self._reconstructed(result, ops, target, variables)
+                    opened = getattr(tape, "_gradcheck_layer_calls", 0)
+                    result = self._reconstructed(result, ops, target, variables, opened)
             else:
                 api = "GradientTape.gradient"
                 read = (api, location, target, variables, self.created, label)
@@ -247,7 +248,12 @@ class Capture:
         return gradients
 
     def _reconstructed(
-        self, eager: Any, ops: list[Any], target: Any, variables: list[tuple[int, Any]]
+        self,
+        eager: Any,
+        ops: list[Any],
+        target: Any,
+        variables: list[tuple[int, Any]],
+        opened: int,
     ) -> Any:
         try:
             return gradient_requests.reconstructed_request(
@@ -257,7 +263,7 @@ class Capture:
                 target,
                 variables,
                 self.created,
-                self._called_at,
+                lambda variable: self._layer_calls.before(variable, opened),
             )
         except Exception:  # an op the rebuild cannot express: TensorFlow's verdict stands
             return eager
@@ -341,20 +347,9 @@ class Capture:
         calls = self._idle_calls
         return [replace(call, frozen=len(m.weights)) for call, m in calls if is_idle(m)]
 
-    def _layer_called(self, layer: Any, where: SourceLocation) -> None:
+    def _layer_called(self, layer: Any, where: SourceLocation, depth: int) -> None:
         if not self._busy and not self.delivered:
-            self._layer_calls[id(layer)] = (layer, where)
-
-    def _called_at(self, variable: Any) -> SourceLocation | None:
-        """The line where the script last called a layer or model that owns `variable`."""
-        for layer, where in reversed(self._layer_calls.values()):
-            try:
-                weights = layer.weights
-            except Exception:  # a layer that cannot list its weights owns none we know of
-                continue
-            if any(getattr(w, "value", w) is variable for w in weights):
-                return where
-        return None
+            self._layer_calls.called(layer, where, depth)
 
     # -- stopping before a weight changes ------------------------------------------------------
 

@@ -193,7 +193,13 @@ def eager_request(
     read = read or {}
     before = {id(v): read.get(_handle_of(v), read.get(ALL_VARIABLES)) for _, v, _ in described}
     models = [
-        replace(model, created_again=again.get(id(v)), read_before_tape=before.get(id(v)))
+        replace(
+            model,
+            # A weight made anew at each call: where it was made, not where its layer was.
+            location=again.get(id(v), model.location),
+            created_again=again.get(id(v)),
+            read_before_tape=before.get(id(v)),
+        )
         for _, v, model in described
     ]
     # Eager variables often share TensorFlow's name ("Variable"): verdicts are keyed by the
@@ -236,12 +242,13 @@ def reconstructed_request(
     target: Any,
     variables: list[tuple[int, Any]],
     created: CreatedVariables,
-    called_at: Callable[[Any], SourceLocation | None] = lambda _: None,
+    called_at: Callable[[Any], tuple[SourceLocation | None, bool]] = lambda _: (None, False),
 ) -> TracedGraph | EagerResult:
     """An eager request as the graph of the ops its tape recorded, carrying the eager result
     (TensorFlow's verdicts and where a value left TensorFlow) for when the two disagree.
-    `called_at(variable)`: where the script last called a layer that owns it (for a variable
-    the tape never saw read: a model called before the tape opened)."""
+    `called_at(variable)`: where the script last called a layer that owns it, if before the
+    tape opened (for a variable the tape never saw read: a model called before the tape), and
+    whether such a layer was called with the tape open (then its call never read it)."""
     import tensorflow as tf
 
     from gradcheck_cli.run_mode.eager_recording import rebuild
@@ -268,8 +275,8 @@ def reconstructed_request(
         TracedVariable(
             replace(
                 model,
-                unread_by_tape=node(variable) is None,
-                called_before_tape=called_at(variable) if node(variable) is None else None,
+                unread_by_tape=node(variable) is None and not called_at(variable)[1],
+                called_before_tape=called_at(variable)[0] if node(variable) is None else None,
                 created_again=again.get(model.name),
                 read_before_tape=before.get(model.name) if node(variable) is None else None,
             ),
@@ -365,22 +372,40 @@ ALL_VARIABLES = 0  # the key of a line that stands for every variable the reques
 def _created_again(
     listed: list[Any], watched: set[int], created: CreatedVariables, since: int | None
 ) -> dict[int, SourceLocation]:
-    """{id of a listed variable the tape never read: the line that made it, where the step made
-    the variable the tape read in its place}: the same line made both, the new one after the
-    tape opened (`self.w = tf.Variable(...)` in a call), and no request lists the new one."""
-    if since is None:
-        return {}
-    listed_ids = {id(v) for v in listed}
-    made_in_step = {
-        created.at.get(id(v))
-        for v in created.variables[since:]
-        if id(v) in watched and id(v) not in listed_ids
-    } - {None}
-    return {
-        id(v): where
-        for v in listed
-        if id(v) not in watched and (where := created.at.get(id(v))) in made_in_step
-    }
+    """{id of a listed variable the tape never read: the line that made it, where a later call
+    made the variable the tape read in its place}: the same line made both, and either the new
+    one after the tape opened (`self.w = tf.Variable(...)` in a call), or the same layer made
+    both in two calls of its code (`self.add_weight(...)` in call(): once when a functional
+    model is built, again in the step), whether a request lists the new one too or not."""
+    order = {id(v): index for index, v in enumerate(created.variables)}
+    read = [v for v in created.variables if id(v) in watched and created.at.get(id(v))]
+    again = {}
+    for variable in listed:
+        where = created.at.get(id(variable))
+        if id(variable) in watched or where is None:
+            continue
+        for other in read:
+            if created.at[id(other)] != where:
+                continue
+            in_step = since is not None and order[id(other)] >= since
+            if in_step or _another_call_of_its_layer(created, variable, other, order):
+                again[id(variable)] = where
+                break
+    return again
+
+
+def _another_call_of_its_layer(
+    created: CreatedVariables, variable: Any, other: Any, order: dict[int, int]
+) -> bool:
+    """Whether the Keras layer that made `variable` made `other` later, in another call of its
+    code (the user lines that called it differ): not two weights of one loop in one build()."""
+    layer = created.keras.owners.get(id(variable))
+    if layer is None or created.keras.owners.get(id(other)) != layer:
+        return False
+    if order.get(id(other), -1) <= order.get(id(variable), -1):
+        return False
+    calls = [created.at[id(v)] for v in (variable, other)]
+    return [c.line for c in calls[0].callers] != [c.line for c in calls[1].callers]
 
 
 def _all_zeros(gradient: Any) -> bool:

@@ -14,6 +14,7 @@ import linecache
 import re
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -47,7 +48,7 @@ PREDICTIONS = (
 # (model, method name) -> None, called before each training call.
 OnTraining = Callable[[Any, str], None]
 # (layer, the script's line that called it) -> None, for calls made by the script's own code.
-OnLayerCall = Callable[[Any, SourceLocation], None]
+OnLayerCall = Callable[[Any, SourceLocation, int], None]  # (layer, line, calls it runs inside)
 # (the optimizer's own method, its arguments...) -> what the method returns: run in its place.
 AroundApply = Callable[..., Any]
 # (the script's line that called it, "predict") -> None, for a model's predict calls.
@@ -67,6 +68,37 @@ def called_name(location: SourceLocation | None, method: str) -> str | None:
     line = linecache.getline(location.file, location.line)
     found = re.search(rf"([A-Za-z_][\w.]*)\.{method}\s*\(", line)
     return found.group(1) if found else None
+
+
+@dataclass
+class LayerCalls:
+    """The script's own calls of Keras layers: each layer's last, numbered in order, with the
+    number of layer calls it ran inside (a model's call of its own layers is inside one)."""
+
+    count: int = 0
+    # id(layer) -> (the layer, the line of its last call, that call's number, its depth)
+    last: dict[int, tuple[Any, SourceLocation, int, int]] = field(default_factory=dict)
+
+    def called(self, layer: Any, where: SourceLocation, depth: int) -> None:
+        self.count += 1
+        self.last[id(layer)] = (layer, where, self.count, depth)
+
+    def before(self, variable: Any, opened: int) -> tuple[SourceLocation | None, bool]:
+        """(the line of the script's last outermost call of a layer or model that owns
+        `variable`, when every call of those layers came before the tape opened (call number
+        `opened`); whether one of them was called with the tape open, when its call before is
+        not why the tape never saw the variable read)."""
+        calls = []
+        for layer, where, number, depth in self.last.values():
+            try:
+                weights = layer.weights
+            except Exception:  # a layer that cannot list its weights owns none we know of
+                continue
+            if any(getattr(w, "value", w) is variable for w in weights):
+                calls.append((depth, -number, where))
+        if any(-negated > opened for _, negated, _ in calls):
+            return None, True
+        return (min(calls, key=lambda call: call[:2])[2] if calls else None), False
 
 
 class KerasWatch:
@@ -134,14 +166,20 @@ class KerasWatch:
             return
         on_layer_call = self._on_layer_call
 
+        depth = [0]  # the layer calls in progress: a call inside another is not the script's own
+
         def __call__(instance: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
             caller = sys._getframe(1)
             if is_user_file(caller.f_code.co_filename):
                 where = SourceLocation(
                     caller.f_code.co_filename, caller.f_lineno, caller.f_code.co_name
                 )
-                on_layer_call(instance, where)
-            return original(instance, *args, **kwargs)
+                on_layer_call(instance, where, depth[0])
+            depth[0] += 1
+            try:
+                return original(instance, *args, **kwargs)
+            finally:
+                depth[0] -= 1
 
         __call__.__doc__ = original.__doc__
         self._patch(layer, "__call__", __call__)

@@ -149,6 +149,30 @@ def test_a_model_called_before_the_tape_is_told_so(tmp_path: Path) -> None:
     assert all(gradient is not None for gradient in _gradients_of(fixed).values())
 
 
+def test_a_layer_called_inside_the_tape_is_not_told_as_called_before_it() -> None:
+    # Both twins are called before the tape; only the online one inside it. The target's story
+    # is its own call before the tape (the model's line, not its inner layer's); the online
+    # layer's unread heads are told as unread by a call in the forward pass.
+    script = SCRIPTS / "twin_called_before_tape.py"
+    report = _run(script.name)
+    lines = script.read_text().splitlines()
+    call = next(n for n, text in enumerate(lines, 1) if text == "target(x)")
+    dead = {v["name"]: v for v in report["variables"] if v["status"] == "unused"}
+    tensorflow = {path for path, g in _gradients_of(script).items() if g is None}
+    assert len(dead) == len(tensorflow) == 5
+    online = [v for name, v in dead.items() if not name.startswith("net_1/")]
+    target = [v for name, v in dead.items() if name.startswith("net_1/")]
+    assert len(online) == 2 and len(target) == 3
+    messages = {f["variable"]: f["message"] for f in report["findings"] if f["code"] == "GC108"}
+    for variable in target:
+        assert f"was called at {script.name}:{call}, before the tape" in messages[variable["name"]]
+        assert variable["fix"].startswith(f"move the call at line {call} (`target(x)`)")
+    for variable in online:
+        assert "before the tape" not in messages[variable["name"]]
+        assert "move the call" not in variable["fix"]
+        assert "in the layer's call()" in variable["fix"]
+
+
 def test_the_recorder_rebuilds_only_what_it_kept_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     import tensorflow as tf
 

@@ -103,7 +103,7 @@ from gradcheck_cli.run_mode.keras_calls import KerasWatch, is_idle
 seen = []
 watch = KerasWatch(
     lambda model, method: seen.append((method, is_idle(model))),
-    lambda layer, where: seen.append(("call", where.line)),
+    lambda layer, where, depth: seen.append(("call", where.line)),
 )
 watch.install()
 assert "keras" not in sys.modules

@@ -7,7 +7,7 @@ from dataclasses import replace
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Unreached, VariableVerdict
 from gradcheck_cli.differentiability.function_ops import is_dataset_op
 from gradcheck_cli.differentiability.reasons import Reason
-from gradcheck_cli.findings.advice.overwrites import overwritten_output
+from gradcheck_cli.findings.advice.overwrites import unread_output_fix
 from gradcheck_cli.findings.advice.role_fixes import (
     _COUNTING,
     _EQUALITIES,
@@ -107,8 +107,8 @@ def variable_fix(
         if verdict.unreached is Unreached.CREATED_AGAIN and again is not None:
             return (
                 f"create {name} once, outside the forward pass (in __init__ or build(), or "
-                f"guarded by `if ... is None:`), not at line {again.line} at every call: the "
-                f"gradient request then lists the variable the loss reads"
+                f"guarded by `if ... is None:`), not at {_quoted(source, again)} at every "
+                "call: each call then reads the one variable that the gradient request lists"
             )
         if verdict.unreached is Unreached.ASSIGNED_AWAY:
             stored = verdict.assigned_to
@@ -123,17 +123,13 @@ def variable_fix(
                 f"the gradient cannot follow a copy back to {name} (keep the assignment if "
                 f"{target} must hold the value too)"
             )
-        overwrite = (
-            overwritten_output(source, verdict.read_at)
+        unread = (
+            unread_output_fix(source, verdict.read_at)
             if verdict.unreached is Unreached.READ_NOT_REACHING
             else None
         )
-        if overwrite is not None:
-            return (
-                f"the output of {overwrite.call} at line {overwrite.line} ({overwrite.target}) "
-                f"is overwritten at line {overwrite.again} before anything reads it: pass "
-                f"{overwrite.target} on to the computation that follows, or remove the layer"
-            )
+        if unread is not None:
+            return unread
         if owner is not None and verdict.unreached is Unreached.READ_NOT_REACHING:
             return (
                 f"nothing the loss uses depends on layer {owner}'s output: pass that output on "
