@@ -26,6 +26,11 @@ FIXED = {
     "faulty_weights_tf1.py": {"hidden1/weights_i": "the straight-through estimator"},
     "module_tf2.py": {"output/kernel": "the straight-through estimator"},
     "cond_branch_cut.py": {"threshold": "the straight-through estimator"},
+    # One rounding cuts both variables: the rounding itself goes straight through.
+    "rounded_probabilities.py": {
+        "kernel": "the straight-through estimator",
+        "bias": "the straight-through estimator",
+    },
     "argmax_as_value.py": {"kernel": "a soft-argmax"},
     "thresholded_dice.py": {"kernel": "a soft threshold"},
     "cond_lambda_comparison.py": {"threshold": "a soft threshold"},
@@ -135,6 +140,8 @@ def test_fix_leaves_every_other_line_as_it_was(fixed_copies: tuple[Path, Path, R
     kept = (folder / "override_scale_kept.py").read_text()
     assert "E = tf.stop_gradient(tf.reduce_mean(tf.abs(v)))" in kept
     assert 'gradient_override_map({"Round": "Identity"})' in kept
+    rounded = (folder / "rounded_probabilities.py").read_text()
+    assert "bits = probs + tf.stop_gradient(tf.round(probs) - probs)" in rounded
     # The lone stop_gradient of an operand keeps the operand's meaning.
     assert (
         "return tf.reduce_mean((outputs + bias) * 3.0 + outputs)"

@@ -25,12 +25,13 @@ from gradcheck_cli.analysis.verdicts import (
     Unreached,
     VariableVerdict,
 )
+from gradcheck_cli.differentiability.function_ops import PYTHON_FUNCTIONS
 from gradcheck_cli.differentiability.rules import SHAPE_OPS, is_assign_op
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.arrays import BodyArrays
 from gradcheck_cli.graph.flat_nodes import FlatNodes
 from gradcheck_cli.graph.memory import without_cyclic_gc
-from gradcheck_cli.graph.model import Program, SourceLocation, TensorRef, Variable
+from gradcheck_cli.graph.model import Node, Program, SourceLocation, TensorRef, Variable
 from gradcheck_cli.graph.progress import Progress, silent
 
 
@@ -71,6 +72,7 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
     called_layers = CalledLayers(program)
     # Keras layers the loss function calls, as Keras records them: a weight of theirs is read.
     read_layers = {v.layer for v in program.variables if v.source is not None} - {None}
+    python_function = _python_function_behind_the_loss(program, structural_pass)
     without_stop_gradient: dict[TensorRef, int] | None = None
     feeders: bytearray | None = None  # what an assignment may store (`_assign_feeders`)
     verdicts = []
@@ -105,6 +107,8 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
                 variable.layer_called is not False and called_layers.called(variable.name)
             ):  # Keras's own record of the layer, else the name scopes of the calls
                 unreached = Unreached.CALLED_NOT_READ
+            elif python_function is not None:
+                unreached, read_at = Unreached.BEHIND_PYTHON_FUNCTION, python_function.location
             else:
                 unreached = Unreached.NEVER_READ
         elif gradient.get(source, 0):
@@ -189,6 +193,21 @@ def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Ana
     return Analysis(
         judged, concerns, stop_gradient_shapes(program, verdicts), loss_dtype=loss_dtype
     )
+
+
+def _python_function_behind_the_loss(program: Program, paths: Reachability) -> Node | None:
+    """The Python function op (tf.numpy_function) the loss is computed from, when the loss's
+    graph reads no variable at all: what the loss depends on came out of Python."""
+    if any(v.source is not None for v in program.variables):
+        return None
+    top = program.top_body
+    masks = paths.top_masks()
+    for n in top.nodes.numbers_of_types(PYTHON_FUNCTIONS):
+        node = top.nodes.node(n)
+        outputs = range(max(len(node.output_dtypes), 1))
+        if any((masks.get(TensorRef(node.name, k), 0) or 0) & 1 for k in outputs):
+            return node
+    return None
 
 
 def _why_unused(

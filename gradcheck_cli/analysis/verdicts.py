@@ -39,6 +39,9 @@ class Unreached(str, enum.Enum):
     # read only by a tf.data op (a Dataset.map function), outside the tape: what the dataset
     # yields is data to the loss
     READ_IN_DATASET = "read_in_dataset"
+    # no variable is read in the loss's graph, and the loss is computed from what a Python
+    # function returns (tf.numpy_function): Python there is outside the graph and the tape
+    BEHIND_PYTHON_FUNCTION = "behind_python_function"
 
 
 @dataclass(frozen=True)

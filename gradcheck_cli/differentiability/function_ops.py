@@ -10,6 +10,10 @@ CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 IF_OPS = frozenset({"If", "StatelessIf"})
 CASE_OPS = frozenset({"Case", "StatelessCase"})
 WHILE_OPS = frozenset({"While", "StatelessWhile"})
+# A Python function run by TensorFlow (tf.py_func / tf.numpy_function, tf.py_function's eager
+# form): no gradient unless one is given.
+PYTHON_FUNCTIONS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
+PYTHON_FUNCTION_APIS = {"PyFunc": "tf.numpy_function", "PyFuncStateless": "tf.numpy_function"}
 
 
 def runs_its_functions(node: Node) -> bool:

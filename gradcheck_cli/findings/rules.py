@@ -624,6 +624,11 @@ UNREACHED_WORDS = {
         "it is read only inside a tf.data pipeline, which runs outside the tape: what the "
         "dataset yields is data to the loss"
     ),
+    Unreached.BEHIND_PYTHON_FUNCTION: (
+        "the loss's graph reads no variable: the loss is computed from what a Python function "
+        "(tf.numpy_function, tf.py_function) returns, and whatever Python computes there is "
+        "outside the graph, a constant to the gradient"
+    ),
     Unreached.CREATED_AGAIN: (
         "the line that created it ran again in a later call and made a new variable, which "
         "the loss reads in its place: this one is never read again"
@@ -660,6 +665,19 @@ def why_unused(verdict: VariableVerdict) -> str | None:
         return (
             f"the tape never saw it read: its model or layer was called at {_file_line(called)}, "
             "before the tape opened, and the value computed there is a constant to the tape"
+        )
+    python = verdict.read_at
+    if verdict.unreached is Unreached.BEHIND_PYTHON_FUNCTION and python is not None:
+        return (
+            "the loss's graph reads no variable: the loss is computed from what the Python "
+            f"function at {_file_line(python)} returns, and whatever Python computes there (a "
+            "model called inside it included) is outside the graph, a constant to the gradient"
+        )
+    before = verdict.read_before_tape
+    if verdict.unreached is Unreached.NOT_READ_BY_TAPE and before is not None:
+        return (
+            f"the tape never saw it read: the value computed from it at {_file_line(before)}, "
+            "before the tape opened, is a constant to the tape"
         )
     read = verdict.read_before_tracing
     if verdict.unreached is not Unreached.FROZEN_BEFORE_TRACING or read is None:

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, Unreached, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.names import variables_named
@@ -46,6 +46,7 @@ from gradcheck_cli.reporters.verdict_text import (
     request_label,
     route_items,
     total_parts,
+    unused_layer_reason,
     verdict_parts,
 )
 
@@ -182,7 +183,7 @@ def _write_group_story(console: Console, report: Report, group: Group, width: in
     if first.status is Status.UNUSED:
         in_layers = all("/" in v.name for v in group.members)
         reason = (
-            _unused_layer_reason(first)
+            unused_layer_reason(first)
             if in_layers
             else f"never reaches the loss: {why_unused(first) or ''}"
         )
@@ -273,26 +274,8 @@ def _write_layer_story(console: Console, report: Report, group: Group) -> None:
     if first.location is not None:
         _print(console, f"  created at {escape(_where(first.location))}")
         _write_code(console, report, first.location)
-    _print(console, f"  {_unused_layer_reason(first)}")
+    _print(console, f"  {unused_layer_reason(first)}")
     _write_fix(console, group.fix)
-
-
-_READ_ELSEWHERE = {Unreached.NOT_READ_BY_TAPE, Unreached.FROZEN_BEFORE_TRACING}
-_READ_ELSEWHERE |= {Unreached.READ_IN_DATASET, Unreached.ASSIGNED_AWAY, Unreached.CREATED_AGAIN}
-
-
-def _unused_layer_reason(first: VariableVerdict) -> str:
-    """Why a layer's weights never reach the loss, in the words of a layer."""
-    if first.unreached is Unreached.READ_NOT_REACHING:
-        return "its output is not used by this loss: nothing the loss computes depends on it"
-    if first.unreached in _READ_ELSEWHERE:
-        return f"never reaches the loss: {why_unused(first)}"
-    if first.unreached is Unreached.CALLED_NOT_READ:
-        return (
-            "called in this loss's forward pass, but its call never reads its weights: a value "
-            "computed from them in build() or __init__ is computed once, a constant to the loss"
-        )
-    return "not called in this loss's forward pass: the loss never reads its weights"
 
 
 def _write_side_cuts(console: Console, report: Report, verdict: VariableVerdict) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gradcheck_cli.analysis.verdicts import PathStep
+from gradcheck_cli.analysis.verdicts import PathStep, Unreached, VariableVerdict
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Report, SourceInfo
-from gradcheck_cli.findings.rules import RULES
+from gradcheck_cli.findings.rules import RULES, why_unused
 from gradcheck_cli.reporters import display_path
 from gradcheck_cli.reporters.grouping import plural
 
@@ -203,3 +203,22 @@ def fixable_text(report: Report, command: str | None = None) -> str | None:
         f"{plural(count, 'dead variable')} can be fixed by gradcheck: {how} (--diff shows the "
         "change first)"
     )
+
+
+_READ_ELSEWHERE = {Unreached.NOT_READ_BY_TAPE, Unreached.FROZEN_BEFORE_TRACING}
+_READ_ELSEWHERE |= {Unreached.READ_IN_DATASET, Unreached.ASSIGNED_AWAY, Unreached.CREATED_AGAIN}
+_READ_ELSEWHERE |= {Unreached.BEHIND_PYTHON_FUNCTION}
+
+
+def unused_layer_reason(first: VariableVerdict) -> str:
+    """Why a layer's weights never reach the loss, in the words of a layer."""
+    if first.unreached is Unreached.READ_NOT_REACHING:
+        return "its output is not used by this loss: nothing the loss computes depends on it"
+    if first.unreached in _READ_ELSEWHERE:
+        return f"never reaches the loss: {why_unused(first)}"
+    if first.unreached is Unreached.CALLED_NOT_READ:
+        return (
+            "called in this loss's forward pass, but its call never reads its weights: a value "
+            "computed from them in build() or __init__ is computed once, a constant to the loss"
+        )
+    return "not called in this loss's forward pass: the loss never reads its weights"

@@ -4,7 +4,6 @@ the step reached every request the script holds)."""
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import sys
 import threading
@@ -87,6 +86,8 @@ class Capture:
     _recorder: OpRecorder = field(init=False)  # the ops each eager tape runs
     _keras: KerasWatch = field(init=False)  # Keras's training and layer calls
     _layer_calls: LayerCalls = field(default_factory=LayerCalls)  # the script's layer calls
+    # The arguments of each tf.function call in progress, innermost last.
+    _arguments: list[graph_requests.Arguments] = field(default_factory=list)
     _step: StepProgress = field(default_factory=StepProgress)  # requests it has not reached
 
     def __post_init__(self) -> None:
@@ -115,8 +116,7 @@ class Capture:
             self._wrap(tf.GradientTape, method, self._inside_tensorflow)
         self._wrap(gradients_util, "_GradientsHelper", self._graph_gradients)
         self._wrap(atomic_function.AtomicFunction, "call_flat", self._function_call)
-        if self.around_failures is not None:
-            self._wrap(function.Function, "__call__", self.around_failures)
+        self._wrap(function.Function, "__call__", self._tf_function_call)
         self._wrap(session.BaseSession, "run", self._stop_before_session_run)
         self._wrap(v1_optimizer.Optimizer, "apply_gradients", self._stop_before_eager_call)
         for owner in (
@@ -236,7 +236,8 @@ class Capture:
             else:
                 api = "GradientTape.gradient"
                 read = (api, location, target, variables, self.created, label)
-                result = self._reading(location, self._snapshots.take, *read)
+                passed = self._arguments[-1:]  # the tf.function being traced, if one is
+                result = self._reading(location, self._snapshots.take, *read, passed)
                 gradients = original(tape, target, sources, *args, **kwargs)
                 if result is None:  # a loop's pass snapshotted already, or unreadable
                     self._record(None, variables)
@@ -269,19 +270,19 @@ class Capture:
             return eager
 
     def _graph_gradients(self, original: Any, *args: Any, **kwargs: Any) -> Any:
-        bound = _bind(original, args, kwargs)
+        bound = graph_requests.bound_arguments(original, args, kwargs)
         if self._busy or self.delivered or not bound or bound.get("src_graph") is not None:
             return original(*args, **kwargs)
         variables = graph_requests.graph_variables_of(bound["xs"])
         if not variables:
-            self._tensors_only(_graph_api())
+            self._tensors_only(graph_requests.graph_api())
             return original(*args, **kwargs)
         location = _caller_location()
-        api = _graph_api()
+        api = graph_requests.graph_api()
         self._busy += 1
         try:
             read = (api, location, bound["ys"], variables, self.created, _label(api, location))
-            result = self._reading(location, self._snapshots.take, *read)
+            result = self._reading(location, self._snapshots.take, *read, self._arguments[-1:])
             gradients = original(*args, **kwargs)
             if result is None:  # a loop's pass snapshotted already, or unreadable
                 self._record(None, variables)
@@ -291,6 +292,17 @@ class Capture:
             self._busy -= 1
         self._record(GradientRequest(api, location, result), variables)
         return gradients
+
+    def _tf_function_call(self, original: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        # A step traced now reads them as its inputs.
+        self._arguments.append(graph_requests.Arguments((args[1:], kwargs), _caller_location()))
+        try:
+            if self.around_failures is not None:
+                return self.around_failures(original, *args, **kwargs)
+            return original(*args, **kwargs)
+        finally:
+            self._arguments.pop()
 
     def _reading(
         self, location: SourceLocation | None, read: Callable[..., Any], *args: Any
@@ -457,24 +469,6 @@ def _executing_eagerly() -> bool:
     from tensorflow.python.eager import context
 
     return bool(context.executing_eagerly())
-
-
-def _bind(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    try:
-        return dict(inspect.signature(function).bind(*args, **kwargs).arguments)
-    except TypeError:
-        return {}
-
-
-def _graph_api() -> str:
-    """Which public call reached TensorFlow's graph gradients: an optimizer or tf.gradients."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        name = frame.f_code.co_name
-        if name in ("minimize", "compute_gradients"):
-            return f"Optimizer.{name}"
-        frame = frame.f_back
-    return "tf.gradients"
 
 
 def _label(api: str, location: SourceLocation | None) -> str:

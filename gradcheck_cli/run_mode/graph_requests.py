@@ -3,8 +3,11 @@ variables in the graph, snapshotted once per call site and variables."""
 
 from __future__ import annotations
 
+import inspect
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict
 from gradcheck_cli.run_mode.gradient_requests import (
@@ -85,10 +88,29 @@ class GraphRequest:
         traced.probe_custom_gradients(self.graph)
 
 
+class Arguments(NamedTuple):
+    """What was passed to a tf.function call (its arguments, nested as given), and the line of
+    the script that called it."""
+
+    passed: Any
+    called_at: SourceLocation | None
+
+    def tensors(self) -> list[Any]:
+        import tensorflow as tf
+
+        return [t for t in tf.nest.flatten(self.passed) if isinstance(t, tf.Tensor)]
+
+
 def graph_request(
-    targets: Any, variables: list[tuple[int, Any]], created: CreatedVariables, label: str
+    targets: Any,
+    variables: list[tuple[int, Any]],
+    created: CreatedVariables,
+    label: str,
+    passed: Sequence[Arguments] = (),
 ) -> GraphRequest:
-    """The loss and variables of a request made while tracing or building, in its graph."""
+    """The loss and variables of a request made while tracing or building, in its graph.
+    `passed`: the arguments of the tf.function being traced, if one is (a value computed from
+    a variable before the call comes in as an argument: a constant to the tape inside)."""
     import tensorflow as tf
 
     flat = [t for t in tf.nest.flatten(targets) if isinstance(t, tf.Tensor)]
@@ -105,9 +127,24 @@ def graph_request(
     # once in build()) is a constant the graph captured: told by the line that read it.
     captured = [external for external, _ in _captures(graph) if external.dtype.name != "resource"]
     read = read_before(created, captured)
+    arguments = {}
+    for call in passed:
+        arguments.update(read_before(created, call.tensors(), call.called_at))
+
+    def before_the_call(variable: Any) -> SourceLocation | None:
+        """Where a value passed in was read from `variable`, if the graph never reads it."""
+        if id(variable) in nodes:
+            return None
+        return arguments.get(id(getattr(variable, "handle", variable)))
+
     records = [
         TracedVariable(
-            replace(model, read_before_tracing=read.get(id(getattr(v, "handle", v)))),
+            replace(
+                model,
+                read_before_tracing=read.get(id(getattr(v, "handle", v))),
+                unread_by_tape=before_the_call(v) is not None,
+                read_before_tape=before_the_call(v),
+            ),
             node=nodes.get(id(v)),
         )
         for v, model in described
@@ -204,12 +241,32 @@ class Snapshots:
         variables: list[tuple[int, Any]],
         created: CreatedVariables,
         label: str,
+        passed: Sequence[Arguments] = (),
     ) -> TracedGraph | None:
         """The request's snapshot; None if its call site and variables were snapshotted."""
-        request = graph_request(targets, variables, created, label)
+        request = graph_request(targets, variables, created, label, passed)
         key = (api, location, request.requested())
         if key in self.taken:
             request.probe_only()
             return None
         self.taken.add(key)
         return request.snapshot()
+
+
+def bound_arguments(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`function`'s parameters bound to a call's arguments; empty where they do not bind."""
+    try:
+        return dict(inspect.signature(function).bind(*args, **kwargs).arguments)
+    except TypeError:
+        return {}
+
+
+def graph_api() -> str:
+    """Which public call reached TensorFlow's graph gradients: an optimizer or tf.gradients."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_name
+        if name in ("minimize", "compute_gradients"):
+            return f"Optimizer.{name}"
+        frame = frame.f_back
+    return "tf.gradients"

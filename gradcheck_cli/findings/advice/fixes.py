@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Unreached, VariableVerdict
-from gradcheck_cli.differentiability.function_ops import is_dataset_op
+from gradcheck_cli.differentiability.function_ops import PYTHON_FUNCTIONS, is_dataset_op
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.advice.overwrites import unread_output_fix
 from gradcheck_cli.findings.advice.role_fixes import (
@@ -17,11 +17,12 @@ from gradcheck_cli.findings.advice.role_fixes import (
     _SELECTIONS,
     _SORT_POSITIONS,
     _TRANSFORMS,
-    PYTHON_FUNCTIONS,
     _at,
     _listed,
+    behind_python_fix,
     dataset_fix,
     dtype_conversion_fix,
+    keep_it_real,
     left_tensorflow_fix,
     library_conversion,
     non_float_loss_fix,
@@ -29,6 +30,7 @@ from gradcheck_cli.findings.advice.role_fixes import (
     ranking_fix,
     read_in_dataset_fix,
     rounded_index_fix,
+    rounded_probability_fix,
 )
 from gradcheck_cli.findings.advice.selection import selection_use
 from gradcheck_cli.findings.advice.thresholds import THRESHOLDS, soft_threshold, threshold_fix
@@ -100,6 +102,9 @@ def variable_fix(
                 f"reads {weight} and the gradient reaches it; if the layer does not need it, "
                 "delete it"
             )
+        python = verdict.read_at
+        if verdict.unreached is Unreached.BEHIND_PYTHON_FUNCTION and python is not None:
+            return behind_python_fix(python, name)
         dataset = verdict.read_in_dataset
         if verdict.unreached is Unreached.READ_IN_DATASET and dataset is not None:
             return read_in_dataset_fix(dataset, name)
@@ -191,6 +196,9 @@ def variable_fix(
     if conversion is not None and types <= _TRANSFORMS:
         return dtype_conversion_fix(conversion, name)
     if types <= _TRANSFORMS:
+        probabilities = rounded_probability_fix(verdict)
+        if probabilities is not None:  # the hard values may be needed forward: an estimator
+            return f"{probabilities}; otherwise, {straight_through(verdict, name, source, '')}"
         return straight_through(verdict, name, source)
     # A comparison that picks with tf.where or decides a tf.cond on its own line: the pick's
     # condition, the cond's predicate, is the same cut.
@@ -305,9 +313,13 @@ def offered_rewrite(verdict: VariableVerdict, source: SourceLines) -> Rewrite | 
     return found if isinstance(found, Rewrite) else None
 
 
-def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -> str:
+def straight_through(
+    verdict: VariableVerdict, name: str, source: SourceLines, first: str | None = None
+) -> str:
     """`w + tf.stop_gradient(transform(w) - w)` on the user's own expression, when it is sure
-    to type-check; otherwise what to do, in words."""
+    to type-check; otherwise what to do, in words. `first`: what to say before it (by default,
+    for a rounding, to keep the value real where the computation allows)."""
+    first = keep_it_real(verdict) if first is None else first
     rewrite = straight_through_rewrite(verdict, name, source)
     stops = [b for b in verdict.blockers if b.reason is Reason.STOP_GRADIENT]
     only_stops = len(stops) == len(verdict.blockers)
@@ -336,7 +348,7 @@ def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -
             if len(lines) > 1 and any(b.function for b in verdict.blockers)
             else "the transform"
         )
-        return (
+        return first + (
             f"to use the transformed value forward and still train {name}, wrap {transform} "
             "in a straight-through estimator (the value forward, the identity gradient "
             f"backward); gradcheck writes no code for it, as {rewrite}"
@@ -349,7 +361,7 @@ def straight_through(verdict: VariableVerdict, name: str, source: SourceLines) -
             f"pass and still train {name}, use the straight-through estimator{where}"
         )
     else:
-        lead = (
+        lead = first + (
             f"to use the transformed value forward and still train {name}, use the "
             f"straight-through estimator{where}"
             + ("; no other tf.stop_gradient is needed" if stops else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from gradcheck_cli.analysis.verdicts import Blocker, PathStep
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep, VariableVerdict
 from gradcheck_cli.differentiability.function_ops import dataset_api
 from gradcheck_cli.differentiability.reasons import LEAVE_WORDS, Reason
 from gradcheck_cli.findings.advice.thresholds import THRESHOLDS
@@ -58,11 +58,6 @@ def rounded_index_fix(blocker: Blocker, name: str) -> str:
     )
 
 
-# A Python function run by TensorFlow (tf.py_func / tf.numpy_function, tf.py_function's eager
-# form): no gradient unless one is given.
-PYTHON_FUNCTIONS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
-
-
 def python_function_fix(blocker: Blocker, name: str) -> str:
     """A Python function has no gradient TensorFlow knows: its derivative must be given, or the
     function written with TensorFlow's ops; a straight-through estimator fits only an identity."""
@@ -72,6 +67,18 @@ def python_function_fix(blocker: Blocker, name: str) -> str:
         "tf.custom_gradient around the call; in a TF1 graph, a gradient registered with "
         'tf.RegisterGradient and mapped to the op with graph.gradient_override_map({"PyFunc": '
         "name})); a straight-through estimator is right only where the function is an identity"
+    )
+
+
+def behind_python_fix(function: SourceLocation, name: str) -> str:
+    """The loss computed from a Python function's results while its graph reads no variable:
+    a model run inside the function is outside the graph and the tape."""
+    return (
+        f"the loss is computed from what the Python function at line {function.line} returns "
+        "(a tf.numpy_function or tf.py_function has no gradient): if the model or layer that "
+        f"holds {name} runs inside it, return only the data from that function and call the "
+        "model on it inside the `with tf.GradientTape() as tape:` block; otherwise call that "
+        "layer in the forward pass"
     )
 
 
@@ -195,8 +202,59 @@ def left_tensorflow_fix(blocker: Blocker) -> str:
     return "compute the loss with TensorFlow ops only: no .numpy(), float() or NumPy on tensors"
 
 
-def _at(blocker: Blocker) -> str:
+def _at(blocker: Blocker | PathStep) -> str:
     return f" at line {blocker.location.line}" if blocker.location else ""
+
+
+# The roundings of a real value, by the API that makes each.
+_ROUNDINGS = {
+    "Round": "tf.round",
+    "Floor": "tf.floor",
+    "Ceil": "tf.math.ceil",
+    "Rint": "tf.math.rint",
+}
+_PROBABILITIES = frozenset({"Sigmoid", "Softmax"})
+
+
+def rounded(verdict: VariableVerdict) -> tuple[PathStep, PathStep | None] | None:
+    """The rounding that cuts the variable's route and the op that made what it rounds, when
+    every cut is a rounding."""
+    if not verdict.blockers or any(b.op_type not in _ROUNDINGS for b in verdict.blockers):
+        return None
+    for index, step in enumerate(verdict.route):
+        if step.cut is not None:
+            producer = verdict.route[index - 1] if index else None
+            return (step, producer) if step.op_type in _ROUNDINGS else None
+    return None
+
+
+def rounded_probability_fix(verdict: VariableVerdict) -> str | None:
+    """A probability (a sigmoid's, a softmax's) rounded to a hard 0 or 1 before the loss: the
+    loss on the probabilities trains; the hard value is a metric."""
+    found = rounded(verdict)
+    if found is None or found[1] is None or found[1].op_type not in _PROBABILITIES:
+        return None
+    cut, producer = found
+    api = _ROUNDINGS[cut.op_type]
+    return (
+        f"the {api}{_at(cut)} makes hard values of probabilities (the {producer.op_type}"
+        f"{_at(producer)}), and a hard value has no gradient: compute the loss on the "
+        f"probabilities themselves, and keep the {api} of them as a metric outside the loss, "
+        "if the loss can do without the hard values"
+    )
+
+
+def keep_it_real(verdict: VariableVerdict) -> str:
+    """`if the loss can use the real value, remove the rounding; otherwise, `: the first choice
+    where a rounding cuts, before a straight-through estimator that keeps it forward."""
+    found = rounded(verdict)
+    if found is None:
+        return ""
+    api = _ROUNDINGS[found[0].op_type]
+    return (
+        f"if the computation after it can take the real value (a position, a scale), remove "
+        f"the {api}{_at(found[0])} and keep the value real; otherwise, "
+    )
 
 
 _AS_METRIC = "; if it is a metric, compute it outside the loss"

@@ -61,7 +61,40 @@ def straight_through_rewrite(
     found = _route_rewrite(verdict, name, source)
     if isinstance(found, Rewrite):
         return found
-    return _elementwise_rewrite(verdict, name, source) or found
+    return (
+        _elementwise_rewrite(verdict, name, source) or _rounding_rewrite(verdict, source) or found
+    )
+
+
+# Roundings a straight-through expression can wrap on their own argument, as
+# `x + tf.stop_gradient(tf.round(x) - x)`: the rounded value forward, x's gradient backward.
+_ROUNDINGS = frozenset({"Round", "Floor", "Ceil", "Rint"})
+# Arguments that can be written twice without computing anything twice.
+_PLAIN = (ast.Name, ast.Attribute, ast.Subscript, ast.Constant)
+
+
+def _rounding_rewrite(verdict: VariableVerdict, source: SourceLines) -> Rewrite | None:
+    """The straight-through rounding on the rounding's own argument, when one rounding op is
+    every cut and its argument is a plain name (`probs`, `self.scores[0]`): the same code for
+    every variable behind it."""
+    ops = {b.op for b in verdict.blockers}
+    step = next((s for s in verdict.route if s.cut is not None), None)
+    if len(ops) != 1 or step is None or step.op_type not in _ROUNDINGS or step.op not in ops:
+        return None
+    if step.location is None or step.function is not None:
+        return None
+    expression = expression_at(source, step.location, step.op_type)
+    call = expression[0] if expression is not None else None
+    if not isinstance(call, ast.Call) or len(call.args) != 1 or call.keywords:
+        return None
+    argument = call.args[0]
+    if not all(isinstance(n, (*_PLAIN, ast.Load, ast.expr_context)) for n in ast.walk(argument)):
+        return None
+    text = source.segment(step.location.file, argument)
+    if text is None or expression is None:
+        return None
+    rewrite = _rewrite(source, step.location.file, text, expression)
+    return rewrite if isinstance(rewrite, Rewrite) else None
 
 
 def _route_rewrite(verdict: VariableVerdict, name: str, source: SourceLines) -> Rewrite | str:
