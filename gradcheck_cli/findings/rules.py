@@ -660,33 +660,42 @@ def why_unused(verdict: VariableVerdict) -> str | None:
             "the dataset's own function, outside the tape, and what the dataset yields is data "
             "to the loss"
         )
-    called = verdict.called_before_tape
-    if verdict.unreached is Unreached.NOT_READ_BY_TAPE and called is not None:
-        return (
-            f"the tape never saw it read: its model or layer was called at {_file_line(called)}, "
-            "before the tape opened, and the value computed there is a constant to the tape"
-        )
-    python = verdict.read_at
-    if verdict.unreached is Unreached.BEHIND_PYTHON_FUNCTION and python is not None:
-        return (
-            "the loss's graph reads no variable: the loss is computed from what the Python "
-            f"function at {_file_line(python)} returns, and whatever Python computes there (a "
-            "model called inside it included) is outside the graph, a constant to the gradient"
-        )
-    before = verdict.read_before_tape
-    if verdict.unreached is Unreached.NOT_READ_BY_TAPE and before is not None:
-        return (
-            f"the tape never saw it read: the value computed from it at {_file_line(before)}, "
-            "before the tape opened, is a constant to the tape"
-        )
-    read = verdict.read_before_tracing
-    if verdict.unreached is not Unreached.FROZEN_BEFORE_TRACING or read is None:
-        return why_unreached(verdict.unreached)
-    return (
-        f"the loss function never reads it; it was read at {_file_line(read)}, outside the "
-        "loss and before tracing, and the value computed there was frozen into the graph as a "
-        "constant"
-    )
+    for unreached, attribute, words in _LOCATED_WORDS:
+        where = getattr(verdict, attribute)
+        if verdict.unreached is unreached and where is not None:
+            return words.format(at=_file_line(where))
+    return why_unreached(verdict.unreached)
+
+
+# Why a variable never reaches the loss, told at the line where it was read or called:
+# (the reason, the verdict's attribute that holds the line, the words).
+_LOCATED_WORDS = (
+    (
+        Unreached.NOT_READ_BY_TAPE,
+        "called_before_tape",
+        "the tape never saw it read: its model or layer was called at {at}, before the tape "
+        "opened, and the value computed there is a constant to the tape",
+    ),
+    (
+        Unreached.BEHIND_PYTHON_FUNCTION,
+        "read_at",
+        "the loss's graph reads no variable: the loss is computed from what the Python "
+        "function at {at} returns, and whatever Python computes there (a model called inside "
+        "it included) is outside the graph, a constant to the gradient",
+    ),
+    (
+        Unreached.NOT_READ_BY_TAPE,
+        "read_before_tape",
+        "the tape never saw it read: the value computed from it at {at}, before the tape "
+        "opened, is a constant to the tape",
+    ),
+    (
+        Unreached.FROZEN_BEFORE_TRACING,
+        "read_before_tracing",
+        "the loss function never reads it; it was read at {at}, outside the loss and before "
+        "tracing, and the value computed there was frozen into the graph as a constant",
+    ),
+)
 
 
 def _file_line(location: SourceLocation) -> str:
