@@ -12,9 +12,19 @@ import re
 # in a name starts a line of its own (a forged `::error` workflow command, a fake finding).
 # Lone surrogates too: a file name that is not UTF-8 holds them, and no stream can write them.
 # A tab commands nothing and breaks no line: gradcheck's sentences and the user's code keep it.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_CONTROL_IN_CODE = "[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]"
-_CONTROL_IN_SENTENCE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]"
+# Unicode's format characters (category Cf: the bidirectional controls of Trojan Source,
+# U+202A to U+202E and U+2066 to U+2069, the marks U+200E, U+200F and U+061C, zero-width
+# characters, tags) and the line and paragraph separators: they reorder or hide what a reader
+# sees, or break a line where no line break is.
+_FORMAT = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
+)
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\ud800-\udfff{_FORMAT}]")
+_CONTROL_IN_CODE = f"[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff{_FORMAT}]"
+_CONTROL_IN_SENTENCE = f"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff{_FORMAT}]"
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 ECHO_LIMIT = 500
@@ -58,9 +68,10 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 
 def escape_controls(text: str, kind: TextKind = TextKind.VALUE) -> str:
-    """`text` with every C0 and C1 control character, DEL and lone surrogate as a visible
-    escape (`\\x1b`, `\\n`, `\\t`, `\\x9b`, `\\udc9b`), so it commands no terminal and
-    starts no line; what `kind` of text keeps, it keeps."""
+    """`text` with every C0 and C1 control character, DEL, lone surrogate and Unicode format
+    character as a visible escape (`\\x1b`, `\\n`, `\\t`, `\\x9b`, `\\udc9b`, `\\u202e`), so
+    it commands no terminal, starts no line and reorders no text; what `kind` of text keeps,
+    it keeps."""
     return _compiled(_CONTROLS[kind]).sub(_escape, text)
 
 
@@ -86,7 +97,11 @@ def error_line(text: str) -> str:
 def _escape(match: re.Match[str]) -> str:
     character = match.group()
     code = ord(character)
-    return _NAMED.get(character) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    if character in _NAMED:
+        return _NAMED[character]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def _capped_run(run: str) -> str:

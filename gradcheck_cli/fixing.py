@@ -4,11 +4,12 @@ check of the fixed text finds each fixed variable trained."""
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.file_writes import write_file
 from gradcheck_cli.findings.advice.edits import CodeFix, applied, unified_diff
 from gradcheck_cli.findings.advice.transform_source import Rewrite
 from gradcheck_cli.reporters import display_path
@@ -162,9 +163,36 @@ def _checked(
     return check_models([replace(check, options=options, sources=sources)], policy)
 
 
-def write_changes(changes: Sequence[FileChange]) -> list[str]:
-    """Write every changed file (atomically, keeping its mode) if each still holds the text
-    gradcheck read; else write none. The one-line reason for each file left unwritten."""
+def project_roots(named: Sequence[Path] = ()) -> list[Path]:
+    """The folders --fix may write in, resolved: the working folder, the root of the git
+    repository that holds it, and the `named` folders (of the scripts and models the user
+    named on the command line)."""
+    here = Path(os.path.realpath(Path.cwd()))
+    roots = [here, *(Path(os.path.realpath(folder)) for folder in named)]
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            roots.append(folder)
+            break
+    return roots
+
+
+def _outside_the_project(path: Path, roots: Sequence[Path]) -> str | None:
+    """Why --fix will not write `path` (a link, not a regular file, outside every root)."""
+    if path.is_symlink():
+        return f"it is a symbolic link (to {os.readlink(path)})"
+    resolved = Path(os.path.realpath(path))
+    if not resolved.is_file():
+        return "it is not a regular file"
+    if not any(resolved.is_relative_to(root) for root in roots):
+        return f"it is outside the project ({resolved})"
+    return None
+
+
+def write_changes(changes: Sequence[FileChange], named: Sequence[Path] = ()) -> list[str]:
+    """Write every changed file (whole, keeping its owner, group and mode) if each still holds
+    the text gradcheck read; else write none. A file that is a link, not a regular file, or
+    outside the project (`project_roots(named)`) is left as it is. The one-line reason for
+    each file left unwritten."""
     problems = [
         f"{display_path(change.path)} changed since gradcheck read it; nothing written "
         "(run the check again)"
@@ -173,24 +201,21 @@ def write_changes(changes: Sequence[FileChange]) -> list[str]:
     ]
     if problems:
         return problems
+    roots = project_roots(named)
     for change in changes:
         path = Path(change.path)
-        handle = None
+        outside = _outside_the_project(path, roots)
+        if outside is not None:
+            problems.append(
+                f"{display_path(change.path)} left as it is: {outside}; --fix writes only "
+                "regular files inside the project (the working folder, its repository, the "
+                "folders of what the command names)"
+            )
+            continue
         try:
-            mode = path.stat().st_mode
-            with tempfile.NamedTemporaryFile(
-                "w",
-                dir=path.parent,
-                prefix=f".{path.name}.",
-                delete=False,
-                encoding="utf-8",
-                newline="",  # the text's own line breaks, as read
-            ) as handle:
-                handle.write(change.after)
-            os.chmod(handle.name, mode & 0o7777)
-            os.replace(handle.name, path)
+            write_file(path, change.after, keep_owner=True)
+        except GradcheckError as error:
+            problems.append(str(error))
         except OSError as error:
-            if handle is not None:
-                Path(handle.name).unlink(missing_ok=True)
             problems.append(f"cannot write {display_path(change.path)}: {error.strerror}")
     return problems

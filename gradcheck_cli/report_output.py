@@ -4,9 +4,7 @@ refuses it (exit code 2)."""
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +13,7 @@ import click
 
 from gradcheck_cli.config import os_error_reason
 from gradcheck_cli.errors import GradcheckError, error_line, escape_controls
+from gradcheck_cli.file_writes import problem_writing, write_file
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.pipeline import MODEL_FILE_KINDS
 from gradcheck_cli.reporters import CheckFailure
@@ -61,26 +60,7 @@ def say_traceback(trace: str) -> None:
 
 def cannot_write(path: Path) -> str | None:
     """Why `path` cannot be written, or None; asks the file system, creates no file."""
-    try:
-        if stat.S_ISDIR(path.stat().st_mode):
-            return _reason(errno.EISDIR)
-        return None if os.access(path, os.W_OK) else _reason(errno.EACCES)
-    except FileNotFoundError:
-        pass
-    except OSError as error:
-        return os_error_reason(error)
-    # A new file: its folder must exist and let us add an entry.
-    try:
-        folder = path.parent.stat()
-    except OSError as error:
-        return os_error_reason(error)
-    if not stat.S_ISDIR(folder.st_mode):
-        return _reason(errno.ENOTDIR)
-    return None if os.access(path.parent, os.W_OK | os.X_OK) else _reason(errno.EACCES)
-
-
-def _reason(code: int) -> str:
-    return os_error_reason(OSError(code, os.strerror(code)))
+    return problem_writing(path)
 
 
 def write_report(text: str, output: Path | None, *, color: bool = False) -> ExitCode | None:
@@ -91,7 +71,9 @@ def write_report(text: str, output: Path | None, *, color: bool = False) -> Exit
     if output is None:
         return write_stdout(text, color=color)
     try:
-        output.write_text(text, encoding="utf-8")
+        write_file(output, text)
+    except GradcheckError as error:
+        return report_error(error)
     except OSError as error:
         return report_error(GradcheckError(f"cannot write {output}: {os_error_reason(error)}"))
     return None

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gradcheck_cli.config import MAX_NESTING, document_problem, os_error_reason, read_text_file
 from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.file_writes import write_file
 from gradcheck_cli.findings.names import sharing_last_part, variables_named
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Report
@@ -288,7 +289,7 @@ def write_baseline(path: Path, outcomes: Sequence[Outcome]) -> str:
         names[:] = sorted(set(names) | {v.name for v in outcome.report.dead})
     document = {"schema": BASELINE_SCHEMA, "models": dict(sorted(models.items()))}
     try:
-        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        write_file(path, json.dumps(document, indent=2) + "\n")
     except OSError as error:
         raise GradcheckError(f"cannot write {path}: {os_error_reason(error)}") from None
     count = sum(len(names) for names in models.values())

@@ -59,13 +59,17 @@ def _run_action(project: Path, given: dict[str, str], bin_folder: Path) -> tuple
             "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}",
             "GITHUB_ACTION_PATH": str(ROOT),
             "GITHUB_OUTPUT": str(output_file),
+            "RUNNER_TEMP": str(project),
             **{
                 name: _EXPRESSION.sub(lambda m: _value(m.group(1), inputs, outputs), value)
                 for name, value in step.get("env", {}).items()
             },
         }
+        # As the runner runs a `shell: bash` step: the script in a file of its own.
+        script = project / f".step-{step.get('id', 'step')}.sh"
+        script.write_text(step["run"])
         ran = subprocess.run(
-            ["bash", "-e", "-o", "pipefail", "-c", step["run"]],
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
             cwd=project,
             env=environment,
             capture_output=True,
@@ -132,3 +136,67 @@ def test_the_action_s_steps_annotate_write_sarif_and_fail_on_a_dead_variable(
 
 def _names_scale(result: dict[str, Any]) -> bool:
     return "scale" in result["message"]["text"]
+
+
+def test_the_action_s_arguments_keep_each_word_whole_and_its_options_before_a_script_s() -> None:
+    from gradcheck_cli.cli.action import arguments
+
+    own = ["--format", "github", "--also", "sarif:out.sarif"]
+    # The README's own example: the script's arguments stay the script's.
+    assert arguments("run train.py -- --epochs 1", "out.sarif") == [
+        "run",
+        "train.py",
+        *own,
+        "--",
+        "--epochs",
+        "1",
+    ]
+    # A quoted argument with a line break in it is one argument, line break and all.
+    assert arguments("--loss 'a\nb' m", "out.sarif") == ["--loss", "a\nb", "m", *own]
+    # A `$(...)` is a word like any other: nothing runs it.
+    assert arguments("'$(touch pwned)' `id`", "out.sarif") == ["$(touch pwned)", "`id`", *own]
+
+
+def test_an_args_input_that_does_not_split_fails_the_step_before_gradcheck_runs(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.gradcheck]\nmodels = ["missing"]\n')
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    marker = tmp_path / "gradcheck-ran"
+    # A stand-in for the installed gradcheck that records that it ran (the install step is
+    # the action's own; here only what the check step does with the input is in question).
+    (bin_folder / "gradcheck").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (bin_folder / "gradcheck").chmod(0o755)
+    (bin_folder / "python").symlink_to(sys.executable)
+    (bin_folder / "pip").write_text("#!/bin/sh\n")
+    action = _action()
+    (check,) = [s for s in action["runs"]["steps"] if s.get("id") == "check"]
+    script = project / "check.sh"
+    script.write_text(check["run"])
+    output = project / "output"
+    output.write_text("")
+    for given in ("--loss 'unbalanced", 'run "train.py'):
+        ran = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=project,
+            env={
+                **os.environ,
+                "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}",
+                "PYTHONPATH": str(ROOT),
+                "GITHUB_OUTPUT": str(output),
+                "RUNNER_TEMP": str(tmp_path),
+                "GRADCHECK_ARGS": given,
+                "GRADCHECK_SARIF": "gradcheck.sarif",
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert ran.returncode != 0, ran.stdout + ran.stderr
+        assert ran.stdout.startswith("::error title=gradcheck action::"), ran.stdout
+        assert "does not split" in ran.stdout
+        assert not marker.exists()  # no bare `gradcheck` checked the config's models instead
+        assert output.read_text() == ""  # no exit code for the last step to pass the job with

@@ -213,7 +213,7 @@ def test_a_file_changed_since_it_was_read_is_not_written(tmp_path: Path) -> None
     other.unlink()
     written = FileChange(str(script), before="x = 2\n", after="x = 3\n")
     script.chmod(0o640)
-    assert write_changes([written]) == []
+    assert write_changes([written], [tmp_path]) == []  # the folder of the named script
     assert script.read_text() == "x = 3\n"
     assert script.stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["train.py"]

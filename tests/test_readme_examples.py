@@ -20,6 +20,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
+from gradcheck_cli.cli.action import arguments as action_arguments
 from tests.cli_runs import cli_result
 from tests.readme import ROOT, code_blocks
 
@@ -47,10 +48,11 @@ def _gradcheck_command(workflow: Any) -> list[str]:
     """The command the action runs for the workflow's `args` (action.yml's check step)."""
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     (check,) = [step for step in action["runs"]["steps"] if step.get("id") == "check"]
-    assert '"${arguments[@]}" --format github --also "sarif:$GRADCHECK_SARIF"' in check["run"]
+    assert "python -m gradcheck_cli.cli.action" in check["run"]
+    assert 'gradcheck "${arguments[@]}"' in check["run"]
     sarif = action["inputs"]["sarif-file"]["default"]
     args = _action_step(workflow)["with"]["args"]
-    return ["gradcheck", *shlex.split(args), "--format", "github", "--also", f"sarif:{sarif}"]
+    return ["gradcheck", *action_arguments(args, sarif)]
 
 
 def test_the_actions_workflow_uses_the_repository_s_action_pinned_to_a_commit() -> None:

@@ -320,7 +320,8 @@ def _fixed(
         if failure is not None:
             return failure
     else:
-        problems = write_changes(fixes.changes)
+        named = [Path(check.model) for check in checks]  # the user named these: theirs
+        problems = write_changes(fixes.changes, [p if p.is_dir() else p.parent for p in named])
         for problem in problems:
             say(f"gradcheck: error: {problem}")
         if problems:

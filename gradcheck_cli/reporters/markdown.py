@@ -170,9 +170,19 @@ def _cell(text: str) -> str:
 
 
 def _inline(text: str) -> str:
-    """Prose from a model (names included) with Markdown and HTML read as plain text."""
+    """Prose from a model (names included) with Markdown and HTML read as plain text, and
+    nothing GitHub would act on: a zero-width space after each `@` (no mention notifies
+    anyone, no address becomes a link), inside `www.`, `https://` and before an issue's
+    number (no link, no cross-reference)."""
     text = re.sub(r"\s*\n\s*", " ", text)
-    return re.sub(r"([\\`*_\[\]<>|~])", r"\\\1", text)
+    text = re.sub(r"([\\`*_\[\]<>|~&])", r"\\\1", text)
+    text = re.sub(r"#(?=\d)", "#" + _ZERO_WIDTH, text)  # first: the entity holds `#8`
+    text = text.replace("@", "@" + _ZERO_WIDTH)
+    text = re.sub(r"(?i)\b(www)\.", rf"\1{_ZERO_WIDTH}.", text)
+    return re.sub(r"(?i)\b([a-z][a-z0-9+.-]*):(?=//)", rf"\1{_ZERO_WIDTH}:", text)
+
+
+_ZERO_WIDTH = "&#8203;"  # an entity: the report's text stays ASCII where the name is
 
 
 # -- Mermaid -------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, escape_controls
 from gradcheck_cli.options import (
     DEFAULT_TIMEOUT,
     default_memory_limit,
@@ -136,7 +136,9 @@ def _relay_for(request: WorkerRequest) -> _Relay:
     options = request.options
     user_code = request.job in (Job.RUN, Job.SCRIPT)
     return _Relay(
-        debug=options.debug, label=request.path.name if user_code else None, quiet=options.quiet
+        debug=options.debug,
+        label=escape_controls(request.path.name) if user_code else None,
+        quiet=options.quiet,
     )
 
 

@@ -35,11 +35,15 @@ OP = f"dense/Cast{TITLE}\x9b31m"
 FUNCTION = f"__inference_loss{OSC_8}\x07_17"
 PATH = f"models/evil{FORGED}\x9b/model.py"
 LOSS = f"loss{TITLE}"
-UNUSED = "head/bias\x7f\n::warning::also forged"
+# Trojan Source: bidirectional overrides and isolates, marks, and a line separator.
+TROJAN = "\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c\u2028\ufeff"
+UNUSED = f"head/bias\x7f{TROJAN}\n::warning::also forged"
 
 HUMAN_FORMATS = (Format.TERMINAL, Format.TEXT, Format.GITHUB, Format.MARKDOWN, Format.DOT)
 # Any control character but the line feeds that end a format's own lines and the tabs of code.
-_RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_RAW_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]"
+)
 
 
 def _at(line: int) -> SourceLocation:

@@ -175,10 +175,33 @@ def unified_diff(path: str, shown: str, before: str, after: str) -> str:
     lines = difflib.unified_diff(
         before.splitlines(keepends=True),
         after.splitlines(keepends=True),
-        f"a/{shown}",
-        f"b/{shown}",
+        git_quoted(f"a/{shown}"),
+        git_quoted(f"b/{shown}"),
     )
     # A last line without its line break is marked as `git diff` marks it.
     return "".join(
         line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines
     )
+
+
+_GIT_ESCAPES = {"\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r"}
+
+
+def git_quoted(name: str) -> str:
+    """`name` as git writes a path in a diff header: as it is, or, when it holds a control
+    character, a quote, a backslash or a byte beyond ASCII, in double quotes with C escapes
+    (octal for the bytes of other characters), so no name can start a line of its own."""
+    if all(0x20 <= ord(c) < 0x7F and c not in '"\\' for c in name):
+        return name
+    quoted = []
+    for character in name:
+        if character in _GIT_ESCAPES:
+            quoted.append("\\" + _GIT_ESCAPES[character])
+        elif character in '"\\':
+            quoted.append("\\" + character)
+        elif 0x20 <= ord(character) < 0x7F:
+            quoted.append(character)
+        else:
+            encoded = character.encode("utf-8", "surrogateescape")
+            quoted.extend(f"\\{byte:03o}" for byte in encoded)
+    return '"' + "".join(quoted) + '"'
