@@ -8,6 +8,7 @@ import shlex
 import shutil
 import sys
 import types
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -125,12 +126,25 @@ def keras_callback(
     from `fit` before its first weight change; `"continue"` lets it train. A step that Keras
     aborts after it asked for gradients ("No gradients provided for any variable") is reported
     before Keras's error goes on. Every hook is removed when the step is checked, or when `fit`
-    ends.
+    ends, however it ends (an error from any callback, an interrupt: then as the error is let
+    go, at the end of the `except` block that caught it).
     """
     from gradcheck_cli.run_mode.in_process import keras_callback_class
 
     settings = _settings("keras_callback", on_dead, allow_dead, verify, all_cuts, "fit")
     return _callback_class(keras_callback_class())(settings)
+
+
+def _calling_callback_list(callback: object) -> object | None:
+    """The Keras CallbackList whose method is calling `callback` now (the one `fit` made)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        caller = frame.f_locals.get("self")
+        held = getattr(caller, "callbacks", None)
+        if isinstance(held, list) and any(c is callback for c in held):
+            return caller
+        frame = frame.f_back
+    return None
 
 
 @functools.cache
@@ -154,8 +168,14 @@ class _FitCheck:
         from gradcheck_cli.run_mode.in_process import InProcessCheck
 
         settings = self._gradcheck_settings
-        self._gradcheck = InProcessCheck(*_callbacks(settings))
-        self._gradcheck.install(getattr(self, "model", None))
+        check = self._gradcheck = InProcessCheck(*_callbacks(settings))
+        check.install(getattr(self, "model", None))
+        # Keras calls no callback when `fit` ends with an error (a callback's own, an
+        # interrupt, another callback's stop in on_train_begin): the callback list `fit` made
+        # for this call, freed as the call ends however it ends, takes the hooks with it.
+        fitting = _calling_callback_list(self)
+        if fitting is not None:
+            weakref.finalize(fitting, check.uninstall)
 
     def on_train_end(self, logs: object = None) -> None:
         __tracebackhide__ = True

@@ -434,3 +434,72 @@ def test_a_step_keras_aborts_is_reported_before_its_error(tmp_path: Path) -> Non
     from tests.aborted_steps import assert_reported_before_the_error, run_aborted_steps
 
     assert_reported_before_the_error(run_aborted_steps("3", tmp_path))
+
+
+HOOKS_OUTLIVING_FIT = """
+import keras
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.eager.polymorphic_function import atomic_function, polymorphic_function
+from tensorflow.python.ops import resource_variable_ops
+
+import gradcheck_cli
+
+PATCHED = (
+    tf.GradientTape, resource_variable_ops.BaseResourceVariable,
+    resource_variable_ops.ResourceVariable, keras.layers.Layer, keras.Model,
+    atomic_function.AtomicFunction, polymorphic_function.Function, tf.Variable,
+)
+
+
+def snapshot():
+    return {(c.__qualname__, k): v for c in PATCHED for k, v in vars(c).items()}
+
+
+class Fails(keras.callbacks.Callback):
+    def __init__(self, where):
+        super().__init__()
+        self.where = where
+
+    def on_train_begin(self, logs=None):
+        if self.where == "train_begin":
+            raise RuntimeError("stopped by a callback")
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.where == "batch_begin":
+            raise KeyboardInterrupt
+
+
+before = snapshot()
+for where in ("train_begin", "batch_begin"):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    try:
+        callbacks = [gradcheck_cli.keras_callback(), Fails(where)]
+        model.fit(np.ones((4, 3)), np.ones((4, 1)), callbacks=callbacks, verbose=0)
+    except (RuntimeError, KeyboardInterrupt) as error:
+        print("fit ended:", type(error).__name__)
+    after = snapshot()
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) is not after.get(k))
+    print("patched after", where, changed)
+# The program trains on with a plain loop whose variable is dead: unwatched, it just runs.
+dead = tf.Variable(1.0)
+with tf.GradientTape() as tape:
+    loss = tf.stop_gradient(dead) * 2.0
+print("gradient", tape.gradient(loss, [dead]))
+"""
+
+
+def test_the_keras_callback_s_hooks_go_when_fit_ends_with_an_error(tmp_path: Path) -> None:
+    script = tmp_path / "hooks.py"
+    script.write_text(HOOKS_OUTLIVING_FIT)
+    ran = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    lines = ran.stdout.splitlines()
+    assert lines.count("fit ended: RuntimeError") == 1, ran.stdout
+    assert lines.count("fit ended: KeyboardInterrupt") == 1, ran.stdout
+    assert "patched after train_begin []" in lines, ran.stdout
+    assert "patched after batch_begin []" in lines, ran.stdout
+    assert "gradient [None]" in lines, ran.stdout  # no DeadVariablesError raised into it
