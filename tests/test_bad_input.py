@@ -168,3 +168,27 @@ def test_a_fifo_or_device_named_as_a_model_is_refused_without_waiting(
             assert (code, out) == (2, ""), err
             (line,) = err.splitlines()
             assert "not a regular file" in line, line
+
+
+@pytest.mark.heavy  # writes a Keras file, and gradcheck loads it with Keras
+def test_a_keras_file_whose_layer_name_keras_refuses_as_a_scope_is_the_model_s_problem(
+    tmp_path: Path,
+) -> None:
+    import zipfile
+
+    import keras
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, name="dense")])
+    model.compile("sgd", "mse")
+    model.save(tmp_path / "saved.keras")
+    crafted = tmp_path / "model.keras"
+    with zipfile.ZipFile(tmp_path / "saved.keras") as saved, zipfile.ZipFile(crafted, "w") as out:
+        for item in saved.namelist():
+            data = saved.read(item)
+            if item == "config.json":
+                data = data.replace(b'"dense"', b'"dense bad"')  # no valid scope name
+            out.writestr(item, data)
+    code, out, err = _cli(str(crafted), "--loss", "mse")
+    _assert_one_clear_error(code, out, err, "holds a model that Keras cannot run")
+    assert "internal error" not in err and "x1b" not in err and "\x1b" not in err
+    assert "'dense bad' is not a valid scope name" in err

@@ -69,7 +69,11 @@ def traced(request: WorkerRequest) -> tuple[Answer, bool]:
         return run_worker(request), False
     folder = cache_folder(options) / _ENTRIES
     # A cache folder that is not the user's alone, or no key to sign with: passed by.
-    secret = _secret() if _private_folder(folder) else None
+    try:
+        secret = _secret() if _private_folder(folder) else None
+    except OSError as error:  # a full disk: the check goes on without the cache
+        _cache_unwritable(error)
+        secret = None
     key = cache_key(request)
     found = _lookup(folder, key, secret) if secret is not None else None
     if found is not None:
@@ -79,8 +83,15 @@ def traced(request: WorkerRequest) -> tuple[Answer, bool]:
 
     result, reads = run_worker_recording(request)
     if secret is not None and reads is not None and reads.settled:
-        _store(folder, key, secret, reads, result)
+        failure = _store(folder, key, secret, reads, result)
+        if failure is not None:
+            _cache_unwritable(failure)
     return result, False
+
+
+def _cache_unwritable(error: OSError) -> None:
+    reason = (error.strerror or str(error)).lower()
+    _say(f"gradcheck: warning: the cache cannot be written ({reason}); checked without it")
 
 
 def tell_cached(request: WorkerRequest) -> None:
@@ -148,7 +159,7 @@ def _private_folder(folder: Path) -> bool:
     its mode is too open). Another user's folder, or one that others can change, is never
     read: its entries could have been planted."""
     try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        _make_private(folder)
         info = os.lstat(folder)
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
             return False
@@ -162,6 +173,20 @@ def _private_folder(folder: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+def _make_private(folder: Path) -> None:
+    """Make `folder` and each missing folder above it, each 0700 whatever the umask (under
+    umask 000, makedirs would make the ones above 0777)."""
+    missing = []
+    for level in (folder, *folder.parents):
+        if os.path.lexists(level):
+            break
+        missing.append(level)
+    for level in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another gradcheck made it meanwhile
+            os.mkdir(level, 0o700)
+            os.chmod(level, 0o700)
 
 
 def _secret() -> bytes | None:
@@ -179,26 +204,49 @@ def _secret() -> bytes | None:
     if not _private_folder(home):
         return None
     path = home / _KEY_FILE
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        pass
-    except OSError:
+        key = _read_key(path)
+        if key is None or len(key) != 32:  # none yet, or a damaged one (a full disk's)
+            _new_key(home, path, replace=key is not None)
+            key = _read_key(path)
+    except PermissionError:  # not the user's own private file: the cache is passed by
         return None
-    else:
-        with os.fdopen(descriptor, "wb") as created:
-            created.write(os.urandom(32))
+    return key if key is not None and len(key) == 32 else None
+
+
+def _read_key(path: Path) -> bytes | None:
+    """The stored key's bytes (damaged ones too, to be replaced), None when there is none; an
+    OSError when it is not the user's own private regular file."""
     try:
-        descriptor = os.open(path, flags)
-        with os.fdopen(descriptor, "rb") as stored:
-            info = os.fstat(stored.fileno())
-            if info.st_uid != os.getuid() or info.st_mode & 0o077 or not stat.S_ISREG(info.st_mode):
-                return None
-            key = stored.read(64)
-    except OSError:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
         return None
-    return key if len(key) == 32 else None
+    with os.fdopen(descriptor, "rb") as stored:
+        info = os.fstat(stored.fileno())
+        if info.st_uid != os.getuid() or info.st_mode & 0o077 or not stat.S_ISREG(info.st_mode):
+            raise PermissionError(f"{path} is not a private file of the user's")
+        return stored.read(64)
+
+
+def _new_key(home: Path, path: Path, *, replace: bool) -> None:
+    """Write a new key whole under a temporary name, then give it the key's name: `replace`
+    a damaged one, else only if none is there (a key another gradcheck made first wins)."""
+    import tempfile
+
+    descriptor, temporary = tempfile.mkstemp(dir=home, prefix=".key.", suffix=".partial")
+    try:
+        with os.fdopen(descriptor, "wb") as new:
+            new.write(os.urandom(32))
+            new.flush()
+            os.fsync(new.fileno())
+        if replace:
+            os.replace(temporary, path)
+        else:
+            with contextlib.suppress(FileExistsError):
+                os.link(temporary, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
 
 
 def _signature(secret: bytes, body: bytes) -> str:
@@ -230,9 +278,10 @@ def _lookup(folder: Path, key: str, secret: bytes) -> Answer | None:
     return result
 
 
-def _store(folder: Path, key: str, secret: bytes, reads: Reads, result: Answer) -> None:
+def _store(folder: Path, key: str, secret: bytes, reads: Reads, result: Answer) -> OSError | None:
     """Write the entry whole under a temporary name, then give it its own, so a reader never
-    sees half of it; then keep only the MAX_ENTRIES used last."""
+    sees half of it; then keep only the MAX_ENTRIES used last. The error that kept it from
+    being written, if one did."""
     import tempfile
 
     try:
@@ -243,13 +292,13 @@ def _store(folder: Path, key: str, secret: bytes, reads: Reads, result: Answer) 
             "result": entry_codec.dumps(result),
         }
     except entry_codec.EntryError:  # a result gradcheck does not know how to store
-        return
+        return None
     body = json.dumps(entry).encode("utf-8")
     try:
         _tag(folder)
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".", suffix=".partial")
-    except OSError:
-        return
+    except OSError as error:
+        return error
     try:
         with os.fdopen(handle, "wb") as partial:
             partial.write(_signature(secret, body).encode("ascii") + b"\n" + body)
@@ -258,9 +307,10 @@ def _store(folder: Path, key: str, secret: bytes, reads: Reads, result: Answer) 
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         if isinstance(error, OSError):
-            return
+            return error
         raise
     _prune(folder)
+    return None
 
 
 def _tag(folder: Path) -> None:

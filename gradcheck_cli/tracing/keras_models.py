@@ -164,8 +164,17 @@ def load_keras_file(
         else:
             raise GradcheckError(_load_error(path, error)) from None
     progress.say(f"tracing the objective of {path.name}...")
-    with without_warnings_gradcheck_causes():
-        return trace_live_keras_model(model, loss, path.name, verify)
+    try:
+        with without_warnings_gradcheck_causes():
+            return trace_live_keras_model(model, loss, path.name, verify)
+    except Exception as error:
+        if not _raised_running_the_model(error):
+            raise
+        # The file's model fails in Keras's own code (a layer name Keras refuses as a scope):
+        # the model's problem, told in Keras's words.
+        raise GradcheckError(
+            f"{path} holds a model that Keras cannot run: {_keras_message(error)}"
+        ) from None
 
 
 def _loaded(path: Path, unsafe: bool, *, compile: bool) -> Any:
@@ -200,6 +209,22 @@ def _load_error(path: Path, error: BaseException) -> str:
             "--unsafe-deserialization (unsafe_deserialization=True from Python)"
         )
     return f"{path} cannot be loaded by Keras: {traced.error_summary(error)}"
+
+
+def _raised_running_the_model(error: BaseException) -> bool:
+    """Whether `error` came from Keras's code below gradcheck's own (a layer of the model)."""
+    import traceback
+
+    files = [frame.filename for frame in traceback.extract_tb(error.__traceback__)]
+    ours = max((n for n, file in enumerate(files) if "/gradcheck_cli/" in file), default=-1)
+    return any("/keras/" in file or "/tf_keras/" in file for file in files[ours + 1 :])
+
+
+def _keras_message(error: BaseException) -> str:
+    """Keras's own words: no "Exception encountered" heading, argument list or styling."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).split("Arguments received by")[0]
+    said = [line.strip() for line in text.splitlines() if line.strip()]
+    return " ".join(x for x in said if not x.startswith("Exception encountered")) or repr(error)
 
 
 def _keras_that_wrote(path: Path) -> Any:

@@ -504,3 +504,84 @@ def test_a_partial_entry_a_killed_check_left_is_pruned_once_abandoned(
     script_cache.traced(_request(_script(tmp_path)))
     assert not abandoned.exists()
     assert fresh.exists()  # perhaps another gradcheck's, still being written
+
+
+def test_a_cache_on_a_full_disk_is_one_warning_and_the_check_goes_on(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    import errno
+    import tempfile
+
+    script = _script(tmp_path)
+    monkeypatch.setattr(process, "run_worker_recording", StandIn(Reads(())))
+
+    def full(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(tempfile, "mkstemp", full)  # the key's and the entries' writes
+    assert script_cache.traced(_request(script))[0].reason == "answer 1"
+    said = capsys.readouterr().err.splitlines()
+    assert said == [
+        "gradcheck: warning: the cache cannot be written (no space left on device); "
+        "checked without it"
+    ]
+    assert not (cache_dir / "entry-key").exists()  # no key at all rather than an empty one
+
+
+def test_a_damaged_key_is_replaced_and_the_cache_hits_again(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = _script(tmp_path)
+    worker = StandIn(Reads((file_read(str(script)),)))
+    monkeypatch.setattr(process, "run_worker_recording", worker)
+    cache_dir.mkdir(mode=0o700)
+    key = cache_dir / "entry-key"
+    key.write_bytes(b"")  # what a full disk left of an earlier key
+    key.chmod(0o600)
+    assert script_cache.traced(_request(script))[0].reason == "answer 1"
+    assert len(key.read_bytes()) == 32 and key.stat().st_mode & 0o777 == 0o600
+    assert script_cache.traced(_request(script))[0].reason == "answer 1"  # a hit
+    assert worker.calls == 1
+
+
+def test_under_umask_000_every_cache_folder_gradcheck_makes_is_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = _script(tmp_path)
+    home = tmp_path / "home" / ".cache" / "gradcheck"
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(home))
+    worker = StandIn(Reads((file_read(str(script)),)))
+    monkeypatch.setattr(process, "run_worker_recording", worker)
+    old = os.umask(0)
+    try:
+        script_cache.traced(_request(script))
+        assert script_cache.traced(_request(script))[0].reason == "answer 1"  # a hit
+    finally:
+        os.umask(old)
+    for folder in (tmp_path / "home", home.parent, home, home / "entries"):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    assert (home / "entry-key").stat().st_mode & 0o777 == 0o600
+
+
+KEY_RACE = """
+import sys
+from gradcheck_cli.cache import script_cache
+sys.stdout.write(script_cache._secret().hex())
+"""
+
+
+def test_eight_checks_making_the_key_at_once_all_read_the_same_whole_key(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "cache"
+    environment = {**os.environ, CACHE_DIR_VARIABLE: str(home)}
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-c", KEY_RACE], env=environment, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(8)
+    ]
+    keys = {process.communicate(timeout=120)[0] for process in started}
+    assert len(keys) == 1 and len(next(iter(keys))) == 64, keys
+    assert (home / "entry-key").read_bytes().hex() in keys
+    assert sorted(p.name for p in home.iterdir()) == ["entry-key"]  # no partial key left
