@@ -89,7 +89,7 @@ def load_saved_model(
     meta_graph = _serving_meta_graph(saved_model)
     library = meta_graph.graph_def.library
     functions = {f.signature.name: f for f in library.function}
-    locations = _debug_locations(path)
+    locations = _debug_locations(path, size)
     builder = GraphBuilder(
         functions,
         merged_op_defs(meta_graph.meta_info_def.stripped_op_list.op),
@@ -180,13 +180,22 @@ def _serving_meta_graph(saved_model: Any) -> Any:
     return saved_model.meta_graphs[0]
 
 
-def _debug_locations(path: Path) -> DebugInfoLocations | None:
+# A debug info file holds a stack of lines per op of the graph: this many bytes per byte of
+# saved_model.pb (and this many more) is far beyond TensorFlow's own (about one to one).
+DEBUG_INFO_BYTES_PER_GRAPH_BYTE = 64
+DEBUG_INFO_BASE_BYTES = 64 * 2**20
+
+
+def _debug_locations(path: Path, graph_bytes: int) -> DebugInfoLocations | None:
+    """The source lines of the graph's ops; None (no lines) when there is no debug info, or
+    one larger than a graph of `graph_bytes` can have (a sparse 1 GiB file costs nothing to
+    make and 1 GB to read): only source lines depend on it."""
     debug_file = path / "debug" / "saved_model_debug_info.pb"
     if not debug_file.is_file():
         return None
+    bound = DEBUG_INFO_BASE_BYTES + DEBUG_INFO_BYTES_PER_GRAPH_BYTE * graph_bytes
     try:
-        # Only source lines depend on it: a debug info file too large to be one is passed by.
-        if debug_file.stat().st_size > MAX_PROTO_BYTES:
+        if debug_file.stat().st_size > min(bound, MAX_PROTO_BYTES):
             return None
     except OSError:
         return None

@@ -161,3 +161,21 @@ def test_functions_nested_25000_deep_are_refused_not_a_crash(
     (error,) = [line for line in run.stderr.splitlines() if line.startswith("gradcheck: error:")]
     assert "malformed SavedModel or graph: its functions call each other 25001 levels" in error
     assert cpu_seconds < CPU_SECONDS and megabytes < MEGABYTES, (cpu_seconds, megabytes)
+
+
+def test_a_sparse_1_gib_debug_info_is_passed_by_without_reading_it(
+    base_model: Path, tmp_path: Path
+) -> None:
+    # Nothing on disk, 1 GiB on paper: read whole, it would cost 1 GB of memory. A debug info
+    # far larger than its graph can have is passed by (the report has no source lines).
+    import shutil
+
+    model = tmp_path / "sparse_debug"
+    shutil.copytree(base_model, model)
+    (model / "debug").mkdir(exist_ok=True)
+    with (model / "debug" / "saved_model_debug_info.pb").open("wb") as sparse:
+        sparse.truncate(2**30)
+    run, cpu_seconds, megabytes = _run(model, tmp_path)
+    _assert_no_crash(run)
+    assert run.returncode in (0, 1), run.stderr
+    assert cpu_seconds < CPU_SECONDS and megabytes < MEGABYTES, (cpu_seconds, megabytes)
