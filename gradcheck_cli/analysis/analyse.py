@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import deque
+from collections.abc import Callable
 
 from gradcheck_cli.analysis.concerns import find_concerns
 from gradcheck_cli.analysis.control_flow import ProgramIndex
@@ -45,7 +46,37 @@ def analyse(
     hears each pass.
     """
     with without_cyclic_gc():
-        return _analyse(program, cuts_of_live=cuts_of_live, progress=progress)
+        if nesting_depth(program) <= _MAIN_THREAD_NESTING:
+            return _analyse(program, cuts_of_live=cuts_of_live, progress=progress)
+        return _on_a_deep_stack(
+            lambda: _analyse(program, cuts_of_live=cuts_of_live, progress=progress)
+        )
+
+
+def _on_a_deep_stack(work: Callable[[], Analysis]) -> Analysis:
+    """`work()` in a thread whose C stack has room for MAX_NESTING levels of the analysis's
+    recursion (reserved, not used: the pages a thread never touches cost no memory)."""
+    import threading
+
+    done: list[Analysis] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(work())
+        except BaseException as error:  # handed to the caller's thread as it is
+            failed.append(error)
+
+    previous = threading.stack_size(DEEP_STACK_BYTES)
+    try:
+        thread = threading.Thread(target=run, name="gradcheck-deep-analysis")
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    if failed:
+        raise failed[0]
+    return done[0]
 
 
 def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Analysis:
@@ -228,9 +259,12 @@ def _why_unused(
     return Unreached.RECEIVED_NOT_READ, None
 
 
-MAX_NESTING = 1000
+MAX_NESTING = 10_000
 """Levels of nested functions (calls, cond branches, loop bodies) the analysis follows: real
-models nest a few dozen at most; each level costs some frames of Python's stack."""
+models nest a few dozen at most; each level costs some frames of Python's stack. Past
+_MAIN_THREAD_NESTING levels the analysis runs on a thread with a stack of DEEP_STACK_BYTES."""
+_MAIN_THREAD_NESTING = 1000
+DEEP_STACK_BYTES = 512 * 2**20
 
 
 def nesting_depth(program: Program) -> int:

@@ -163,6 +163,19 @@ def test_functions_nested_25000_deep_are_refused_not_a_crash(
     assert cpu_seconds < CPU_SECONDS and megabytes < MEGABYTES, (cpu_seconds, megabytes)
 
 
+def test_functions_nested_1500_deep_are_judged_on_a_deeper_stack(
+    base_model: Path, tmp_path: Path
+) -> None:
+    # Past the 1000 levels the main thread's stack holds, the analysis runs on a thread of its
+    # own with a deeper stack: judged, not refused.
+    model = _crafted(base_model, tmp_path / "deep", crafted.nested_calls(1500), 300_000)
+    run, cpu_seconds, megabytes = _run(model, tmp_path)
+    _assert_no_crash(run)
+    assert run.returncode in (0, 1), run.stderr
+    assert "levels deep" not in run.stderr
+    assert cpu_seconds < CPU_SECONDS and megabytes < MEGABYTES, (cpu_seconds, megabytes)
+
+
 def test_a_sparse_1_gib_debug_info_is_passed_by_without_reading_it(
     base_model: Path, tmp_path: Path
 ) -> None:

@@ -165,3 +165,11 @@ def test_no_status_where_stderr_is_not_a_terminal(
     assert list(tmp_path.iterdir()) == []
     terminal = Console(file=io.StringIO(), force_terminal=True)
     assert not Status(False, "importing...", tmp_path, terminal).enabled  # the options say no
+
+
+def test_a_crafted_script_name_labels_its_lines_escaped() -> None:
+    # A file name that sets the terminal's title and reorders the line if printed raw.
+    name = "train\x1b]0;pwned\x07\u202e.py"
+    relay = _relay_for(WorkerRequest(Job.RUN, Path("/project") / name, CheckOptions()))
+    shown = relay.shown("epoch 1\n")
+    assert shown == "train\\x1b]0;pwned\\x07\\u202e.py: epoch 1\n"
