@@ -149,30 +149,31 @@ def test_a_saved_model_pb_of_2_gib_is_refused_from_its_size(tmp_path: Path) -> N
     )
 
 
-def test_functions_nested_25000_deep_are_refused_not_a_crash(
-    base_model: Path, tmp_path: Path
+@pytest.mark.parametrize(
+    ("levels", "judged"),
+    [
+        # Past the 1000 levels the main thread's stack holds, the analysis runs on a thread of
+        # its own with a deeper stack: judged, not refused.
+        (1500, True),
+        # 3 MB, within the item budget: an analysis that recursed once per level, its
+        # recursion limit raised to match, would overflow the C stack (a segfault, no message
+        # at all): refused past 10000 levels.
+        (25_000, False),
+    ],
+)
+def test_deeply_nested_functions_are_judged_or_refused_never_a_crash(
+    base_model: Path, tmp_path: Path, levels: int, judged: bool
 ) -> None:
-    # 3 MB, within the item budget: an analysis that recursed once per level, its recursion
-    # limit raised to match, would overflow the C stack (a segfault, no message at all).
-    model = _crafted(base_model, tmp_path / "deep", crafted.nested_calls(25_000), 4_000_000)
+    model = _crafted(base_model, tmp_path / "deep", crafted.nested_calls(levels), 4_000_000)
     run, cpu_seconds, megabytes = _run(model, tmp_path)
     _assert_no_crash(run)
-    assert run.returncode == 2, run.stderr
-    (error,) = [line for line in run.stderr.splitlines() if line.startswith("gradcheck: error:")]
-    assert "malformed SavedModel or graph: its functions call each other 25001 levels" in error
-    assert cpu_seconds < CPU_SECONDS and megabytes < MEGABYTES, (cpu_seconds, megabytes)
-
-
-def test_functions_nested_1500_deep_are_judged_on_a_deeper_stack(
-    base_model: Path, tmp_path: Path
-) -> None:
-    # Past the 1000 levels the main thread's stack holds, the analysis runs on a thread of its
-    # own with a deeper stack: judged, not refused.
-    model = _crafted(base_model, tmp_path / "deep", crafted.nested_calls(1500), 300_000)
-    run, cpu_seconds, megabytes = _run(model, tmp_path)
-    _assert_no_crash(run)
-    assert run.returncode in (0, 1), run.stderr
-    assert "levels deep" not in run.stderr
+    errors = [line for line in run.stderr.splitlines() if line.startswith("gradcheck: error:")]
+    if judged:
+        assert run.returncode in (0, 1) and not errors, run.stderr
+    else:
+        assert run.returncode == 2, run.stderr
+        (error,) = errors
+        assert f"malformed SavedModel or graph: its functions call each other {levels + 1}" in error
     assert cpu_seconds < CPU_SECONDS and megabytes < MEGABYTES, (cpu_seconds, megabytes)
 
 
