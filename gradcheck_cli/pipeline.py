@@ -71,6 +71,8 @@ def check_path(
         WorkerRequest,
     )
 
+    if kind == "script":
+        refuse_unparsable(path, sources)
     job = Job.SCRIPT if kind == "script" else Job.KERAS_FILE
     request = WorkerRequest(job, path.resolve(), options, sources=sources)
     result, cached = traced(request)
@@ -100,6 +102,27 @@ def _saved_model_report(path: Path, options: CheckOptions) -> Report:
         context = Context(tuple(program.notes), verification, located=program.located)
         steps("building the findings")
         return _report(source, analysis, context)
+
+
+def refuse_unparsable(path: Path, sources: tuple[tuple[str, str], ...] = ()) -> None:
+    """A script Python cannot parse, refused in one line before anything imports TensorFlow
+    (or runs a line of it)."""
+    from gradcheck_cli.source_code.files import bounded_text
+
+    given = dict(sources)  # a fix checked before it is written: the fixed text
+    text = given.get(str(path.resolve()), given.get(str(path))) or bounded_text(str(path))
+    if text is None:  # unreadable here: the worker says why
+        return
+    try:
+        compile(text, str(path), "exec", dont_inherit=True)
+    except SyntaxError as error:
+        at = f":{error.lineno}" if error.lineno else ""
+        raise GradcheckError(
+            f"{display_path(str(path))}{at}: {error.msg}: Python cannot parse the script "
+            "(SyntaxError), so gradcheck ran none of it"
+        ) from None
+    except ValueError as error:  # a NUL byte
+        raise GradcheckError(f"{display_path(str(path))}: {error}") from None
 
 
 def _file_kind(path: Path) -> str:
@@ -149,6 +172,8 @@ def check_run(
             f"{path} is neither a Python script (.py) nor a notebook (.ipynb); for a SavedModel "
             "or a Keras file use `gradcheck MODEL`"
         )
+    if path.suffix == ".py":
+        refuse_unparsable(path, sources)
     from gradcheck_cli.worker.process import run_worker
     from gradcheck_cli.worker.protocol import Job, RunResult, WorkerRequest
 

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -182,3 +183,11 @@ def _group_by_module(items: list[pytest.Item]) -> None:
 
 def _module(item: pytest.Item) -> str:
     return item.nodeid.split("::")[0]
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """The shuffled order's seed, last, also under `-q` (pytest-randomly's header line is not
+    shown then): a failure that depends on the order can be replayed."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if isinstance(seed, int):
+        terminalreporter.write_line(f"test order: --randomly-seed={seed} repeats it")

@@ -14,7 +14,7 @@ from tests.error_documents import assert_error_document
 BAD = Path(__file__).parent / "scripts" / "bad"
 
 SCRIPT_CASES = {
-    "syntax_error.py": ("raised SyntaxError", []),
+    "syntax_error.py": ("Python cannot parse the script (SyntaxError)", []),
     "import_error.py": ("raised ModuleNotFoundError", []),
     "hard_exit.py": ("ended the process", []),
     "endless.py": ("did not finish within 8 s", ["--timeout", "8"]),

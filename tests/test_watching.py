@@ -251,7 +251,7 @@ def test_watch_as_a_context_manager_names_the_cut_and_lets_training_go_on(notebo
     assert _error(notebook, 3) is None, _outputs(notebook, 3)
     report = _text_of(_html(notebook, 3))
     assert "blocked w_cut" in report, report
-    assert "cut 1 StopGradient (stop_gradient) at Cell In[4]:7" in report
+    assert "cut 1 StopGradient (GC101 stop_gradient) at Cell In[4]:7" in report
     assert "tf.stop_gradient(w)" in report
     assert "gradcheck: training goes on" in report
     after = _printed(notebook, 3)
@@ -398,7 +398,7 @@ def test_an_allowed_dead_variable_does_not_stop_fit(notebook: Any) -> None:
 def test_a_block_that_changes_no_weight_is_checked_when_it_ends(notebook: Any) -> None:
     report = _text_of(_html(notebook, 10))
     assert "blocked w_cut" in report, report
-    assert "cut 1 StopGradient (stop_gradient) at Cell In[4]:7" in report
+    assert "cut 1 StopGradient (GC101 stop_gradient) at Cell In[4]:7" in report
     error = _error(notebook, 10)
     assert error is not None and error["ename"] == "DeadVariablesError", _outputs(notebook, 10)
 
@@ -416,7 +416,8 @@ def test_a_cell_that_fails_uncaught_after_asking_for_gradients_shows_the_report_
     assert kinds.index("display_data") < kinds.index("error")  # the report, then the error
     report = _text_of(_html(notebook, 11))
     assert "gradcheck: training raised TypeError after it asked for gradients" in report
-    assert "blocked u_cut" in report and "StopGradient (stop_gradient) at Cell In[12]:4" in report
+    assert "blocked u_cut" in report
+    assert "StopGradient (GC101 stop_gradient) at Cell In[12]:4" in report
     assert "--fix" not in report  # no command to offer in a notebook
     error = _error(notebook, 11)
     assert error["ename"] == "TypeError" and "NoneType" in error["evalue"], error

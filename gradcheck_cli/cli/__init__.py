@@ -31,7 +31,7 @@ from gradcheck_cli.config import (
     resolve_memory_limit,
     resolve_timeout,
 )
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, escape_controls
 from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.report_output import (
     cannot_write,
@@ -389,6 +389,23 @@ def _terminal_width(to_file: bool) -> int | None:
     return shutil.get_terminal_size().columns
 
 
+def _mistyped_run(arguments: list[str]) -> str | None:
+    """What to say when the first word is no file or folder but close to `run` (`runn`,
+    `rnu`): a usage error, not a missing model beside a script that would then be run."""
+    import difflib
+
+    first = arguments[0] if arguments else ""
+    if not first or first.startswith("-") or first == "run" or os.path.lexists(first):
+        return None
+    if not difflib.get_close_matches(first.lower(), ["run"], n=1, cutoff=0.6):
+        return None
+    meant = " ".join(["gradcheck run", *arguments[1:]])
+    return (
+        f"{escape_controls(first)}: no such file, folder or command; did you mean "
+        f"`{escape_controls(meant)}`?"
+    )
+
+
 def main() -> None:
     """The `gradcheck` command: SIGINT exits 130 and SIGTERM 143, once every worker is gone."""
     if os.name != "posix" or not hasattr(os, "fork"):  # the worker forks, over Unix sockets
@@ -404,9 +421,15 @@ def main() -> None:
     # (and once more as the graph model is built and analysed) to find nothing. The workers,
     # and the script they run, are processes of their own, with their collector on.
     gc.disable()
+    typo = _mistyped_run(sys.argv[1:])
+    if typo is not None:  # before anything is imported or run
+        click.echo(f"gradcheck: error: {typo}", err=True)
+        sys.exit(ExitCode.ERROR)
     try:
-        if sys.argv[1:2] == ["run"]:
+        if sys.argv[1:2] == ["run"] and sys.argv[2:3] not in (["--version"], ["--explain"]):
             run_command(args=sys.argv[2:], prog_name="gradcheck run")
+        elif sys.argv[1:2] == ["run"]:  # `gradcheck run --explain GC101`: the same answer
+            command(args=sys.argv[2:])
         else:
             command()
     except Stopped as stop:

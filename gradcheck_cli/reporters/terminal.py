@@ -18,7 +18,9 @@ from gradcheck_cli.findings.names import variables_named
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import (
+    RULE_BY_REASON,
     RULES,
+    VARIABLE_NEVER_REACHES_LOSS,
     VERIFICATION_DISAGREES,
     VERIFICATION_DISAGREES_NEXT,
     why_unused,
@@ -162,7 +164,7 @@ def _write_group_story(console: Console, report: Report, group: Group, width: in
         cuts = (
             "the same cut" if len(first.blockers) == 1 else f"the same {len(first.blockers)} cuts"
         )
-        by = f" by {cuts}" if first.blockers else ", for the same reason"
+        by = f" by {cuts}" if first.blockers else f", for the same reason {_UNUSED_CODE}"
         _print(
             console, f"[{style}]{first.status.value}[/] [bold]{plural(count, 'variable')}[/]{by}"
         )
@@ -210,9 +212,9 @@ def _write_story(
     intended = report.intended.get(verdict.name)
     style = _STATUS_STYLE[verdict.status]
     status = f"[{style}]{verdict.status.value}[/]" if intended is None else _INTENDED_HEADER
-    _print(
-        console, f"{status} [bold]{escape(verdict.name)}[/] [dim]shape {escape(_shape(verdict))}[/]"
-    )
+    code = f" {_UNUSED_CODE}" if verdict.status is Status.UNUSED else ""
+    shape = f"[dim]shape {escape(_shape(verdict))}[/]"
+    _print(console, f"{status} [bold]{escape(verdict.name)}[/] {shape}{code}")
     if intended is not None:
         _print(console, f"  {escape(intended)}")
     if verdict.location is not None:
@@ -268,7 +270,8 @@ def _write_layer_story(console: Console, report: Report, group: Group) -> None:
     attribute = first.path.rpartition(".")[0] if first.path and first.path != first.name else None
     holder = f" ({attribute})" if attribute else ""
     status = "[bold yellow]unused[/]" if group.intended is None else _INTENDED_HEADER
-    _print(console, f"{status} layer [bold]{escape(layer)}[/]{escape(holder)}: {escape(weights)}")
+    named = f"[bold]{escape(layer)}[/]{escape(holder)}: {escape(weights)}"
+    _print(console, f"{status} layer {named} {_UNUSED_CODE}")
     if group.intended is not None:
         _print(console, f"  {escape(group.intended)}")
     if first.location is not None:
@@ -289,10 +292,18 @@ def _write_side_cuts(console: Console, report: Report, verdict: VariableVerdict)
     for blocker in verdict.side_cuts:
         _print(
             console,
-            f"    {escape(blocker.op_type)} [dim]({blocker.reason.value})[/] "
+            f"    {escape(blocker.op_type)} [dim]({_code(blocker)} {blocker.reason.value})[/] "
             f"at {escape(_cut_place(blocker))}",
         )
         _write_code(console, report, blocker.location)
+
+
+# Each dead variable's story carries its rule's code, as every warning does: `--explain CODE`.
+_UNUSED_CODE = f"[dim]({VARIABLE_NEVER_REACHES_LOSS.code})[/]"
+
+
+def _code(blocker: Blocker) -> str:
+    return RULE_BY_REASON[blocker.reason].code
 
 
 def _cut_place(blocker: Blocker) -> str:
@@ -314,7 +325,7 @@ def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) 
     _print(
         console,
         f"  [red]cut {number}[/] [bold]{escape(blocker.op_type)}[/] "
-        f"[dim]({blocker.reason.value})[/] at {escape(where)}",
+        f"[dim]({_code(blocker)} {blocker.reason.value})[/] at {escape(where)}",
     )
     _write_code(console, report, blocker.location)
     _print(console, f"      {escape(blocker.message)}")
