@@ -21,29 +21,48 @@ from tests.cli_runs import invoke
 
 REPORTS = Path(__file__).resolve().parent / "public_reports"
 CASES = tomllib.loads((REPORTS / "cases.toml").read_text())["case"]
-IDS = [case["name"] for case in CASES]
 NOT_DEAD = frozenset({"ok", "frozen"})
 
 
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, dict[str, Any]]]:
-    """Each case's exit code and report (`gradcheck run NAME.py --verify -f json`), run once;
-    its GitHub annotations too (`--also github:NAME.github`), as the report's "github" entry."""
-    done = {}
-    folder = tmp_path_factory.mktemp("public_reports")
-    for case in CASES:
-        github = folder / f"{case['name']}.github"
-        script = REPORTS / f"{case['name']}.py"
-        args = [script, "--verify", "-f", "json", "--also", f"github:{github}"]
+# Under pytest-xdist the cases run in halves, each on one worker that runs only its half's
+# checks: one worker running all of them was the suite's longest wait.
+HALVES = 2
+PARAMS = [
+    pytest.param(
+        case,
+        id=case["name"],
+        marks=pytest.mark.xdist_group(f"public reports, half {number % HALVES}"),
+    )
+    for number, case in enumerate(CASES)
+]
+
+
+class _Reports(dict[str, tuple[int, dict[str, Any]]]):
+    """Each case's exit code and report (`gradcheck run NAME.py --verify -f json`), run once,
+    when a test first asks for it; its GitHub annotations too (`--also github:NAME.github`),
+    as the report's "github" entry."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
+
+    def __missing__(self, name: str) -> tuple[int, dict[str, Any]]:
+        github = self.folder / f"{name}.github"
+        args = [REPORTS / f"{name}.py", "--verify", "-f", "json", "--also", f"github:{github}"]
         code, out, err = invoke(run_command, args)
         try:
             document = json.loads(out)
         except json.JSONDecodeError:
-            pytest.fail(f"{case['name']}: no JSON (exit {code}):\n{out[-2000:]}\n{err[-3000:]}")
+            pytest.fail(f"{name}: no JSON (exit {code}):\n{out[-2000:]}\n{err[-3000:]}")
         report = document if isinstance(document, dict) else document[0]
         report["github"] = github.read_text() if github.exists() else ""
-        done[case["name"]] = (code, report)
-    return done
+        self[name] = (code, report)
+        return self[name]
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> _Reports:
+    return _Reports(tmp_path_factory.mktemp("public_reports"))
 
 
 def _line_of(script: Path, text: str) -> int:
@@ -56,7 +75,7 @@ def _dead(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [v for v in report["variables"] if v["status"] not in NOT_DEAD]
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", PARAMS)
 def test_the_dead_variables_are_the_ones_tensorflow_gives_none(
     case: dict[str, Any], reports: dict[str, tuple[int, dict[str, Any]]]
 ) -> None:
@@ -67,7 +86,7 @@ def test_the_dead_variables_are_the_ones_tensorflow_gives_none(
     assert sorted(v["name"] for v in _dead(report)) == sorted(case["dead"])
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", PARAMS)
 def test_every_line_that_must_change_is_blamed(
     case: dict[str, Any], reports: dict[str, tuple[int, dict[str, Any]]]
 ) -> None:
@@ -81,7 +100,7 @@ def test_every_line_that_must_change_is_blamed(
     _known(case, "known_line", not missed, f"lines not blamed: {missed}")
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", PARAMS)
 def test_the_fix_is_of_the_kind_the_answer_gave(
     case: dict[str, Any], reports: dict[str, tuple[int, dict[str, Any]]]
 ) -> None:
@@ -103,7 +122,7 @@ def _known(case: dict[str, Any], known: str, right: bool, said: str) -> None:
         pytest.xfail(f"{case[known]} ({said})")
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", PARAMS)
 def test_the_answers_change_gives_those_variables_a_gradient(
     case: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -120,7 +139,7 @@ def test_the_answers_change_gives_those_variables_a_gradient(
     assert first["none"] == [], first
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", PARAMS)
 def test_the_github_annotations_carry_the_same_fix(
     case: dict[str, Any], reports: dict[str, tuple[int, dict[str, Any]]]
 ) -> None:
