@@ -192,3 +192,14 @@ def test_a_keras_file_whose_layer_name_keras_refuses_as_a_scope_is_the_model_s_p
     _assert_one_clear_error(code, out, err, "holds a model that Keras cannot run")
     assert "internal error" not in err and "x1b" not in err and "\x1b" not in err
     assert "'dense bad' is not a valid scope name" in err
+
+
+@pytest.mark.heavy  # writes a Keras weights file, and gradcheck asks Keras to load it
+def test_a_weights_only_file_is_told_what_to_pass_instead(tmp_path: Path) -> None:
+    import keras
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.save_weights(tmp_path / "model.weights.h5")
+    code, out, err = _cli(str(tmp_path / "model.weights.h5"), "--loss", "mse")
+    _assert_one_clear_error(code, out, err, "holds weights only, no model")
+    assert "model.save('model.keras')" in err and "gradcheck run train.py" in err

@@ -208,6 +208,12 @@ def _load_error(path: Path, error: BaseException) -> str:
             "Keras's safe mode refuses; if you trust the file, pass "
             "--unsafe-deserialization (unsafe_deserialization=True from Python)"
         )
+    if "No model config found" in str(error):  # Keras's word for a weights-only file
+        return (
+            f"{path} holds weights only, no model (model.save_weights() wrote it): save the model "
+            "itself (model.save('model.keras')), or check the script that builds it (gradcheck "
+            "run train.py)"
+        )
     return f"{path} cannot be loaded by Keras: {traced.error_summary(error)}"
 
 
