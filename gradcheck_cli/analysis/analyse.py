@@ -45,8 +45,18 @@ def analyse(
     paths (GC204); one walk per variable, so only when asked for (`--verbose`). `progress`
     hears each pass.
     """
+    # Function summaries recurse once per level of nesting (calls, conds, loops): deep models
+    # need more than Python's default limit, and a crafted one must not reach the C stack's.
+    depth = nesting_depth(program)
+    if depth > MAX_NESTING:
+        raise GradcheckError(
+            f"malformed SavedModel or graph: its functions call each other {depth} levels deep; "
+            "gradcheck "
+            f"analyses at most {MAX_NESTING} levels of nested functions, conds and loops"
+        )
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 50 * depth + 1000))
     with without_cyclic_gc():
-        if nesting_depth(program) <= _MAIN_THREAD_NESTING:
+        if depth <= _MAIN_THREAD_NESTING:
             return _analyse(program, cuts_of_live=cuts_of_live, progress=progress)
         return _on_a_deep_stack(
             lambda: _analyse(program, cuts_of_live=cuts_of_live, progress=progress)
@@ -80,16 +90,6 @@ def _on_a_deep_stack(work: Callable[[], Analysis]) -> Analysis:
 
 
 def _analyse(program: Program, *, cuts_of_live: bool, progress: Progress) -> Analysis:
-    # Function summaries recurse once per level of nesting (calls, conds, loops): deep models
-    # need more than Python's default limit, and a crafted one must not reach the C stack's.
-    depth = nesting_depth(program)
-    if depth > MAX_NESTING:
-        raise GradcheckError(
-            f"malformed SavedModel or graph: its functions call each other {depth} levels deep; "
-            "gradcheck "
-            f"analyses at most {MAX_NESTING} levels of nested functions, conds and loops"
-        )
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 50 * depth + 1000))
     progress("analysing: the paths that carry gradient to the loss")
     program = unfold_shape_reads(program)
     index = ProgramIndex(program)

@@ -426,7 +426,8 @@ def main() -> None:
         click.echo(f"gradcheck: error: {typo}", err=True)
         sys.exit(ExitCode.ERROR)
     try:
-        if sys.argv[1:2] == ["run"] and sys.argv[2:3] not in (["--version"], ["--explain"]):
+        asks = sys.argv[2].partition("=")[0] if sys.argv[2:] else ""
+        if sys.argv[1:2] == ["run"] and asks not in ("--version", "--explain"):
             run_command(args=sys.argv[2:], prog_name="gradcheck run")
         elif sys.argv[1:2] == ["run"]:  # `gradcheck run --explain GC101`: the same answer
             command(args=sys.argv[2:])

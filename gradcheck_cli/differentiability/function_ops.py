@@ -13,7 +13,6 @@ WHILE_OPS = frozenset({"While", "StatelessWhile"})
 # A Python function run by TensorFlow (tf.py_func / tf.numpy_function, tf.py_function's eager
 # form): no gradient unless one is given.
 PYTHON_FUNCTIONS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
-PYTHON_FUNCTION_APIS = {"PyFunc": "tf.numpy_function", "PyFuncStateless": "tf.numpy_function"}
 
 
 def runs_its_functions(node: Node) -> bool:

@@ -295,8 +295,9 @@ class Capture:
 
     def _tf_function_call(self, original: Any, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        # A step traced now reads them as its inputs.
-        self._arguments.append(graph_requests.Arguments((args[1:], kwargs), _caller_location()))
+        # A step traced now reads them as its inputs. The caller's frame, not its location: every
+        # call of a tf.function passes here, and only a traced request reads where it was made.
+        self._arguments.append(graph_requests.Arguments((args[1:], kwargs), sys._getframe(1)))
         try:
             if self.around_failures is not None:
                 return self.around_failures(original, *args, **kwargs)

@@ -7,6 +7,7 @@ import inspect
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from types import FrameType
 from typing import Any, NamedTuple
 
 from gradcheck_cli.graph.model import SourceLocation, TensorFlowVerdict
@@ -89,16 +90,22 @@ class GraphRequest:
 
 
 class Arguments(NamedTuple):
-    """What was passed to a tf.function call (its arguments, nested as given), and the line of
-    the script that called it."""
+    """What was passed to a tf.function call (its arguments, nested as given), and the frame
+    that called it (suspended at the call while the function is traced)."""
 
     passed: Any
-    called_at: SourceLocation | None
+    caller: FrameType
 
     def tensors(self) -> list[Any]:
         import tensorflow as tf
 
         return [t for t in tf.nest.flatten(self.passed) if isinstance(t, tf.Tensor)]
+
+    def called_at(self) -> SourceLocation | None:
+        """The script's line that made the call."""
+        import traceback
+
+        return traced.user_location(traceback.extract_stack(self.caller))
 
 
 def graph_request(
@@ -129,7 +136,7 @@ def graph_request(
     read = read_before(created, captured)
     arguments = {}
     for call in passed:
-        arguments.update(read_before(created, call.tensors(), call.called_at))
+        arguments.update(read_before(created, call.tensors(), call.called_at()))
 
     def before_the_call(variable: Any) -> SourceLocation | None:
         """Where a value passed in was read from `variable`, if the graph never reads it."""

@@ -9,6 +9,7 @@ from gradcheck_cli.analysis.verdicts import Blocker, PathStep, VariableVerdict
 from gradcheck_cli.differentiability.function_ops import dataset_api
 from gradcheck_cli.differentiability.reasons import LEAVE_WORDS, Reason
 from gradcheck_cli.findings.advice.thresholds import THRESHOLDS
+from gradcheck_cli.findings.advice.transform_source import ROUNDINGS
 from gradcheck_cli.graph.model import SourceLocation
 
 _TRANSFORMS = frozenset(
@@ -206,25 +207,18 @@ def _at(blocker: Blocker | PathStep) -> str:
     return f" at line {blocker.location.line}" if blocker.location else ""
 
 
-# The roundings of a real value, by the API that makes each.
-_ROUNDINGS = {
-    "Round": "tf.round",
-    "Floor": "tf.floor",
-    "Ceil": "tf.math.ceil",
-    "Rint": "tf.math.rint",
-}
 _PROBABILITIES = frozenset({"Sigmoid", "Softmax"})
 
 
 def rounded(verdict: VariableVerdict) -> tuple[PathStep, PathStep | None] | None:
     """The rounding that cuts the variable's route and the op that made what it rounds, when
     every cut is a rounding."""
-    if not verdict.blockers or any(b.op_type not in _ROUNDINGS for b in verdict.blockers):
+    if not verdict.blockers or any(b.op_type not in ROUNDINGS for b in verdict.blockers):
         return None
     for index, step in enumerate(verdict.route):
         if step.cut is not None:
             producer = verdict.route[index - 1] if index else None
-            return (step, producer) if step.op_type in _ROUNDINGS else None
+            return (step, producer) if step.op_type in ROUNDINGS else None
     return None
 
 
@@ -235,7 +229,7 @@ def rounded_probability_fix(verdict: VariableVerdict) -> str | None:
     if found is None or found[1] is None or found[1].op_type not in _PROBABILITIES:
         return None
     cut, producer = found
-    api = _ROUNDINGS[cut.op_type]
+    api = ROUNDINGS[cut.op_type]
     return (
         f"the {api}{_at(cut)} makes hard values of probabilities (the {producer.op_type}"
         f"{_at(producer)}), and a hard value has no gradient: compute the loss on the "
@@ -250,7 +244,7 @@ def keep_it_real(verdict: VariableVerdict) -> str:
     found = rounded(verdict)
     if found is None:
         return ""
-    api = _ROUNDINGS[found[0].op_type]
+    api = ROUNDINGS[found[0].op_type]
     return (
         f"if the computation after it can take the real value (a position, a scale), remove "
         f"the {api}{_at(found[0])} and keep the value real; otherwise, "

@@ -68,7 +68,8 @@ def straight_through_rewrite(
 
 # Roundings a straight-through expression can wrap on their own argument, as
 # `x + tf.stop_gradient(tf.round(x) - x)`: the rounded value forward, x's gradient backward.
-_ROUNDINGS = frozenset({"Round", "Floor", "Ceil", "Rint"})
+ROUNDINGS = {"Round": "tf.round", "Floor": "tf.floor", "Ceil": "tf.math.ceil"}
+ROUNDINGS["Rint"] = "tf.math.rint"  # each rounding op by the API that makes it
 # Arguments that can be written twice without computing anything twice.
 _PLAIN = (ast.Name, ast.Attribute, ast.Subscript, ast.Constant)
 
@@ -79,7 +80,7 @@ def _rounding_rewrite(verdict: VariableVerdict, source: SourceLines) -> Rewrite 
     every variable behind it."""
     ops = {b.op for b in verdict.blockers}
     step = next((s for s in verdict.route if s.cut is not None), None)
-    if len(ops) != 1 or step is None or step.op_type not in _ROUNDINGS or step.op not in ops:
+    if len(ops) != 1 or step is None or step.op_type not in ROUNDINGS or step.op not in ops:
         return None
     if step.location is None or step.function is not None:
         return None
