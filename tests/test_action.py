@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.readme import ROOT
+from tests.docs_pages import ROOT
 from tests.reporters.test_formats import sarif_schema  # noqa: F401  (the SARIF 2.1.0 schema)
 
 _EXPRESSION = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
@@ -142,7 +142,7 @@ def test_the_action_s_arguments_keep_each_word_whole_and_its_options_before_a_sc
     from gradcheck_cli.cli.action import arguments
 
     own = ["--format", "github", "--also", "sarif:out.sarif"]
-    # The README's own example: the script's arguments stay the script's.
+    # The CI page's own example: the script's arguments stay the script's.
     assert arguments("run train.py -- --epochs 1", "out.sarif") == [
         "run",
         "train.py",

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from importlinter.cli import EXIT_STATUS_ERROR, EXIT_STATUS_SUCCESS, lint_imports
 
-from tests.readme import section
+from tests.docs_pages import section
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "gradcheck_cli"
@@ -161,8 +161,8 @@ def test_no_module_but_the_rule_catalogue_is_over_five_hundred_lines() -> None:
     assert not long
 
 
-def test_the_readme_maps_every_package_and_every_loader_module() -> None:
-    architecture = section("Architecture")
+def test_the_architecture_page_maps_every_package_and_every_loader_module() -> None:
+    architecture = section("contributing/architecture.md", "The layers")
     # The layer table: one row per layer, its packages first.
     rows = {line.split()[0] for line in architecture.splitlines() if line.startswith("    ")}
     layers = {layer.strip().split()[0] for layer in _contract("pipeline")["layers"]}

@@ -19,7 +19,7 @@ from gradcheck_cli.findings.advice.edits import git_quoted, unified_diff
 from gradcheck_cli.fixing import FileChange, write_changes
 from gradcheck_cli.reporters.markdown import _inline
 from tests.cli_runs import invoke
-from tests.readme import ROOT
+from tests.docs_pages import ROOT
 
 MODEL = ROOT / "sample_models" / "faulty_weights_tf1.py"
 SECRET = "outside the workspace\n"

@@ -1,6 +1,6 @@
-"""What gradcheck runs on, said once in the package metadata and held to: the README's statement,
-the interpreter the suite runs on, the refusal on a system without fork, and the project page
-the SARIF report names."""
+"""What gradcheck runs on, said once in the package metadata and held to: the documentation's
+statement, the interpreter the suite runs on, the refusal on a system without fork, and the
+project page the SARIF report names."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from packaging.specifiers import SpecifierSet
 
 from gradcheck_cli import cli
 from gradcheck_cli.reporters.sarif import INFORMATION_URI
-from tests.readme import ROOT, section
+from tests.docs_pages import ROOT, section
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
@@ -27,7 +27,7 @@ def test_the_metadata_names_the_platforms_and_pythons_the_readme_states() -> Non
     supported = SpecifierSet(PROJECT["requires-python"])
     assert pythons and all(version in supported for version in pythons)
     assert f"{sys.version_info.major}.{sys.version_info.minor}" in pythons  # this suite's
-    statement = section("Supported platforms")
+    statement = section("libraries.md", "Supported platforms")
     assert "Linux and macOS" in statement and "Windows" in statement
     assert f"Python {pythons[0]}" in statement and all(v in statement for v in pythons)
 

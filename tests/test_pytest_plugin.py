@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs_pages import code_blocks
 from tests.import_probe import imported_after
-from tests.readme import code_blocks
 
 pytest_plugins = ["pytester"]
 
@@ -45,8 +45,10 @@ def test_the_fixture_and_the_readme_example_fail_on_the_seed_and_pass_on_the_fix
     pytester: pytest.Pytester,
 ) -> None:
     shutil.copytree(SAMPLE_MODELS, pytester.path / "sample_models")
-    # The README's example as written (it checks the fix), and the same test on the seed.
-    example = code_blocks("Use in pytest", "python")[0]
+    # The documentation's example as written (it checks the fix), and the same test on the seed;
+    # the README shows the same test.
+    example = code_blocks("pytest.md", "Use in pytest", "python")[0]
+    assert code_blocks("README.md", "Use it", "python")[1] in example
     assert "sample_models/faulty_weights_fixed.py" in example
     readme_seed = example.replace("faulty_weights_fixed.py", "faulty_weights_tf1.py")
     pytester.makepyfile(

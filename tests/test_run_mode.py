@@ -24,6 +24,7 @@ import pytest
 from gradcheck_cli.cli import command, run_command
 from tests import forked_python
 from tests.cli_runs import Ran, invoke
+from tests.docs_pages import code_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "scripts" / "run"
@@ -166,6 +167,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
             *("run", str(SCRIPTS / "crashes_before_training.py"), "-q")
         ],
         ("static", "faulty_weights_tf1"): [str(SEED), "--loss", "loss", "-f", "json"],
+        # The README's first command, as a newcomer types it in the checkout.
+        ("run terminal", "faulty_weights_tf1"): ["run", os.path.relpath(SEED)],
         ("run", "deep_dream"): ["run", str(SCRIPTS / "deep_dream.py")],
         ("run", "traced_step_fails"): ["run", str(SCRIPTS / "traced_step_fails.py")],
         ("run terminal", "step_creates_variables"): [*("run", str(CREATES_IN_STEP))],
@@ -285,6 +288,15 @@ def test_seed_script_run_matches_the_static_check(runs: Runs) -> None:
     assert dead_with_blocker_lines(report) == dead_with_blocker_lines(expected)
     finished = runs.finished("run", "faulty_weights_tf1")
     assert "loss after 20 steps" not in finished.stdout + finished.stderr
+
+
+def test_the_readme_and_getting_started_show_the_first_command_s_real_report(runs: Runs) -> None:
+    finished = runs.finished("run terminal", "faulty_weights_tf1")
+    assert finished.returncode == 1
+    report = finished.stdout.replace(os.path.relpath(SEED), "sample_models/faulty_weights_tf1.py")
+    for name, heading in [("README.md", "What you see"), ("getting-started.md", "A first check")]:
+        (shown,) = code_blocks(name, heading, "text")
+        assert shown == report, f"{name} shows another report than the first command prints"
 
 
 def test_script_that_never_asks_for_gradients_times_out(runs: Runs) -> None:

@@ -17,6 +17,7 @@ from gradcheck_cli.findings.rules import RULES, Rule
 from gradcheck_cli.findings.source import notebook_cell
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import CheckFailure, display_path
+from gradcheck_cli.reporters.rule_docs import rule_sections_markdown
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -156,12 +157,8 @@ def _help_text(rule: Rule) -> str:
 
 
 def _help_markdown(rule: Rule) -> str:
-    parts = [f"**{rule.code} {rule.name}**: {rule.summary}"]
-    for heading, body, language in rule.sections:
-        if language is not None:
-            body = f"```{language}\n{body}\n```"
-        parts.append(f"### {heading}\n\n{body}")
-    return "\n\n".join(parts)
+    summary = f"**{rule.code} {rule.name}**: {rule.summary}"
+    return f"{summary}\n\n{rule_sections_markdown(rule, level=3)}"
 
 
 def _result(report: Report, item: Finding, key: str) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""`--help` lists the options by group, and the README documents every option of both commands
-and every `[tool.gradcheck]` key, read off the click commands and config.py's key table."""
+"""`--help` lists the options by group, and the documentation's Options page documents every
+option of both commands and its Configuration page every `[tool.gradcheck]` key, read off the
+click commands and config.py's key table."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from gradcheck_cli.cli.options import GROUPS, HELP
 from gradcheck_cli.config import KEYS
 from gradcheck_cli.options import TIMEOUT_VARIABLE
 from tests.cli_runs import cli_result
-from tests.readme import README, section
+from tests.docs_pages import page, section
 
 COMMANDS = {"gradcheck": command, "gradcheck run": run_command}
 
@@ -30,22 +31,22 @@ def _names(cmd: click.Command) -> list[str]:
 
 
 @pytest.mark.parametrize("name", COMMANDS)
-def test_every_option_is_in_the_readme(name: str) -> None:
-    readme = README.read_text()
+def test_every_option_is_on_the_options_page(name: str) -> None:
+    options = page("options.md").read_text()
     names = _names(COMMANDS[name])
     assert "--loss" in _names(command) and "--continue" in _names(run_command)
-    missing = [n for n in names if not re.search(rf"`{re.escape(n)}[` ]", readme)]
-    assert missing == [], f"{name}: options missing from README.md"
+    missing = [n for n in names if not re.search(rf"`{re.escape(n)}[` ]", options)]
+    assert missing == [], f"{name}: options missing from docs/options.md"
 
 
 def test_every_config_key_and_the_timeout_variable_are_in_the_configuration_section() -> None:
-    configuration = section("Configuration: `[tool.gradcheck]`")
+    configuration = section("configuration.md", "Configuration: `[tool.gradcheck]`")
     assert "models" in KEYS
     missing = [
         key for key in KEYS if not re.search(rf"^\| `{re.escape(key)}` \|", configuration, re.M)
     ]
     assert missing == []
-    assert f"`{TIMEOUT_VARIABLE}`" in README.read_text()
+    assert f"`{TIMEOUT_VARIABLE}`" in page("options.md").read_text()
 
 
 @pytest.mark.parametrize("name", COMMANDS)

@@ -1,7 +1,7 @@
-"""The README's examples work: the GitHub Actions workflow uses the repository's action with
-inputs it has, and the command the action runs has options gradcheck has; the pre-commit hook
-is sound. (The pytest example runs with the plugin's own fixture tests, in one pytest
-subprocess: tests/test_pytest_plugin.py.)
+"""The CI page's examples work (docs/ci.md): the GitHub Actions workflow uses the repository's
+action with inputs it has (the README's step is the page's), and the command the action runs has
+options gradcheck has; the pre-commit hook is sound. (The pytest example runs with the plugin's
+own fixture tests, in one pytest subprocess: tests/test_pytest_plugin.py.)
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -22,14 +23,14 @@ from packaging.requirements import Requirement
 
 from gradcheck_cli.cli.action import arguments as action_arguments
 from tests.cli_runs import cli_result
-from tests.readme import ROOT, code_blocks
+from tests.docs_pages import ROOT, code_blocks
 
 pytest_plugins = ["pytester"]
 
 
 def code_block(heading: str, language: str) -> str:
-    """The first ```language block under the README heading `## heading`."""
-    return code_blocks(heading, language)[0]
+    """The first ```language block under the heading `## heading` of the CI page."""
+    return code_blocks("ci.md", heading, language)[0]
 
 
 def _workflow() -> Any:
@@ -66,9 +67,15 @@ def test_the_actions_workflow_uses_the_repository_s_action_pinned_to_a_commit() 
     assert set(step["with"]) <= set(action["inputs"])  # only inputs the action has
 
 
+def test_the_readme_s_step_is_the_ci_page_s() -> None:
+    (block,) = code_blocks("README.md", "In CI", "yaml")
+    (step,) = yaml.safe_load(textwrap.dedent(block))
+    assert step == _action_step(_workflow())
+
+
 def test_the_plain_commands_install_gradcheck_pinned_from_its_git_repository() -> None:
     # gradcheck is not on PyPI, and `pip install -e .` only works in gradcheck's own checkout.
-    (block,) = [b for b in code_blocks("Use in CI (GitHub Actions)", "bash")]
+    (block,) = [b for b in code_blocks("ci.md", "Use in CI (GitHub Actions)", "bash")]
     install = shlex.split(block.splitlines()[0])
     assert "-e" not in install
     (line,) = [token for token in install if token.startswith("gradcheck @")]
@@ -138,7 +145,7 @@ def _pre_commit(*args: str) -> subprocess.CompletedProcess[str]:
 def test_the_hook_and_the_readme_configurations_are_valid_for_pre_commit(tmp_path: Path) -> None:
     manifest = _pre_commit("validate-manifest", str(ROOT / ".pre-commit-hooks.yaml"))
     assert manifest.returncode == 0, manifest.stdout + manifest.stderr
-    blocks = code_blocks("Use with pre-commit", "yaml")
+    blocks = code_blocks("ci.md", "Use with pre-commit", "yaml")
     assert len(blocks) == 2
     for index, block in enumerate(blocks):
         path = tmp_path / f"config{index}.yaml"
@@ -159,7 +166,9 @@ def test_the_pre_commit_hook_runs_a_bare_gradcheck_once_on_the_configured_models
     assert 'gradcheck = "gradcheck_cli.cli:main"' in (ROOT / "pyproject.toml").read_text()
     assert hook["entry"] == "gradcheck"
     assert "args" not in hook  # a bare run: the `models` of [tool.gradcheck]
-    remote, local = (yaml.safe_load(block) for block in code_blocks("Use with pre-commit", "yaml"))
+    remote, local = (
+        yaml.safe_load(block) for block in code_blocks("ci.md", "Use with pre-commit", "yaml")
+    )
     (repository,) = remote["repos"]
     (configured,) = repository["hooks"]
     assert configured["id"] == hook["id"]
