@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -301,7 +300,7 @@ def test_a_bad_timeout_variable_is_one_line(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_timeout_variable_bounds_a_script_without_the_flag() -> None:
-    started = time.monotonic()
+    # The message names the 2 s bound, not the default 600 s: no clock is read.
     result = subprocess.run(
         [sys.executable, "-m", "gradcheck_cli", str(SCRIPTS / "bad" / "endless.py")],
         capture_output=True,
@@ -312,7 +311,6 @@ def test_timeout_variable_bounds_a_script_without_the_flag() -> None:
     )
     assert result.returncode == ExitCode.ERROR
     assert "did not finish within 2 s" in result.stderr and "Traceback" not in result.stderr
-    assert time.monotonic() - started < 60  # the default would be 600 s
 
 
 @pytest.mark.parametrize(

@@ -185,7 +185,6 @@ def test_a_script_without_stdout_and_with_a_thread_still_gets_its_report(
 ) -> None:
     # The script drops sys.stdout and leaves a non-daemon thread running: the worker still
     # delivers its result, and ends, long before the timeout.
-    import time
 
     from gradcheck_cli.cli import run_command
 
@@ -196,12 +195,12 @@ def test_a_script_without_stdout_and_with_a_thread_still_gets_its_report(
         "w = tf.Variable(1.0)\nfor _ in range(2):\n    with tf.GradientTape() as tape:\n"
         "        loss = w * 2.0\n    (g,) = tape.gradient(loss, [w])\n    w.assign_sub(0.1 * g)\n"
     )
-    started = time.monotonic()
+    # The sleeping thread does not hold the check to its time limit: a report, exit 0 (a
+    # timeout would be exit 2 and no report).
     result = cli_result(run_command, [str(script), "--timeout", "120", "-f", "json"])
     assert result.exit_code == 0, result.stderr
     assert '"status": "ok"' in result.stdout
     assert "Traceback" not in result.stderr
-    assert time.monotonic() - started < 60
 
 
 DAEMON = """

@@ -146,7 +146,7 @@ def over_time_limit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OverTi
     waiting.stop()
 
 
-def assert_all_ended(processes: list[psutil.Process], grace: float = 5.0) -> None:
+def assert_all_ended(processes: list[psutil.Process], grace: float = 30.0) -> None:
     deadline = time.monotonic() + grace
     while left := [p for p in processes if _running(p)]:
         assert time.monotonic() < deadline, f"still running: {left}"
@@ -202,8 +202,8 @@ def test_a_killed_gradcheck_s_worker_ends_its_own_tree(start: Start) -> None:
     children = run.ready()
     os.kill(run.process.pid, signal.SIGKILL)
     run.process.communicate()
-    assert_all_ended(children, grace=10)
-    deadline = time.monotonic() + 10
+    assert_all_ended(children, grace=30)
+    deadline = time.monotonic() + 30
     while list(run.scratch.glob("gradcheck-*")):  # and removes gradcheck's scratch folder
         assert time.monotonic() < deadline, list(run.scratch.glob("gradcheck-*"))
         time.sleep(0.05)

@@ -43,7 +43,7 @@ def _launcher_children() -> list[psutil.Process]:
     return [p for p in psutil.Process().children() if LAUNCHER in p.cmdline()]
 
 
-def _ended(pid: int, grace: float = 5.0) -> bool:
+def _ended(pid: int, grace: float = 30.0) -> bool:
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         try:
