@@ -17,7 +17,8 @@ from tests.cli_runs import Ran, invoke
 RUN_INSTEAD = "check the script as it trains, stopped at its first gradient request, with"
 
 SCRIPTS = {
-    # Keras's fit at import, on a model whose every weight is cut: the optimizer raises.
+    # Keras's fit at import, on a model whose every weight is cut: stopped at its gradient
+    # request, before the optimizer would raise.
     "fit_at_import.py": """
         import numpy as np
         import keras
@@ -29,7 +30,8 @@ SCRIPTS = {
         model.compile(optimizer="sgd", loss="mse")
         model.fit(np.ones((8, 4)), np.ones((8, 1)), epochs=1, verbose=0)
     """,
-    # An eager training loop at import that trains, then fails for a reason of its own.
+    # An eager training loop at import, stopped at its first gradient request: it never
+    # reaches the failure of its own below.
     "loop_then_fails.py": """
         import tensorflow as tf
 
@@ -123,14 +125,14 @@ def _error_line(ran: Ran) -> str:
     return line
 
 
-def test_a_script_that_fit_at_import_without_gradients_names_gradcheck_run(
+def test_a_script_that_fits_at_import_is_stopped_and_names_gradcheck_run(
     plain_runs: dict[str, Ran], scripts: dict[str, Path]
 ) -> None:
     script = scripts["fit_at_import.py"]
     assert _error_line(plain_runs["fit_at_import.py"]) == (
-        f"gradcheck: error: {script} raised ValueError at {script}:9 while gradcheck imported "
-        "it: No gradients provided for any variable. It trains when imported (it asks for "
-        f"gradients at {script}:9): {RUN_INSTEAD} `gradcheck run {script}`"
+        f"gradcheck: error: {script} trains when imported: it asks for gradients at {script}:9; "
+        "gradcheck stopped it there, before any weight changed: "
+        f"{RUN_INSTEAD} `gradcheck run {script}`"
     )
 
 
@@ -140,14 +142,14 @@ def test_the_command_it_names_reports_the_dead_weights(scripts: dict[str, Path])
     assert "hidden/kernel" in out and "head/kernel" in out
 
 
-def test_a_script_that_trains_at_import_then_fails_names_gradcheck_run(
+def test_a_script_that_trains_at_import_is_stopped_before_it_fails(
     plain_runs: dict[str, Ran], scripts: dict[str, Path]
 ) -> None:
     script = scripts["loop_then_fails.py"]
     assert _error_line(plain_runs["loop_then_fails.py"]) == (
-        f"gradcheck: error: {script} raised RuntimeError at {script}:9 while gradcheck "
-        "imported it: checkpoint folder missing; it trains when imported (it asks for "
-        f"gradients at {script}:8): {RUN_INSTEAD} `gradcheck run {script}`"
+        f"gradcheck: error: {script} trains when imported: it asks for gradients at {script}:8; "
+        "gradcheck stopped it there, before any weight changed: "
+        f"{RUN_INSTEAD} `gradcheck run {script}`"
     )
 
 

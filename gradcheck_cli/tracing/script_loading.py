@@ -1,4 +1,5 @@
-"""Import a user's script in the worker, recording its variables, and trace the loss it names."""
+"""Import a user's script in the worker, recording its variables (stopped at its first gradient
+step if it trains when imported), and trace the loss it names."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import contextlib
 import runpy
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +62,8 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
     sys.path.insert(0, str(path.parent.resolve()))
     tracked = track_keras_weights()
     with tf.variable_creator_scope(record), recording_override_maps():
-        with recording_eager_reads() as reads, _recording_gradient_requests(path) as asked:
-            namespace = _run(path, asked)
+        with recording_eager_reads() as reads, stopping_gradient_steps(path) as stops:
+            namespace = _run(path, stops)
         name, value = find_loss(namespace, loss, path)
         progress.say(f"tracing {name}...")
         if is_graph_tensor(value):
@@ -151,11 +152,14 @@ def _creation_names(
     return CreationNames(created, base_of, in_order)
 
 
-def _run(path: Path, asked: list[SourceLocation | None]) -> dict[str, Any]:
-    """The script's namespace, imported; `asked`: where it asked for gradients meanwhile."""
+def _run(path: Path, stops: list[TrainsAtImport]) -> dict[str, Any]:
+    """The script's namespace, imported; `stops`: where gradcheck stopped it meanwhile, at a
+    gradient step (`stopping_gradient_steps`)."""
     try:
         return runpy.run_path(str(path), run_name=SCRIPT_RUN_NAME)
     except SystemExit as exit_:
+        if stops:  # the script's own handler turned the stop into an exit
+            raise GradcheckError(_stopped(path, stops[0])) from None
         arguments = " (does it parse required command-line arguments at import?)"
         raise GradcheckError(
             f"{path} called sys.exit({exit_.code}) while gradcheck imported it"
@@ -163,50 +167,180 @@ def _run(path: Path, asked: list[SourceLocation | None]) -> dict[str, Any]:
             '`if __name__ == "__main__":`'
         ) from None
     except BaseException as error:
+        if stops:  # the stop itself, or what the script's own handlers made of it
+            raise GradcheckError(_stopped(path, stops[0])) from None
         from gradcheck_cli.tracing.traced import exception_location
 
         where = exception_location(error)
         at = f" at {where}" if where else ""
         said = f": {error}" if str(error) else ""
         told = f"{path} raised {type(error).__name__}{at} while gradcheck imported it{said}"
-        instead = _trains_at_import(path, asked, error)
+        instead = _no_gradients(path, error)
         if instead:  # after a sentence of the script's own, a sentence of its own
             ended = told.endswith((".", "!", "?"))
             told += f" {instead[0].upper()}{instead[1:]}" if ended else f"; {instead}"
         raise GradcheckError(told) from None
 
 
-def _trains_at_import(path: Path, asked: list[SourceLocation | None], error: BaseException) -> str:
-    """What to run instead when the script failed while it trained at import: it asked for
-    gradients, or the failure is the error an optimizer raises when none came."""
-    command = f"{RUN_INSTEAD} `gradcheck run {path}`"
-    if asked:
-        at = f" (it asks for gradients at {asked[0]})" if asked[0] is not None else ""
-        return f"it trains when imported{at}: {command}"
-    # TF1's `minimize` says so while the graph is built, before any step.
+def _no_gradients(path: Path, error: BaseException) -> str:
+    """What to run instead when the script failed with the error an optimizer raises when no
+    gradient came: TF1's `minimize` says so while the graph is built, before any step."""
     if isinstance(error, ValueError) and "No gradients provided" in str(error):
-        return f"TensorFlow found no gradient for any variable; to see why, {command}"
+        return (
+            "TensorFlow found no gradient for any variable; to see why, "
+            f"{RUN_INSTEAD} `gradcheck run {path}`"
+        )
     return ""
 
 
+class TrainsAtImport(BaseException):  # noqa: N818 - it stops the script, it reports no bug
+    """Raised inside the script at its first gradient step; a BaseException, so that the
+    script's own `except Exception` handlers let it through."""
+
+    def __init__(self, trains: bool, asked: SourceLocation | None, ran: SourceLocation | None):
+        super().__init__("gradcheck stopped the script at its first gradient step")
+        self.trains = trains  # the request named a variable (a tensor-only one trains nothing)
+        self.asked = asked  # where the script asked for gradients
+        self.ran = ran  # TF1: the Session.run that would have run them
+
+
+def _stopped(path: Path, stop: TrainsAtImport) -> str:
+    """What the plain form says of a script it stopped at its first gradient step."""
+    at = f" at {stop.asked}" if stop.asked is not None else ""
+    if stop.ran is not None and stop.ran == stop.asked:
+        what = f"trains when imported: it asks for gradients at {stop.ran} and runs them"
+    elif stop.ran is not None:
+        what = f"trains when imported: at {stop.ran} it runs the gradients it asks for{at}"
+    elif stop.trains:
+        what = f"trains when imported: it asks for gradients{at}"
+    else:
+        what = f"asks for gradients when imported{at}"
+    return (
+        f"{path} {what}; gradcheck stopped it there, before any weight changed: "
+        f"{RUN_INSTEAD} `gradcheck run {path}`"
+    )
+
+
 @contextlib.contextmanager
-def _recording_gradient_requests(path: Path) -> Iterator[list[SourceLocation | None]]:
-    """Where the script asks for gradients while it is imported (`GradientTape.gradient`,
-    which Keras's `fit` calls too): the line of the script's own code that started it."""
+def stopping_gradient_steps(path: Path) -> Iterator[list[TrainsAtImport]]:
+    """While the script is imported, stop it at its first gradient step: a
+    `GradientTape.gradient` (which Keras's `fit` calls, eagerly or while tracing its step), a
+    `tf.gradients` inside a tf.function, or, in a TF1 graph where `tf.gradients` and `minimize`
+    only build ops, the first `Session.run` that would run those ops. Yields the stops made,
+    should the script swallow one."""
+    import tensorflow as tf
+    from tensorflow.python.client import session
+    from tensorflow.python.ops import gradients_util
+
+    script = str(path.resolve())
+    stops: list[TrainsAtImport] = []
+    graph_requests: dict[Any, SourceLocation | None] = {}  # TF1 gradient op -> where asked
+
+    def stop(trains: bool, asked: SourceLocation | None, ran: SourceLocation | None = None) -> None:
+        stops.append(TrainsAtImport(trains, asked, ran))
+        raise stops[-1]
+
+    def tape_gradient(
+        original: Any, tape: Any, target: Any, sources: Any, *_: Any, **__: Any
+    ) -> Any:
+        stop(_names_a_variable(sources), _script_line(script))
+
+    def graph_gradients(original: Any, *args: Any, **kwargs: Any) -> Any:
+        # TensorFlow's own, for a function's gradient (a nested call passes it by position)
+        if kwargs.get("src_graph", args[9] if len(args) > 9 else None) is not None:
+            return original(*args, **kwargs)
+        if tf.compat.v1.get_default_graph().building_function:  # a tf.function's step
+            stop(True, _script_line(script))
+        gradients = original(*args, **kwargs)
+        asked = _script_line(script)
+        for gradient in tf.nest.flatten(gradients, expand_composites=True):
+            if gradient is not None:
+                graph_requests.setdefault(gradient.op, asked)
+        return gradients
+
+    def session_run(original: Any, session_: Any, fetches: Any, *args: Any, **kwargs: Any) -> Any:
+        elements = tf.nest.flatten(fetches, expand_composites=True)
+        _stop_if_it_runs(session_.graph, elements, graph_requests, script, stop)
+        return original(session_, fetches, *args, **kwargs)
+
+    def make_callable(original: Any, session_: Any, options: Any, *args: Any, **kwargs: Any) -> Any:
+        # Keras 2 in a TF1 graph runs its train function through a callable, not Session.run.
+        names = [*options.fetch, *options.target]
+        _stop_if_it_runs(session_.graph, names, graph_requests, script, stop)
+        return original(session_, options, *args, **kwargs)
+
+    patches = [
+        (tf.GradientTape, "gradient", tape_gradient),
+        (gradients_util, "_GradientsHelper", graph_gradients),
+        (session.BaseSession, "run", session_run),
+        (session.BaseSession, "_make_callable_from_options", make_callable),
+    ]
+    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+    try:
+        for (owner, name, hook), (_, _, original) in zip(patches, originals):
+            setattr(owner, name, _calling(hook, original))
+        yield stops
+    finally:
+        for owner, name, original in originals:
+            setattr(owner, name, original)
+
+
+def _calling(hook: Callable[..., Any], original: Any) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return hook(original, *args, **kwargs)
+
+    return wrapper
+
+
+def _stop_if_it_runs(
+    graph: Any,
+    fetches: Iterable[Any],
+    requests: dict[Any, SourceLocation | None],
+    script: str,
+    stop: Callable[..., None],
+) -> None:
+    """Stop the script if running `fetches` of `graph` computes a gradient it asked for."""
+    if not requests:
+        return
+    todo = []
+    for fetch in fetches:
+        try:
+            element = graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
+        except Exception:  # noqa: BLE001 - what is no op of the graph runs no gradient
+            continue
+        todo.append(getattr(element, "op", element))
+    seen: set[Any] = set()
+    while todo:
+        op = todo.pop()
+        if op in requests:
+            stop(True, requests[op], _script_line(script))
+        if op in seen:
+            continue
+        seen.add(op)
+        todo.extend(tensor.op for tensor in op.inputs)
+        todo.extend(op.control_inputs)
+
+
+def _names_a_variable(sources: Any) -> bool:
+    """Whether a tape's sources hold a tf.Variable, or a Keras variable with one behind it."""
     import tensorflow as tf
 
-    original = tf.GradientTape.gradient
-    asked: list[SourceLocation | None] = []
-    script = str(path.resolve())
-
-    def gradient(tape: Any, *args: Any, **kwargs: Any) -> Any:
-        if not asked:
-            frames = [f for f in traceback.extract_stack() if f.filename == script]
-            asked.append(SourceLocation(script, frames[0].lineno or 0) if frames else None)
-        return original(tape, *args, **kwargs)
-
-    tf.GradientTape.gradient = gradient
     try:
-        yield asked
-    finally:
-        tf.GradientTape.gradient = original
+        flat = tf.nest.flatten(sources)
+    except Exception:  # noqa: BLE001 - the stop must not fail; "asks for gradients" stays true
+        return False
+    return any(
+        isinstance(s, tf.Variable) or isinstance(getattr(s, "_value", None), tf.Variable)
+        for s in flat
+    )
+
+
+def _script_line(script: str) -> SourceLocation | None:
+    """The innermost line of the script's own code on the stack; TensorFlow's stack maps the
+    code autograph generates for a tf.function back to the script's lines."""
+    from tensorflow.python.util import tf_stack
+
+    frames = [f for f in tf_stack.extract_stack() if f.filename == script]
+    if not frames:
+        frames = [f for f in traceback.extract_stack() if f.filename == script]
+    return SourceLocation(script, frames[-1].lineno or 0) if frames else None
