@@ -40,6 +40,11 @@ class DeadVariablesError(Exception):
             'is above; on_dead="continue" shows it and trains on'
         )
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows of it (its documented hook): this one line, under the report in
+        the cell's output, rather than a traceback through gradcheck's hooks."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 @dataclass(frozen=True)
 class _Settings:
@@ -100,7 +105,9 @@ def watch(
     the first weight changes; the report is shown (HTML in Jupyter, the terminal report on
     stderr elsewhere), or one line when nothing is wrong. Then, if a variable is dead,
     `on_dead="stop"` raises DeadVariablesError there, before any weight changes, and
-    `"continue"` lets training go on. A step that raises after it asked for gradients and
+    `"continue"` lets training go on. Uncaught, the error ends a script with the report and
+    one line (exit code 1), and a notebook cell with the report and one line, with no traceback
+    through gradcheck's hooks. A step that raises after it asked for gradients and
     before any weight changed (Keras's "No gradients provided for any variable" from its
     optimizer, a traced step or a `with` block that fails) is checked then: the report comes
     first, and the step's own error goes on. Every hook is removed once the step is checked,
@@ -248,8 +255,42 @@ def _delivered(
     if failure is not None:
         return
     if dead and settings.on_dead == "stop":
-        raise DeadVariablesError(reports)
+        # Held by no local of this frame, which its traceback keeps: freed once caught.
+        raise _one_line_if_uncaught(DeadVariablesError(reports))
     _show_line(f"gradcheck: {settings.what} goes on")
+
+
+# How many DeadVariablesErrors were raised and not freed yet, and the excepthook that was there
+# before the first of them was raised.
+_unfreed_stops = [0]
+_hook_before: list[Callable[..., Any]] = []
+
+
+def _one_line_if_uncaught(stop: DeadVariablesError) -> DeadVariablesError:
+    """If `stop` ends the program uncaught (a plain `python train.py`), Python shows one line
+    after the report, with no traceback through gradcheck's hooks, and exits with code 1 as
+    for any uncaught exception. Caught (`except DeadVariablesError`, pytest), it is a plain
+    exception; the hook goes once no DeadVariablesError is left. IPython never calls
+    sys.excepthook for a cell's error: it calls `_render_traceback_`."""
+    if not _unfreed_stops[0]:
+        _hook_before[:] = [sys.excepthook]
+        sys.excepthook = _show_uncaught_stop
+    _unfreed_stops[0] += 1
+    weakref.finalize(stop, _unhook_when_none_left)
+    return stop
+
+
+def _show_uncaught_stop(kind: type[BaseException], error: BaseException, traceback: Any) -> None:
+    if isinstance(error, DeadVariablesError):
+        print(f"{kind.__name__}: {error}", file=sys.stderr, flush=True)
+        return
+    (_hook_before[0] if _hook_before else sys.__excepthook__)(kind, error, traceback)
+
+
+def _unhook_when_none_left() -> None:
+    _unfreed_stops[0] -= 1
+    if not _unfreed_stops[0] and sys.excepthook is _show_uncaught_stop:
+        sys.excepthook = _hook_before.pop() if _hook_before else sys.__excepthook__
 
 
 def _cannot_check(reason: str, failure: Exception | None, failed: Callable[[str], None]) -> None:

@@ -1,15 +1,19 @@
-"""A Keras file's sizes, checked before Keras opens it: a 19 KB `.keras` archive may declare a
-config.json that inflates to half a gigabyte, which Keras reads whole into memory (its own
-guard starts at 4 GiB), and a kilobyte of HDF5 may hold a gzip-compressed dataset of gigabytes.
+"""A Keras file read without Keras: its sizes, checked before Keras opens it, and what it says
+of itself (the Keras that wrote it, the loss it was compiled with).
 
-`check_keras_archive` reads only the zip's directory and, streamed under their cap, the small
-members Keras parses whole; it runs in gradcheck's own process. `check_weight_datasets` opens
-HDF5 (a C library reading crafted input), so it runs in the worker, before Keras."""
+A 19 KB `.keras` archive may declare a config.json that inflates to half a gigabyte, which Keras
+reads whole into memory (its own guard starts at 4 GiB), and a kilobyte of HDF5 may hold a
+gzip-compressed dataset of gigabytes. `check_keras_archive` reads only the zip's directory and,
+streamed under their cap, the small members Keras parses whole; it runs in gradcheck's own
+process. `check_weight_datasets` opens HDF5 (a C library reading crafted input), so it runs in
+the worker, before Keras, as do the readers of what a file says of itself."""
 
 from __future__ import annotations
 
+import json
 import zipfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -150,3 +154,106 @@ def _datasets(path: Path, group: Any) -> Iterator[tuple[str, Any]]:
 
 def _refused(path: Path, why: str) -> GradcheckError:
     return GradcheckError(f"{path} {why}: not a model Keras saved; gradcheck does not load it")
+
+
+def written_version(path: Path) -> str | None:
+    """The Keras version `path` names as its writer (a `.keras` archive's metadata.json, a
+    `.h5` file's attribute), or None."""
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                if "metadata.json" in archive.namelist():
+                    version = json.loads(archive.read("metadata.json")).get("keras_version")
+                    return str(version) if version is not None else None
+            return None
+        import h5py
+
+        with h5py.File(path, "r") as file:
+            version = file.attrs.get("keras_version")
+        return version.decode() if isinstance(version, bytes) else str(version) if version else None
+    except (OSError, ValueError, KeyError, AttributeError):
+        return None
+
+
+def mentions(path: Path, word: bytes) -> bool:
+    """Whether the model config of `path` names `word` (read bounded: configs are small)."""
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                return word in archive.read("config.json")
+        import h5py
+
+        with h5py.File(path, "r") as file:
+            config = file.attrs.get("model_config", b"")
+        return word in (config if isinstance(config, bytes) else str(config).encode())
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+@dataclass(frozen=True)
+class CompiledLoss:
+    """The loss (one, or one per output as a list or dict) and loss weights a file's compile
+    information names: an `.h5` file's `training_config` attribute, a `.keras` archive's
+    `compile_config` in config.json."""
+
+    loss: Any
+    loss_weights: Any
+
+
+def compiled_loss(path: Path) -> CompiledLoss | None:
+    """The compiled loss `path` names, or None when it names none (saved uncompiled, or
+    compiled without a loss) or cannot be read."""
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                config = json.loads(archive.read("config.json")).get("compile_config")
+        else:
+            import h5py
+
+            with h5py.File(path, "r") as file:
+                text = file.attrs.get("training_config")
+            config = json.loads(text) if text is not None else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(config, dict) or config.get("loss") is None:
+        return None
+    return CompiledLoss(config["loss"], config.get("loss_weights"))
+
+
+class UnresolvedLoss(Exception):
+    """A compiled loss that `keras.losses.get` cannot resolve; `named`: its name, or None
+    when the file names no loss at all."""
+
+    def __init__(self, named: str | None) -> None:
+        super().__init__(named)
+        self.named = named
+
+
+def resolved_loss(keras: Any, config: Any) -> Any:
+    """The Keras losses of `config`, in its structure (a list or dict per output), each resolved
+    as `--loss` is, by `keras.losses.get`; UnresolvedLoss when one cannot be. An output's
+    None stays None: that output has no loss."""
+    if config is None:
+        return None
+    if isinstance(config, str) or (isinstance(config, dict) and "class_name" in config):
+        try:
+            return keras.losses.get(config)
+        except Exception:  # Keras's words for an unknown name or class vary by version
+            raise UnresolvedLoss(loss_words(config)) from None
+    if isinstance(config, dict):
+        return {key: resolved_loss(keras, value) for key, value in config.items()}
+    if isinstance(config, (list, tuple)):
+        return [resolved_loss(keras, value) for value in config]
+    raise UnresolvedLoss(loss_words(config))
+
+
+def loss_words(config: Any) -> str:
+    """The compiled loss as the report's header names it: `mse`, `[mse, mae]`,
+    `{out0: mse, out1: mae}`, `MeanSquaredError`."""
+    if isinstance(config, dict) and "class_name" in config:
+        return str(config["class_name"])
+    if isinstance(config, dict):
+        return "{" + ", ".join(f"{key}: {loss_words(value)}" for key, value in config.items()) + "}"
+    if isinstance(config, (list, tuple)):
+        return "[" + ", ".join(loss_words(value) for value in config) + "]"
+    return str(config)

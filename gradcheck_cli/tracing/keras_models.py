@@ -13,6 +13,7 @@ from typing import Any
 
 from gradcheck_cli.errors import GradcheckError
 from gradcheck_cli.graph.model import CreationNames, SourceLocation
+from gradcheck_cli.source_code import keras_archive
 from gradcheck_cli.source_code.keras_archive import check_weight_datasets
 from gradcheck_cli.tracing.function_tracing import trace_loss
 from gradcheck_cli.tracing.keras_objective import Tape, backing_variable
@@ -145,28 +146,29 @@ def load_keras_file(
     """A `.keras` / `.h5` model, deserialized with Keras's safe mode unless told otherwise,
     after importing the user's `imports` (the code that registers its custom classes).
 
-    A compiled loss Keras cannot load (a custom function no imported code registers) is left
-    out when `loss` names the loss to check the model with: the objective is then that loss
-    and `model.losses`, which need nothing of the file's compile information."""
+    A file whose compile information Keras cannot load back (a custom function no imported
+    code registers; Keras 3's own `.h5` files compiled with a loss named by a string, "mse")
+    is loaded without it: `loss` then names the loss to check the model with, else the model
+    is compiled with the loss its compile information names, if gradcheck resolves it."""
     check_weight_datasets(path)
     import_user_code(imports)
+    loss_name = None
     try:
         model = _loaded(path, unsafe, compile=True)
     except Exception as error:
-        if _loads_uncompiled(path, unsafe):
-            if loss is None:
-                raise GradcheckError(
-                    f"{_load_error(path, error)}; or name a Keras loss to check the model with "
-                    "instead (--loss mse, --loss sparse_categorical_crossentropy, ...): its "
-                    "compiled loss is then left unloaded"
-                ) from None
+        try:
             model = _loaded(path, unsafe, compile=False)
-        else:
+        except Exception:
             raise GradcheckError(_load_error(path, error)) from None
+        if loss is None:
+            loss_name = _compiled_as_the_file_says(model, path, error)
     progress.say(f"tracing the objective of {path.name}...")
     try:
         with without_warnings_gradcheck_causes():
-            return trace_live_keras_model(model, loss, path.name, verify)
+            result = trace_live_keras_model(model, loss, path.name, verify)
+            if loss_name is not None and not result.other_tapes:
+                result.loss_name = loss_name
+            return result
     except Exception as error:
         if not _raised_running_the_model(error):
             raise
@@ -184,20 +186,51 @@ def _loaded(path: Path, unsafe: bool, *, compile: bool) -> Any:
         )
 
 
-def _loads_uncompiled(path: Path, unsafe: bool) -> bool:
-    """Whether Keras loads the model of `path` without its compile information: then what it
-    could not load is the compiled loss, metrics or optimizer."""
+def _compiled_as_the_file_says(model: Any, path: Path, error: BaseException) -> str:
+    """Compile `model`, loaded without the compile information Keras could not load back
+    (`error`), with the loss and loss weights that information names, each resolved as `--loss`
+    is; the objective is then what `fit` minimises. What the report calls the loss."""
+    config = keras_archive.compiled_loss(path)
     try:
-        _loaded(path, unsafe, compile=False)
-    except Exception:
-        return False
-    return True
+        if config is None:
+            raise keras_archive.UnresolvedLoss(None)
+        losses = keras_archive.resolved_loss(_keras_that_wrote(path), config.loss)
+    except keras_archive.UnresolvedLoss as unresolved:
+        from gradcheck_cli.tracing import traced
+
+        advice = "--loss mse, --loss sparse_categorical_crossentropy, ..."
+        if unresolved.named is None or _told_load_error(path, error) is not None:
+            raise GradcheckError(
+                f"{_load_error(path, error)}; or name a Keras loss to check the model with "
+                f"instead ({advice}): its compiled loss is then left unloaded"
+            ) from None
+        raise GradcheckError(
+            f"Keras cannot compile the model of {path} back ({traced.error_summary(error)}), "
+            f"and the loss its compile information names, {unresolved.named!r}, is not a Keras "
+            f"loss gradcheck can resolve: name the loss to check the model with ({advice})"
+        ) from None
+    words = keras_archive.loss_words(config.loss)
+    try:
+        model.compile(loss=losses, loss_weights=config.loss_weights)
+    except Exception as failure:  # a loss structure that does not fit the model's outputs
+        raise GradcheckError(
+            f"Keras cannot compile the model of {path} with the loss its compile information "
+            f"names, {words}: {_keras_message(failure)}; name the loss to check the model with "
+            "(--loss mse, --loss sparse_categorical_crossentropy, ...)"
+        ) from None
+    return f"compiled loss {words} + model.losses"
 
 
 def _load_error(path: Path, error: BaseException) -> str:
     """What to tell of Keras's `error` loading `path`, with what to do about it."""
     from gradcheck_cli.tracing import traced
 
+    told = _told_load_error(path, error)
+    return told or f"{path} cannot be loaded by Keras: {traced.error_summary(error)}"
+
+
+def _told_load_error(path: Path, error: BaseException) -> str | None:
+    """What to tell of an `error` gradcheck knows the cause of, with what to do; else None."""
     unlocated = _unregistered_class(str(error))
     if unlocated is not None:
         return f"{path} cannot be loaded by Keras: {unlocated}"
@@ -214,7 +247,7 @@ def _load_error(path: Path, error: BaseException) -> str:
             "itself (model.save('model.keras')), or check the script that builds it (gradcheck "
             "run train.py)"
         )
-    return f"{path} cannot be loaded by Keras: {traced.error_summary(error)}"
+    return None
 
 
 def _raised_running_the_model(error: BaseException) -> bool:
@@ -237,7 +270,7 @@ def _keras_that_wrote(path: Path) -> Any:
     """The Keras that saved `path`, by the version it wrote down (a `.keras` archive's
     metadata.json, a `.h5` file's attribute): Keras 2 (`tf_keras`) for 2.x and for a SavedModel
     folder (Keras 3 reads none), else Keras 3."""
-    if path.is_dir() or (_written_version(path) or "3").startswith("2."):
+    if path.is_dir() or (keras_archive.written_version(path) or "3").startswith("2."):
         try:
             import tf_keras
         except ImportError:
@@ -251,38 +284,19 @@ def _keras_that_wrote(path: Path) -> Any:
     return keras
 
 
-def _written_version(path: Path) -> str | None:
-    import json
-    import zipfile
-
-    try:
-        if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as archive:
-                if "metadata.json" in archive.namelist():
-                    version = json.loads(archive.read("metadata.json")).get("keras_version")
-                    return str(version) if version is not None else None
-            return None
-        import h5py
-
-        with h5py.File(path, "r") as file:
-            version = file.attrs.get("keras_version")
-        return version.decode() if isinstance(version, bytes) else str(version) if version else None
-    except (OSError, ValueError, KeyError, AttributeError):
-        return None
-
-
 @contextlib.contextmanager
 def _scopes_of_saved_layers(path: Path) -> Iterator[None]:
     """The custom-object scopes of the libraries whose layers a Keras 2 file may hold: TF-MOT's
     quantization wrappers (QuantizeLayer, QuantizeWrapperV2) load only inside its scope, and
     TF-Hub's KerasLayer only when named."""
     with contextlib.ExitStack() as scopes:
-        if "tensorflow_model_optimization" in sys.modules or _mentions(path, b"Quantize"):
+        quantized = keras_archive.mentions(path, b"Quantize")
+        if "tensorflow_model_optimization" in sys.modules or quantized:
             with contextlib.suppress(ImportError):
                 import tensorflow_model_optimization as tfmot
 
                 scopes.enter_context(tfmot.quantization.keras.quantize_scope())
-        if _mentions(path, b'"KerasLayer"'):  # TF-Hub's layer, registered by no name
+        if keras_archive.mentions(path, b'"KerasLayer"'):  # TF-Hub's layer, registered by no name
             with contextlib.suppress(ImportError):
                 import tensorflow_hub as hub
 
@@ -291,23 +305,6 @@ def _scopes_of_saved_layers(path: Path) -> Iterator[None]:
                     keras.utils.custom_object_scope({"KerasLayer": hub.KerasLayer})
                 )
         yield
-
-
-def _mentions(path: Path, word: bytes) -> bool:
-    """Whether the model config of `path` names `word` (read bounded: configs are small)."""
-    import zipfile
-
-    try:
-        if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as archive:
-                return word in archive.read("config.json")
-        import h5py
-
-        with h5py.File(path, "r") as file:
-            config = file.attrs.get("model_config", b"")
-        return word in (config if isinstance(config, bytes) else str(config).encode())
-    except (OSError, ValueError, KeyError):
-        return False
 
 
 # What Keras warns about gradcheck's own calls, not about the user's model: the optimizer's
