@@ -68,3 +68,10 @@ def test_run_answers_version_and_explain_as_the_plain_command_does(tmp_path: Pat
         run = _gradcheck("run", *asked, cwd=tmp_path)
         assert plain.returncode == run.returncode == 0, run.stderr
         assert run.stdout == plain.stdout and run.stdout.strip(), asked
+
+
+def test_errors_name_the_script_as_the_user_typed_it(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("import tensorflow as tf\n\nw = tf.Variable(1.0)\n")
+    ran = _gradcheck("train.py", "--loss", "nope", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stderr
+    assert _said(ran)[-1] == "gradcheck: error: no loss named 'nope' in train.py; candidates: none"

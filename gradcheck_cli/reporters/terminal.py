@@ -13,6 +13,7 @@ from rich.text import Text
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.errors import display_path
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.names import variables_named
 from gradcheck_cli.findings.policy import FailOn
@@ -26,7 +27,7 @@ from gradcheck_cli.findings.rules import (
     why_unused,
 )
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.reporters import TerminalOptions, display_path
+from gradcheck_cli.reporters import TerminalOptions
 from gradcheck_cli.reporters.folding import code_lines, print_table
 from gradcheck_cli.reporters.folding import print_line as _print
 from gradcheck_cli.reporters.grouping import (

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.graph.model import CreationNames, SourceLocation
 from gradcheck_cli.source_code.keras_archive import check_weight_datasets
 from gradcheck_cli.tracing.function_tracing import trace_loss
@@ -173,7 +173,7 @@ def load_keras_file(
         # The file's model fails in Keras's own code (a layer name Keras refuses as a scope):
         # the model's problem, told in Keras's words.
         raise GradcheckError(
-            f"{path} holds a model that Keras cannot run: {_keras_message(error)}"
+            f"{display_path(path)} holds a model that Keras cannot run: {_keras_message(error)}"
         ) from None
 
 
@@ -200,21 +200,21 @@ def _load_error(path: Path, error: BaseException) -> str:
 
     unlocated = _unregistered_class(str(error))
     if unlocated is not None:
-        return f"{path} cannot be loaded by Keras: {unlocated}"
+        return f"{display_path(path)} cannot be loaded by Keras: {unlocated}"
     code = _code_refused_by_safe_mode(str(error))
     if code is not None:
         return (
-            f"{path} holds {code}, and loading it would run code stored in the file, which "
-            "Keras's safe mode refuses; if you trust the file, pass "
+            f"{display_path(path)} holds {code}, and loading it would run code stored in the "
+            "file, which Keras's safe mode refuses; if you trust the file, pass "
             "--unsafe-deserialization (unsafe_deserialization=True from Python)"
         )
     if "No model config found" in str(error):  # Keras's word for a weights-only file
         return (
-            f"{path} holds weights only, no model (model.save_weights() wrote it): save the model "
-            "itself (model.save('model.keras')), or check the script that builds it (gradcheck "
-            "run train.py)"
+            f"{display_path(path)} holds weights only, no model (model.save_weights() wrote "
+            "it): save the model itself (model.save('model.keras')), or check the script that "
+            "builds it (gradcheck run train.py)"
         )
-    return f"{path} cannot be loaded by Keras: {traced.error_summary(error)}"
+    return f"{display_path(path)} cannot be loaded by Keras: {traced.error_summary(error)}"
 
 
 def _raised_running_the_model(error: BaseException) -> bool:
@@ -242,8 +242,8 @@ def _keras_that_wrote(path: Path) -> Any:
             import tf_keras
         except ImportError:
             raise GradcheckError(
-                f"{path} was saved by Keras 2 (tf_keras), which is not installed here: "
-                "pip install tf-keras"
+                f"{display_path(path)} was saved by Keras 2 (tf_keras), which is not installed "
+                "here: pip install tf-keras"
             ) from None
         return tf_keras
     import keras

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.graph.model import CreationNames, SourceLocation
 from gradcheck_cli.source_code.debug_info import made_by_a_library, with_call_column
 from gradcheck_cli.tracing.eager_fallback import eager_fallback
@@ -72,8 +72,9 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
             return graph
         if isinstance(value, (tf.Tensor, tf.Variable)):
             raise GradcheckError(
-                f"{name} in {path} is an eager value, not a loss function: gradients cannot be "
-                "traced from a computed number; pass the function that computes it"
+                f"{name} in {display_path(path)} is an eager value, not a loss function: "
+                "gradients cannot be traced from a computed number; pass the function that "
+                "computes it"
                 f"{run_hint(path, f', or {RUN_INSTEAD}')}"
             )
         keras = keras_weights(namespace, tracked)
@@ -158,7 +159,7 @@ def _run(path: Path, asked: list[SourceLocation | None]) -> dict[str, Any]:
     except SystemExit as exit_:
         arguments = " (does it parse required command-line arguments at import?)"
         raise GradcheckError(
-            f"{path} called sys.exit({exit_.code}) while gradcheck imported it"
+            f"{display_path(path)} called sys.exit({exit_.code}) while gradcheck imported it"
             f"{arguments if exit_.code == 2 else ''}; put the training code under "
             '`if __name__ == "__main__":`'
         ) from None
@@ -168,7 +169,8 @@ def _run(path: Path, asked: list[SourceLocation | None]) -> dict[str, Any]:
         where = exception_location(error)
         at = f" at {where}" if where else ""
         said = f": {error}" if str(error) else ""
-        told = f"{path} raised {type(error).__name__}{at} while gradcheck imported it{said}"
+        shown = display_path(path)
+        told = f"{shown} raised {type(error).__name__}{at} while gradcheck imported it{said}"
         instead = _trains_at_import(path, asked, error)
         if instead:  # after a sentence of the script's own, a sentence of its own
             ended = told.endswith((".", "!", "?"))
@@ -179,7 +181,7 @@ def _run(path: Path, asked: list[SourceLocation | None]) -> dict[str, Any]:
 def _trains_at_import(path: Path, asked: list[SourceLocation | None], error: BaseException) -> str:
     """What to run instead when the script failed while it trained at import: it asked for
     gradients, or the failure is the error an optimizer raises when none came."""
-    command = f"{RUN_INSTEAD} `gradcheck run {path}`"
+    command = f"{RUN_INSTEAD} `gradcheck run {display_path(path)}`"
     if asked:
         at = f" (it asks for gradients at {asked[0]})" if asked[0] is not None else ""
         return f"it trains when imported{at}: {command}"
