@@ -280,6 +280,8 @@ def _write_layer_story(console: Console, report: Report, group: Group) -> None:
         _write_code(console, report, first.location)
     _print(console, f"  {unused_layer_reason(first)}")
     _write_fix(console, group.fix)
+    if group.fix is not None and group.fix_names_member:
+        _print(console, f"  (written for {escape(first.name)}: the same for each weight)")
 
 
 def _write_side_cuts(console: Console, report: Report, verdict: VariableVerdict) -> None:
