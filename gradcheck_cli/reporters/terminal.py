@@ -1,4 +1,4 @@
-"""The terminal report: a story per root cause, the warnings, a summary and a verdict."""
+"""The terminal report: the warnings, a story per root cause, a summary and a verdict."""
 
 from __future__ import annotations
 
@@ -132,6 +132,9 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
         for index in focus:
             _write_story(console, report, report.variables[index], verbose=True)
         return
+    # The warnings first: at the end, above the summary, a terminal keeps the dead variables'
+    # stories on screen, the report's most important part.
+    _write_findings(console, report, options)
     for group in group_dead(report):
         if group.whole_layer:
             _write_layer_story(console, report, group)
@@ -140,7 +143,6 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
                 _write_story(console, report, verdict, verbose=options.verbose)
         else:
             _write_group_story(console, report, group, options.width or _LIST_WIDTH)
-    _write_findings(console, report, options)
     _write_disagreements(console, report)
     console.print()
     _write_summary(console, report, options)
