@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import os
 import re
 
 # C0 (tab, line feed and carriage return included), DEL and C1: an ESC or a C1 CSI starts a
@@ -86,6 +87,17 @@ def capped(text: str, limit: int = ECHO_LIMIT) -> str:
     if len(text) <= limit or re.fullmatch(rf"(?s).{{{half}}}….{{{half}}} \(\d+ characters\)", text):
         return text
     return f"{text[:half]}…{text[-half:]} ({len(text)} characters)"
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """A path as the user would write it, the same in every message and format: relative to
+    the working directory when it lies inside it, else as given."""
+    path = os.fspath(path)
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if relative.startswith("..") else relative
 
 
 def error_line(text: str) -> str:

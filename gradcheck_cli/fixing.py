@@ -8,11 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.file_writes import write_file
 from gradcheck_cli.findings.advice.edits import CodeFix, applied, unified_diff
 from gradcheck_cli.findings.advice.transform_source import Rewrite
-from gradcheck_cli.reporters import display_path
 from gradcheck_cli.run import ModelCheck, Outcome, Policy, check_models, check_script
 from gradcheck_cli.source_code.debug_info import is_user_file
 from gradcheck_cli.source_code.files import bounded_text

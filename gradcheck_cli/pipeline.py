@@ -11,7 +11,7 @@ from gradcheck_cli.analysis.analyse import analyse
 from gradcheck_cli.analysis.eager import eager_verdicts
 from gradcheck_cli.analysis.verdicts import Analysis, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import UNSEEN_EAGER_CUT
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.findings.build import Context, build_findings, finding_order
 from gradcheck_cli.findings.explanation import explain
 from gradcheck_cli.findings.finding import Finding
@@ -22,7 +22,6 @@ from gradcheck_cli.findings.suppressions import apply_ignore_comments
 from gradcheck_cli.findings.verification import compare
 from gradcheck_cli.graph.model import GraphKind, TensorFlowVerdict
 from gradcheck_cli.options import CheckOptions
-from gradcheck_cli.reporters import display_path
 from gradcheck_cli.traced_analysis import EarlyAnalyses, by_tape, traced_analysis
 from gradcheck_cli.worker.progress import Steps
 
@@ -118,11 +117,11 @@ def refuse_unparsable(path: Path, sources: tuple[tuple[str, str], ...] = ()) -> 
     except SyntaxError as error:
         at = f":{error.lineno}" if error.lineno else ""
         raise GradcheckError(
-            f"{display_path(str(path))}{at}: {error.msg}: Python cannot parse the script "
+            f"{display_path(path)}{at}: {error.msg}: Python cannot parse the script "
             "(SyntaxError), so gradcheck ran none of it"
         ) from None
     except ValueError as error:  # a NUL byte
-        raise GradcheckError(f"{display_path(str(path))}: {error}") from None
+        raise GradcheckError(f"{display_path(path)}: {error}") from None
 
 
 def _file_kind(path: Path) -> str:

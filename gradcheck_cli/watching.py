@@ -347,7 +347,7 @@ def _fix_command() -> str:
     main = getattr(sys.modules.get("__main__"), "__file__", None)
     if _in_jupyter() or not main or not str(main).endswith(".py"):
         return ""
-    from gradcheck_cli.reporters import display_path
+    from gradcheck_cli.errors import display_path
 
     return f"gradcheck run {shlex.quote(display_path(str(main)))} --fix"
 

@@ -4,10 +4,12 @@ and --explain as the plain command does."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]
 TRAINS_AT_IMPORT = """
 from pathlib import Path
 Path("trained.marker").write_text("the script ran")
@@ -68,3 +70,21 @@ def test_run_answers_version_and_explain_as_the_plain_command_does(tmp_path: Pat
         run = _gradcheck("run", *asked, cwd=tmp_path)
         assert plain.returncode == run.returncode == 0, run.stderr
         assert run.stdout == plain.stdout and run.stdout.strip(), asked
+
+
+def test_errors_name_the_script_as_the_user_typed_it(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("import tensorflow as tf\n\nw = tf.Variable(1.0)\n")
+    ran = _gradcheck("train.py", "--loss", "nope", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stderr
+    assert _said(ran)[-1] == "gradcheck: error: no loss named 'nope' in train.py; candidates: none"
+
+
+def test_a_keras_fit_is_named_as_the_script_calls_it() -> None:
+    script = "tests/scripts/run/fit_picks_by_argmax.py"
+    ran = _gradcheck("run", script, "-f", "json", cwd=REPO)
+    assert ran.returncode == 1, ran.stderr
+    source = json.loads(ran.stdout)["source"]
+    lines = (REPO / script).read_text().splitlines()
+    line = lines.index("model.fit(x, y, epochs=1, verbose=0)") + 1
+    assert source["loss"] == f"model.fit at {script}:{line}"
+    assert source["request"] == {"api": "model.fit", "location": {"file": script, "line": line}}

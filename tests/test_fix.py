@@ -247,10 +247,11 @@ def test_a_model_that_cannot_be_checked_is_one_line_with_fix(tmp_path: Path) -> 
 
 
 def test_the_report_tells_what_fix_would_write_in_json_and_on_the_terminal(
-    fixed_copies: tuple[Path, Path, Ran], tmp_path: Path
+    fixed_copies: tuple[Path, Path, Ran], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, fixed_folder, _ = fixed_copies
-    script = tmp_path / "faulty_weights_tf1.py"
+    monkeypatch.chdir(tmp_path)
+    script = Path("faulty_weights_tf1.py")  # as the user types it, in the working directory
     shutil.copy(SOURCES["faulty_weights_tf1.py"] / script.name, script)
     returncode, stdout, _ = invoke(command, [script, "--loss", "loss", "-f", "json"])
     assert returncode == 1
@@ -260,6 +261,8 @@ def test_the_report_tells_what_fix_would_write_in_json_and_on_the_terminal(
     code_fix = dead["code_fix"]
     assert code_fix["kind"] == "the straight-through estimator"
     [edit] = code_fix["edits"]
+    # Every file of the report is written as the user named it: the edit's as the cut's.
+    assert edit["file"] == dead["blockers"][-1]["location"]["file"] == "faulty_weights_tf1.py"
     # The edit, made by hand where it says, is the file `--fix` wrote.
     lines = script.read_text().splitlines(keepends=True)
     lines[edit["line"] - 1] = lines[edit["line"] - 1].replace(edit["original"], edit["replacement"])

@@ -115,6 +115,22 @@ def test_the_source_line_is_not_dim(seed_run: tuple) -> None:
     assert code.removeprefix("\x1b[0m").strip() == "weights_fx = tf.cast(weights_fx_t,tf.int32)"
 
 
+@pytest.mark.heavy
+def test_the_last_screen_holds_the_dead_variable_s_story(tmp_path: Path) -> None:
+    """A dead variable and a warning: the warning goes first, so what a 24-line terminal still
+    shows at the end is the dead variable's story, its cut and its rule, above the summary."""
+    script = "tests/scripts/run/fit_picks_by_argmax.py"
+    code, shown = _on_a_terminal(["run", script], tmp_path)
+    assert code == 1, shown
+    lines = _CONTROL.sub("", shown).splitlines()
+    assert any(line.startswith("  GC202 at ") for line in lines)  # the warning, scrolled away
+    screen = "\n".join(lines[-24:])
+    assert "blocked picker/kernel" in screen
+    assert "cut 1 ArgMax (GC103 non_differentiable_op)" in screen
+    assert "choice = tf.argmax(scores, axis=-1)" in screen  # the line that cuts it
+    assert "GC202" not in screen
+
+
 def _source_lines(lines: list[str]) -> dict[int, list[str]]:
     """Each numbered source line the report shows, with the lines it folds into."""
     shown: dict[int, list[str]] = {}

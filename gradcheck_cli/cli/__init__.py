@@ -305,8 +305,8 @@ def _fixed(
 ) -> ExitCode:
     """`--fix` / `--diff`: the verified code fixes written (then the report of what is left) or
     printed as a diff."""
+    from gradcheck_cli.errors import display_path
     from gradcheck_cli.fixing import find_fixes, write_changes
-    from gradcheck_cli.reporters import display_path
 
     fixes = find_fixes(checks, outcomes, policy, options.script_arguments)
     for model, name in dict.fromkeys(fixes.unverified):

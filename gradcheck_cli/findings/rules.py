@@ -334,12 +334,18 @@ def _language(snippet: str) -> str:
     return "console" if snippet.startswith("$ ") else "python"
 
 
+def _through_cut(*, name: str, op_type: str, op_name: str, detail: str) -> str:
+    # An op TensorFlow named after its type (`ArgMax`) is named once: "through ArgMax".
+    op = op_type if op_name == op_type else f"{op_type} {op_name!r}"
+    return f"{name} gets no gradient through {op}: {detail}"
+
+
 def _cut_rule(**fields: Any) -> Rule:
     """A rule for the variables a kind of cut makes dead: an error, told in each dead
     variable's own story, and worded like every cut, `detail` being the cut's own explanation."""
     return Rule(
         severity=Severity.ERROR,
-        message="{name} gets no gradient through {op_type} {op_name!r}: {detail}".format,
+        message=_through_cut,
         told_in_story=True,
         **fields,
     )

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ast
+import io
 import linecache
 import os
+import re
+import tokenize
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -165,3 +168,30 @@ def assignment(code: str | None) -> tuple[str, str] | None:
     if target is None or text is None:
         return None
     return target, text
+
+
+_LAYOUT = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER)
+
+
+def quoted_code(line: str) -> str:
+    """`line` (one line of code) as a sentence quotes it: `x = model(images)` for
+    `x   = model(images)   # forward`. Python's tokenizer finds the comment, so a `#` inside
+    a string stays; one space stands wherever the line had any between two tokens, and
+    strings keep their own spaces. A string that goes on below the line is kept as it is."""
+    text = line.strip()
+    parts: list[str] = []
+    end = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type in _LAYOUT or token.start[0] != 1:
+                continue
+            start = token.start[1]
+            if parts and start > end:
+                parts.append(" ")
+            parts.append(token.string)
+            end = token.end[1] if token.end[0] == 1 else len(text)
+    except (tokenize.TokenError, SyntaxError):  # one line of a statement that spans several
+        rest = text[end:].strip()
+        if re.match(r"[A-Za-z]{0,2}['\"]", rest):  # a string that goes on below: kept whole
+            parts.extend((" ", rest) if parts else (rest,))
+    return "".join(parts) if parts else text

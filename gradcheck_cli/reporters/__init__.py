@@ -108,15 +108,6 @@ def render(
     return text
 
 
-def display_path(path: str) -> str:
-    """A path relative to the working directory when it lies inside it, else as given."""
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return path
-    return path if relative.startswith("..") else relative
-
-
 def auto_color(stream: TextIO) -> bool:
     """Colour as `--color auto` chooses it for `stream`: none with NO_COLOR, colour with
     FORCE_COLOR (any value but empty), else colour on a terminal only."""

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from gradcheck_cli.analysis.verdicts import Edge, NestedCall, Status, VariableVerdict
+from gradcheck_cli.errors import display_path
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.graph.model import ARG_OP, SourceLocation
-from gradcheck_cli.reporters import display_path
 from gradcheck_cli.reporters.dot_syntax import LeftAligned, Value, document, quote, statement
 from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.terminal import function_name

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gradcheck_cli.analysis.verdicts import VariableVerdict
-from gradcheck_cli.errors import escape_controls
+from gradcheck_cli.errors import display_path, escape_controls
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.source import notebook_cell
-from gradcheck_cli.reporters import CheckFailure, display_path
+from gradcheck_cli.reporters import CheckFailure
 from gradcheck_cli.reporters.sanitise import printable
 
 _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}

@@ -8,10 +8,11 @@ from typing import Any
 
 from gradcheck_cli.analysis.verdicts import Blocker
 from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.errors import display_path
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.reporters import CheckFailure, display_path
+from gradcheck_cli.reporters import CheckFailure
 
 SCHEMA = "gradcheck/1"
 
@@ -61,7 +62,7 @@ def _explained(report: Report, name: str) -> dict[str, Any]:
             "kind": fix.what,
             "edits": [
                 {
-                    "file": edit.location.file,
+                    "file": display_path(edit.location.file),
                     "line": edit.location.line,
                     "original": edit.original,
                     "replacement": edit.replacement,

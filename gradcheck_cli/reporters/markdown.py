@@ -7,11 +7,11 @@ import textwrap
 from collections.abc import Sequence
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
+from gradcheck_cli.errors import display_path
 from gradcheck_cli.findings.finding import Severity
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import why_unused
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.reporters import display_path
 from gradcheck_cli.reporters.grouping import (
     Group,
     capped,

@@ -11,12 +11,13 @@ from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import quote
 
+from gradcheck_cli.errors import display_path
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import RULES, Rule
 from gradcheck_cli.findings.source import notebook_cell
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.reporters import CheckFailure, display_path
+from gradcheck_cli.reporters import CheckFailure
 from gradcheck_cli.reporters.rule_docs import rule_sections_markdown
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"

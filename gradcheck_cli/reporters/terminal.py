@@ -1,4 +1,4 @@
-"""The terminal report: a story per root cause, the warnings, a summary and a verdict."""
+"""The terminal report: the warnings, a story per root cause, a summary and a verdict."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from rich.text import Text
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.errors import display_path
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.names import variables_named
 from gradcheck_cli.findings.policy import FailOn
@@ -26,7 +27,7 @@ from gradcheck_cli.findings.rules import (
     why_unused,
 )
 from gradcheck_cli.graph.model import SourceLocation
-from gradcheck_cli.reporters import TerminalOptions, display_path
+from gradcheck_cli.reporters import TerminalOptions
 from gradcheck_cli.reporters.folding import code_lines, print_table
 from gradcheck_cli.reporters.folding import print_line as _print
 from gradcheck_cli.reporters.grouping import (
@@ -131,6 +132,9 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
         for index in focus:
             _write_story(console, report, report.variables[index], verbose=True)
         return
+    # The warnings first: at the end, above the summary, a terminal keeps the dead variables'
+    # stories on screen, the report's most important part.
+    _write_findings(console, report, options)
     for group in group_dead(report):
         if group.whole_layer:
             _write_layer_story(console, report, group)
@@ -139,7 +143,6 @@ def write(console: Console, report: Report, options: TerminalOptions) -> None:
                 _write_story(console, report, verdict, verbose=options.verbose)
         else:
             _write_group_story(console, report, group, options.width or _LIST_WIDTH)
-    _write_findings(console, report, options)
     _write_disagreements(console, report)
     console.print()
     _write_summary(console, report, options)
@@ -279,6 +282,8 @@ def _write_layer_story(console: Console, report: Report, group: Group) -> None:
         _write_code(console, report, first.location)
     _print(console, f"  {unused_layer_reason(first)}")
     _write_fix(console, group.fix)
+    if group.fix is not None and group.fix_names_member:
+        _print(console, f"  (written for {escape(first.name)}: the same for each weight)")
 
 
 def _write_side_cuts(console: Console, report: Report, verdict: VariableVerdict) -> None:

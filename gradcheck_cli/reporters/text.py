@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from gradcheck_cli.errors import display_path
 from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.findings.report import Report
-from gradcheck_cli.reporters import display_path
 from gradcheck_cli.reporters.sanitise import printable
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gradcheck_cli.analysis.verdicts import PathStep, Unreached, VariableVerdict
+from gradcheck_cli.errors import display_path
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.policy import FailOn
 from gradcheck_cli.findings.report import Report, SourceInfo
 from gradcheck_cli.findings.rules import RULES, why_unused
-from gradcheck_cli.reporters import display_path
 from gradcheck_cli.reporters.grouping import plural
 
 # Ops that only pass a value along; long runs of them are collapsed in a path.

@@ -77,6 +77,9 @@ class Capture:
     tensor_request_count: int = 0
     # Keras training calls on a model with no trainable weight then, with the model (`idle`).
     _idle_calls: list[tuple[IdleTraining, Any]] = field(default_factory=list)
+    # The script's last Keras training call (`model.fit`) and its line: what a gradient request
+    # made from that same line called.
+    _training_call: tuple[str, SourceLocation | None] = ("", None)
     delivered: bool = False
     _patches: list[_Patch] = field(default_factory=list)
     _busy: int = 0  # inside one of gradcheck's own calls: TensorFlow's nested calls are its own
@@ -215,7 +218,9 @@ class Capture:
                 self._tensors_only("GradientTape.gradient")
             return original(tape, target, sources, *args, **kwargs)
         location = _caller_location()
-        label = _label("GradientTape.gradient", location)
+        api = self._training_call[0] if location == self._training_call[1] else ""
+        api = api or "GradientTape.gradient"
+        label = _label(api, location)
         self._busy += 1
         try:
             if tf.executing_eagerly():
@@ -234,7 +239,6 @@ class Capture:
                     opened = getattr(tape, "_gradcheck_layer_calls", 0)
                     result = self._reconstructed(result, ops, target, variables, opened)
             else:
-                api = "GradientTape.gradient"
                 read = (api, location, target, variables, self.created, label)
                 passed = self._arguments[-1:]  # the tf.function being traced, if one is
                 result = self._reading(location, self._snapshots.take, *read, passed)
@@ -245,7 +249,7 @@ class Capture:
                 graph_requests.with_tensorflow_verdicts(result, variables, gradients)
         finally:
             self._busy -= 1
-        self._record(GradientRequest("GradientTape.gradient", location, result), variables)
+        self._record(GradientRequest(api, location, result), variables)
         return gradients
 
     def _reconstructed(
@@ -346,10 +350,14 @@ class Capture:
                 self._requested.add(id(component))
 
     def _keras_training(self, model: Any, method: str) -> None:
-        if self._busy or self.delivered or not is_idle(model):
+        if self._busy or self.delivered:
             return
         location = _caller_location()
-        name = called_name(location, method) or model.name
+        called = called_name(location, method)
+        self._training_call = (f"{called or 'Model'}.{method}", location)
+        name = called or model.name
+        if not is_idle(model):
+            return
         if (name, location) not in {(i.model, i.location) for i, _ in self._idle_calls}:
             api = f"{name}.{method}"
             self._idle_calls.append((IdleTraining(api, name, location, 0), model))

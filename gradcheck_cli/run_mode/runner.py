@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.run_mode.capture import Capture, CaptureFailed, ScriptStopped
 from gradcheck_cli.tracing.override_maps import recording_override_maps
 from gradcheck_cli.worker import progress
@@ -31,6 +31,7 @@ def run_script(
     global running
     running = True
     path = request.path
+    shown = display_path(path)  # before the script can change the working directory
     capture = Capture(deliver, run_on=request.run_on, share=share, whole_steps=True)
     capture.track_variables()
     capture.install()
@@ -52,14 +53,13 @@ def run_script(
     except SystemExit as exit_:
         if not capture.requests and not capture.delivered:
             raise GradcheckError(
-                f"{_shown(path)} exited (sys.exit({exit_.code})) before it asked TensorFlow "
-                "for gradients"
+                f"{shown} exited (sys.exit({exit_.code})) before it asked TensorFlow for gradients"
             ) from None
     except BaseException as error:  # the script's own failure: its traceback, then one line
         from gradcheck_cli.tracing.traced import exception_location
 
         where = exception_location(error)
-        at = f" at {_shown(Path(where.file))}:{where.line}" if where else ""
+        at = f" at {display_path(where.file)}:{where.line}" if where else ""
         if capture.delivered:
             _print_script_traceback(error, path)
             return
@@ -80,7 +80,7 @@ def run_script(
             "run without -q to see its traceback" if hidden else "its traceback is above"
         )
         raise GradcheckError(
-            f"{_shown(path)} raised {type(error).__name__}{at} before it asked TensorFlow for "
+            f"{shown} raised {type(error).__name__}{at} before it asked TensorFlow for "
             f"gradients: {_first_line(error)} ({where_traceback})"
         ) from None
     if capture.delivered:
@@ -91,7 +91,7 @@ def run_script(
         count = capture.tensor_request_count
         times = f" ({count} requests)" if count > 1 else ""
         raise GradcheckError(
-            f"{_shown(path)} ran to its end asking TensorFlow for gradients with respect to "
+            f"{shown} ran to its end asking TensorFlow for gradients with respect to "
             f"tensors only, never a trainable variable: {api}{where}{times}; gradcheck checks the "
             "variables a training step trains, and this script trains none (a deep dream or "
             "an adversarial input changes an input, not a weight)"
@@ -99,10 +99,7 @@ def run_script(
     if not capture.requests and capture.idle:
         idle = capture.idle[0]
         where = f" at line {idle.location.line}" if idle.location is not None else ""
-        said = (
-            f"{_shown(path)} ran to its end without asking TensorFlow for gradients: "
-            f"{idle.api}{where}"
-        )
+        said = f"{shown} ran to its end without asking TensorFlow for gradients: {idle.api}{where}"
         if idle.frozen:
             raise GradcheckError(
                 f"{said} ran on a model with no trainable weight ({idle.model}.trainable is "
@@ -113,7 +110,7 @@ def run_script(
         )
     if not capture.requests:
         raise GradcheckError(
-            f"{_shown(path)} ran to its end without asking TensorFlow for gradients: no "
+            f"{shown} ran to its end without asking TensorFlow for gradients: no "
             "GradientTape.gradient, tf.gradients, Optimizer.minimize or Model.fit was called"
         )
     _finish(capture)
@@ -133,14 +130,6 @@ def _untracked(capture: Capture) -> str:
         "a model tracks the layers and variables assigned to its attributes, or held in a "
         "list, tuple or dict of them, not those kept inside another object"
     )
-
-
-def _shown(path: Path) -> str:
-    """A path as the user would write it: relative to the working folder when inside it."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 def _finish(capture: Capture) -> None:

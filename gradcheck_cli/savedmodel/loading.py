@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.graph.model import (
     TF1_TOP,
     GraphKind,
@@ -104,7 +104,7 @@ def load_saved_model(
         objects = _read_objects(object_graph)
         paths = _object_paths(objects.children, text)
         candidates = _tf2_candidates(meta_graph, paths, objects.kinds, text)
-        name = resolve_loss_name(loss, candidates, what=f"SavedModel {path}")
+        name = resolve_loss_name(loss, candidates, what=f"SavedModel {display_path(path)}")
         chosen = candidates[name]
         assert chosen.concrete_function is not None
         program = _tf2_program(meta_graph, builder, chosen, paths, objects, functions)
@@ -397,7 +397,7 @@ def _tf1_loss_name(
         tensor = _tf1_tensor_named(loss, candidates, meta_graph, f"SavedModel {path}")
         if tensor is not None:
             candidates[loss] = _Candidate(None, 0, tensor)
-    return resolve_loss_name(loss, candidates, what=f"SavedModel {path}")
+    return resolve_loss_name(loss, candidates, what=f"SavedModel {display_path(path)}")
 
 
 def _tf1_tensor_named(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.options import memory_text
 
 MAX_MEMBERS = 10_000
@@ -56,7 +56,8 @@ def check_keras_archive(path: Path) -> None:
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as error:
         raise _refused(path, f"is a damaged zip archive ({error})") from None
     except OSError as error:
-        raise GradcheckError(f"cannot read {path}: {error.strerror or error}") from None
+        shown = display_path(path)
+        raise GradcheckError(f"cannot read {shown}: {error.strerror or error}") from None
 
 
 def _check_declared(path: Path, member: zipfile.ZipInfo) -> None:
@@ -153,7 +154,9 @@ def _datasets(path: Path, group: Any) -> Iterator[tuple[str, Any]]:
 
 
 def _refused(path: Path, why: str) -> GradcheckError:
-    return GradcheckError(f"{path} {why}: not a model Keras saved; gradcheck does not load it")
+    return GradcheckError(
+        f"{display_path(path)} {why}: not a model Keras saved; gradcheck does not load it"
+    )
 
 
 def written_version(path: Path) -> str | None:

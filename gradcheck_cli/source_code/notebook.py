@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.source_code.files import bounded_text
 
 MAX_NOTEBOOK_BYTES = 256 * 2**20
@@ -87,7 +87,7 @@ def _read(path: Path) -> Any:
     text = bounded_text(str(path), MAX_NOTEBOOK_BYTES)
     if text is None:
         raise GradcheckError(
-            f"cannot read notebook {path}: not a regular file of at most "
+            f"cannot read notebook {display_path(path)}: not a regular file of at most "
             f"{MAX_NOTEBOOK_BYTES >> 20} MiB"
         )
     try:
@@ -106,7 +106,7 @@ def _read(path: Path) -> Any:
 
 
 def _invalid(path: Path, reason: str) -> GradcheckError:
-    return GradcheckError(f"{path}: not a valid Jupyter notebook: {reason}")
+    return GradcheckError(f"{display_path(path)}: not a valid Jupyter notebook: {reason}")
 
 
 def _python_source(source: str, index: int, notes: list[str]) -> str | None:

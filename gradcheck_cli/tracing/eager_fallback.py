@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.graph.model import CreationNames, SourceLocation, TensorFlowVerdict
 from gradcheck_cli.tracing.function_tracing import required_parameters
 from gradcheck_cli.tracing.leaving_tensorflow import Leave
@@ -110,7 +110,7 @@ def _fails_eagerly(name: str, path: Path, trace_error: Exception, error: Excepti
     if where is not None and where == traced.exception_location(trace_error):
         return _cannot_be_traced(name, path, trace_error)
     return GradcheckError(
-        f"{name} in {path} cannot be traced ({type(trace_error).__name__}: "
+        f"{name} in {display_path(path)} cannot be traced ({type(trace_error).__name__}: "
         f"{traced.error_summary(trace_error)}) and fails when run eagerly{at}: "
         f"{type(error).__name__}: {traced.error_summary(error)}"
     )
@@ -122,5 +122,5 @@ def _cannot_be_traced(name: str, path: Path, trace_error: Exception) -> Gradchec
     where = traced.exception_location(trace_error)
     at = f" at {where}" if where else ""
     return GradcheckError(
-        f"{name} in {path} cannot be traced{at}: {traced.error_summary(trace_error)}"
+        f"{name} in {display_path(path)} cannot be traced{at}: {traced.error_summary(trace_error)}"
     )

@@ -8,7 +8,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.graph.model import CreationNames, SourceLocation
 from gradcheck_cli.tracing.keras_weights import KerasWeights
 from gradcheck_cli.tracing.shape_reads import keeping_shape_reads
@@ -22,8 +22,8 @@ def concrete_function(value: Any, name: str, path: Path) -> Any:
     function = getattr(value, "python_function", value)
     if getattr(value, "input_signature", None) is None and not takes_no_arguments(function):
         raise GradcheckError(
-            f"{name} in {path} takes arguments but has no input_signature: gradcheck cannot "
-            f"make up ({', '.join(required_parameters(function))}); give it "
+            f"{name} in {display_path(path)} takes arguments but has no input_signature: "
+            f"gradcheck cannot make up ({', '.join(required_parameters(function))}); give it "
             "@tf.function(input_signature=[tf.TensorSpec(...)])"
             f"{run_hint(path, ', or check the training script with')}"
         )
@@ -36,8 +36,9 @@ def concrete_function(value: Any, name: str, path: Path) -> Any:
             # lazily at its first call creates its variables once, and traces fine.
             if created and _creates_variables_again(value):
                 raise GradcheckError(
-                    f"{name} in {path} creates its variables inside the loss on every call, so "
-                    "they are new at each training step; build the model outside the loss"
+                    f"{name} in {display_path(path)} creates its variables inside the loss on "
+                    "every call, so they are new at each training step; build the model outside "
+                    "the loss"
                     f"{run_hint(path, ', or use')}"
                 ) from None
             raise
@@ -87,7 +88,7 @@ def _creates_variables_again(value: Any) -> bool:
 def run_hint(path: Path, lead: str) -> str:
     """`lead` and the command that checks the script `path` as it trains; "" for a notebook
     or a Keras file."""
-    return f"{lead} `gradcheck run {path}`" if path.suffix == ".py" else ""
+    return f"{lead} `gradcheck run {display_path(path)}`" if path.suffix == ".py" else ""
 
 
 RUN_INSTEAD = "check the script as it trains, stopped at its first gradient request, with"

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.graph.model import CreationNames, SourceLocation
 from gradcheck_cli.source_code import keras_archive
 from gradcheck_cli.source_code.keras_archive import check_weight_datasets
@@ -175,7 +175,7 @@ def load_keras_file(
         # The file's model fails in Keras's own code (a layer name Keras refuses as a scope):
         # the model's problem, told in Keras's words.
         raise GradcheckError(
-            f"{path} holds a model that Keras cannot run: {_keras_message(error)}"
+            f"{display_path(path)} holds a model that Keras cannot run: {_keras_message(error)}"
         ) from None
 
 
@@ -205,18 +205,19 @@ def _compiled_as_the_file_says(model: Any, path: Path, error: BaseException) -> 
                 f"instead ({advice}): its compiled loss is then left unloaded"
             ) from None
         raise GradcheckError(
-            f"Keras cannot compile the model of {path} back ({traced.error_summary(error)}), "
-            f"and the loss its compile information names, {unresolved.named!r}, is not a Keras "
-            f"loss gradcheck can resolve: name the loss to check the model with ({advice})"
+            f"Keras cannot compile the model of {display_path(path)} back "
+            f"({traced.error_summary(error)}), and the loss its compile information names, "
+            f"{unresolved.named!r}, is not a Keras loss gradcheck can resolve: name the loss to "
+            f"check the model with ({advice})"
         ) from None
     words = keras_archive.loss_words(config.loss)
     try:
         model.compile(loss=losses, loss_weights=config.loss_weights)
     except Exception as failure:  # a loss structure that does not fit the model's outputs
         raise GradcheckError(
-            f"Keras cannot compile the model of {path} with the loss its compile information "
-            f"names, {words}: {_keras_message(failure)}; name the loss to check the model with "
-            "(--loss mse, --loss sparse_categorical_crossentropy, ...)"
+            f"Keras cannot compile the model of {display_path(path)} with the loss its compile "
+            f"information names, {words}: {_keras_message(failure)}; name the loss to check the "
+            "model with (--loss mse, --loss sparse_categorical_crossentropy, ...)"
         ) from None
     return f"compiled loss {words} + model.losses"
 
@@ -226,26 +227,26 @@ def _load_error(path: Path, error: BaseException) -> str:
     from gradcheck_cli.tracing import traced
 
     told = _told_load_error(path, error)
-    return told or f"{path} cannot be loaded by Keras: {traced.error_summary(error)}"
+    return told or f"{display_path(path)} cannot be loaded by Keras: {traced.error_summary(error)}"
 
 
 def _told_load_error(path: Path, error: BaseException) -> str | None:
     """What to tell of an `error` gradcheck knows the cause of, with what to do; else None."""
     unlocated = _unregistered_class(str(error))
     if unlocated is not None:
-        return f"{path} cannot be loaded by Keras: {unlocated}"
+        return f"{display_path(path)} cannot be loaded by Keras: {unlocated}"
     code = _code_refused_by_safe_mode(str(error))
     if code is not None:
         return (
-            f"{path} holds {code}, and loading it would run code stored in the file, which "
-            "Keras's safe mode refuses; if you trust the file, pass "
+            f"{display_path(path)} holds {code}, and loading it would run code stored in the "
+            "file, which Keras's safe mode refuses; if you trust the file, pass "
             "--unsafe-deserialization (unsafe_deserialization=True from Python)"
         )
     if "No model config found" in str(error):  # Keras's word for a weights-only file
         return (
-            f"{path} holds weights only, no model (model.save_weights() wrote it): save the model "
-            "itself (model.save('model.keras')), or check the script that builds it (gradcheck "
-            "run train.py)"
+            f"{display_path(path)} holds weights only, no model (model.save_weights() wrote "
+            "it): save the model itself (model.save('model.keras')), or check the script that "
+            "builds it (gradcheck run train.py)"
         )
     return None
 
@@ -275,8 +276,8 @@ def _keras_that_wrote(path: Path) -> Any:
             import tf_keras
         except ImportError:
             raise GradcheckError(
-                f"{path} was saved by Keras 2 (tf_keras), which is not installed here: "
-                "pip install tf-keras"
+                f"{display_path(path)} was saved by Keras 2 (tf_keras), which is not installed "
+                "here: pip install tf-keras"
             ) from None
         return tf_keras
     import keras

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.tracing.function_tracing import RUN_INSTEAD, run_hint
 from gradcheck_cli.tracing.keras_weights import imported_kerases
 
@@ -87,9 +87,10 @@ def _objective(model: Any, loss: str | None, name: str, script: Path | None) -> 
             ) from None
     elif not compiled and not _overrides_compute_loss(model) and script is not None:
         raise GradcheckError(
-            f"{name} in {script} is not compiled with a loss, so it has no objective to check: "
-            f"compile it with one where the script builds it ({name}.compile(optimizer, "
-            "loss=...)), or name a loss function of the script with --loss NAME"
+            f"{name} in {display_path(script)} is not compiled with a loss, so it has no "
+            "objective to check: compile it with one where the script builds it "
+            f"({name}.compile(optimizer, loss=...)), or name a loss function of the script with "
+            "--loss NAME"
         )
     elif not compiled and not _overrides_compute_loss(model):
         raise GradcheckError(

@@ -6,7 +6,7 @@ import inspect
 from pathlib import Path
 from typing import Any
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.loss.names import looks_like_loss, looks_like_setup, resolve_loss_name
 from gradcheck_cli.tracing.function_tracing import (
     recording_variables,
@@ -48,8 +48,8 @@ def find_loss(namespace: dict[str, Any], loss: str | None, path: Path) -> tuple[
             if tensor is not None:
                 return loss, tensor
             suggestions = dict.fromkeys(op.name for op in graph.get_operations())
-            resolve_loss_name(loss, {**suggestions, **candidates}, what=str(path))
-        name = resolve_loss_name(loss, candidates, what=str(path))
+            resolve_loss_name(loss, {**suggestions, **candidates}, what=display_path(path))
+        name = resolve_loss_name(loss, candidates, what=display_path(path))
         return name, candidates[name]
     return _loss_without_name(namespace, candidates, path)
 
@@ -59,12 +59,12 @@ def _loss_without_name(
 ) -> tuple[str, Any]:
     loss_like = {name: value for name, value in candidates.items() if looks_like_loss(name)}
     if loss_like:
-        name = resolve_loss_name(None, loss_like, what=str(path))
+        name = resolve_loss_name(None, loss_like, what=display_path(path))
         return name, loss_like[name]
     skipped = _set_aside(namespace, candidates)
     others = {name: value for name, value in candidates.items() if name not in skipped}
     if len(others) > 1:
-        resolve_loss_name(None, others, what=str(path))  # raises: choose one of them
+        resolve_loss_name(None, others, what=display_path(path))  # raises: choose one of them
     if others:
         name, value = next(iter(others.items()))
         if is_graph_tensor(value):
@@ -76,9 +76,10 @@ def _loss_without_name(
     listing = "; ".join(f"{name}: {why}" for name, why in sorted(skipped.items())[:8])
     more = f"; and {len(skipped) - 8} more" if len(skipped) > 8 else ""
     raise GradcheckError(
-        f"{path} has no function or tensor that could be a loss"
+        f"{display_path(path)} has no function or tensor that could be a loss"
         f"{f' (skipped {listing}{more})' if skipped else ''}; name the loss with --loss, or "
-        f"check the training script at its first training step with `gradcheck run {path}`"
+        "check the training script at its first training step with "
+        f"`gradcheck run {display_path(path)}`"
     )
 
 

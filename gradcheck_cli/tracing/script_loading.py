@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.graph.model import CreationNames, SourceLocation
 from gradcheck_cli.source_code.debug_info import made_by_a_library, with_call_column
 from gradcheck_cli.tracing.eager_fallback import eager_fallback
@@ -73,8 +73,9 @@ def load_script(path: Path, loss: str | None, verify: bool) -> Traced | EagerRes
             return graph
         if isinstance(value, (tf.Tensor, tf.Variable)):
             raise GradcheckError(
-                f"{name} in {path} is an eager value, not a loss function: gradients cannot be "
-                "traced from a computed number; pass the function that computes it"
+                f"{name} in {display_path(path)} is an eager value, not a loss function: "
+                "gradients cannot be traced from a computed number; pass the function that "
+                "computes it"
                 f"{run_hint(path, f', or {RUN_INSTEAD}')}"
             )
         keras = keras_weights(namespace, tracked)
@@ -162,7 +163,7 @@ def _run(path: Path, stops: list[TrainsAtImport]) -> dict[str, Any]:
             raise GradcheckError(_stopped(path, stops[0])) from None
         arguments = " (does it parse required command-line arguments at import?)"
         raise GradcheckError(
-            f"{path} called sys.exit({exit_.code}) while gradcheck imported it"
+            f"{display_path(path)} called sys.exit({exit_.code}) while gradcheck imported it"
             f"{arguments if exit_.code == 2 else ''}; put the training code under "
             '`if __name__ == "__main__":`'
         ) from None
@@ -174,7 +175,8 @@ def _run(path: Path, stops: list[TrainsAtImport]) -> dict[str, Any]:
         where = exception_location(error)
         at = f" at {where}" if where else ""
         said = f": {error}" if str(error) else ""
-        told = f"{path} raised {type(error).__name__}{at} while gradcheck imported it{said}"
+        shown = display_path(path)
+        told = f"{shown} raised {type(error).__name__}{at} while gradcheck imported it{said}"
         instead = _no_gradients(path, error)
         if instead:  # after a sentence of the script's own, a sentence of its own
             ended = told.endswith((".", "!", "?"))
@@ -188,7 +190,7 @@ def _no_gradients(path: Path, error: BaseException) -> str:
     if isinstance(error, ValueError) and "No gradients provided" in str(error):
         return (
             "TensorFlow found no gradient for any variable; to see why, "
-            f"{RUN_INSTEAD} `gradcheck run {path}`"
+            f"{RUN_INSTEAD} `gradcheck run {display_path(path)}`"
         )
     return ""
 
@@ -216,8 +218,8 @@ def _stopped(path: Path, stop: TrainsAtImport) -> str:
     else:
         what = f"asks for gradients when imported{at}"
     return (
-        f"{path} {what}; gradcheck stopped it there, before any weight changed: "
-        f"{RUN_INSTEAD} `gradcheck run {path}`"
+        f"{display_path(path)} {what}; gradcheck stopped it there, before any weight changed: "
+        f"{RUN_INSTEAD} `gradcheck run {display_path(path)}`"
     )
 
 

@@ -149,6 +149,22 @@ def test_a_model_called_before_the_tape_is_told_so(tmp_path: Path) -> None:
     assert all(gradient is not None for gradient in _gradients_of(fixed).values())
 
 
+def test_the_call_before_the_tape_is_quoted_as_a_statement(tmp_path: Path) -> None:
+    # Column padding and a trailing comment are the script's layout, not the statement.
+    script = tmp_path / "called_before_tape.py"
+    text = (SCRIPTS / script.name).read_text()
+    script.write_text(text.replace("pred = model(x)\n", "pred   = model(x)   # forward\n"))
+    code, out, err = invoke(run_command, [str(script), "-f", "json"])
+    assert code == 1, err
+    call = script.read_text().splitlines().index("pred   = model(x)   # forward") + 1
+    for variable in json.loads(out)["variables"]:
+        # Named as the report names the variable, never by the name bound to its model.
+        assert variable["fix"].startswith(
+            f"move the call at line {call} (`pred = model(x)`) into the `with "
+        )
+        assert f"the forward pass that reads {variable['name']};" in variable["fix"]
+
+
 def test_a_layer_called_inside_the_tape_is_not_told_as_called_before_it() -> None:
     # Both twins are called before the tape; only the online one inside it. The target's story
     # is its own call before the tape (the model's line, not its inner layer's); the online

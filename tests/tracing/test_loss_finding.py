@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gradcheck_cli.cli import ExitCode
-from gradcheck_cli.errors import GradcheckError
+from gradcheck_cli.errors import GradcheckError, display_path
 from gradcheck_cli.tracing.loss_finding import SCRIPT_RUN_NAME, find_loss
 from tests.cli_runs import gradcheck_json
 from tests.error_documents import assert_error_document
@@ -162,7 +162,8 @@ def test_training_code_is_never_taken_for_the_loss(
         assert expected in run.stderr and "`gradcheck run " in run.stderr, run.stderr
         assert "Traceback" not in run.stderr
     assert "compute_loss: takes arguments (logits, labels)" in guessed.stderr
-    assert f"`gradcheck run {training}`" in guessed.stderr
+    # The script as every message names a path: relative to the working directory inside it.
+    assert f"`gradcheck run {display_path(training)}`" in guessed.stderr
     assert found.returncode == ExitCode.DEAD_VARIABLES, found.stderr
     report = json.loads(found.stdout)
     assert report["source"]["loss"] == "total"

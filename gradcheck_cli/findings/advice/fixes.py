@@ -39,7 +39,7 @@ from gradcheck_cli.findings.advice.transform_source import (
     estimator_inside,
     straight_through_rewrite,
 )
-from gradcheck_cli.findings.source import SourceLines, created_name
+from gradcheck_cli.findings.source import SourceLines, created_name, quoted_code
 from gradcheck_cli.graph.model import SourceLocation, is_trainable_dtype
 from gradcheck_cli.protos.missed_overrides import MISSED_OVERRIDE, MissedOverride
 
@@ -72,23 +72,26 @@ def variable_fix(
                 f"{read.line} into it), so that every call reads {name} itself"
             )
         called, before = verdict.called_before_tape, verdict.read_before_tape
+        # The tape's stories name the variable as its report does: the name the creating line
+        # binds is a layer's or a model's when the variable is one of its weights.
+        read = verdict.name
         if verdict.unreached is Unreached.NOT_READ_BY_TAPE and called is not None:
             return (
                 f"move the call at {_quoted(source, called)} into the "
                 "`with tf.GradientTape() as tape:` block, so that the tape records the forward "
-                f"pass that reads {name}; if it is not meant to train, leave it out of the "
+                f"pass that reads {read}; if it is not meant to train, leave it out of the "
                 "gradient request"
             )
         if verdict.unreached is Unreached.NOT_READ_BY_TAPE and before is not None:
             return (
                 f"compute the value at {_quoted(source, before)} inside the "
                 "`with tf.GradientTape() as tape:` block, or, for optimizer.minimize(loss_fn), "
-                f"inside loss_fn: computed before, it reads {name} where the tape cannot see it, "
+                f"inside loss_fn: computed before, it reads {read} where the tape cannot see it, "
                 "and the tape takes it for a constant"
             )
         if verdict.unreached is Unreached.NOT_READ_BY_TAPE:
             return (
-                f"run the forward pass that reads {name} (the call of its model or layer) "
+                f"run the forward pass that reads {read} (the call of its model or layer) "
                 "inside the `with tf.GradientTape() as tape:` block, or, for "
                 "optimizer.minimize(loss_fn), inside loss_fn (a lambda that returns a value "
                 "computed before is a constant), so that the tape records it; if it is not "
@@ -246,7 +249,7 @@ def _made_the_loss(verdict: VariableVerdict) -> PathStep | None:
 
 def _quoted(source: SourceLines, location: SourceLocation) -> str:
     """`line N (`code`)`: a line of the script, with its code when it can be read."""
-    code = (source.line(location) or "").strip()
+    code = quoted_code(source.line(location) or "")
     return f"line {location.line} (`{code}`)" if code else f"line {location.line}"
 
 
