@@ -238,6 +238,7 @@ def resolved_loss(keras: Any, config: Any) -> Any:
     None stays None: that output has no loss."""
     if config is None:
         return None
+    config = _named_function(config)
     if isinstance(config, str) or (isinstance(config, dict) and "class_name" in config):
         try:
             return keras.losses.get(config)
@@ -250,9 +251,17 @@ def resolved_loss(keras: Any, config: Any) -> Any:
     raise UnresolvedLoss(loss_words(config))
 
 
+def _named_function(config: Any) -> Any:
+    """A loss saved as a Python function (`class_name` "function") is saved by its name only."""
+    if isinstance(config, dict) and config.get("class_name") == "function":
+        return str(config.get("config"))
+    return config
+
+
 def loss_words(config: Any) -> str:
     """The compiled loss as the report's header names it: `mse`, `[mse, mae]`,
     `{out0: mse, out1: mae}`, `MeanSquaredError`."""
+    config = _named_function(config)
     if isinstance(config, dict) and "class_name" in config:
         return str(config["class_name"])
     if isinstance(config, dict):

@@ -1,8 +1,10 @@
 """Models whose only known input is the batch `fit` trained them on: a Keras 2 retrieval model
 (TensorFlow Recommenders' shape: a dict of ids, its own train_step calling compute_loss, a task
 layer that needs autograph to trace) and a Keras 3 model that overrides compute_loss and compiles no
-loss. `--loss model` traces each from fit's batch; `gradcheck run` sees fit itself. TensorFlow's
-gradients in that fit are the judge."""
+loss. Both fit at import: a plain check stops them at fit's first gradient step, before any
+weight changes, and names `gradcheck run`, which sees fit itself; `gradcheck_cli.check(model)` after
+the fit, in the script's process, traces each from fit's batch. TensorFlow's gradients in that fit
+are the judge."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 from gradcheck_cli.cli import command, run_command
 from tests import forked_python
 from tests.cli_runs import invoke
+from tests.fitted_models import checked_after_fit
 
 RETRIEVAL = """
 import os
@@ -113,17 +116,25 @@ def _dead(stdout: str) -> set[str]:
 
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_the_model_s_objective_is_traced_from_the_batch_fit_saw(
-    name: str, scripts: dict[str, tuple[Path, dict]]
+    name: str, scripts: dict[str, tuple[Path, dict]], tmp_path: Path
 ) -> None:
     script, request = scripts[name]
-    code, stdout, stderr = invoke(command, [str(script), "--loss", "model", "-f", "json"])
-    assert code in (0, 1), stdout + stderr
-    assert "Traceback" not in stderr and "gradcheck: warning" not in stderr, stderr
-    variables = json.loads(stdout)["variables"]
-    assert len(variables) == len(request["variables"]), variables
-    assert len(_dead(stdout)) == len(request["none"]) == 2
+    checked = checked_after_fit(script, tmp_path / "checked.json")
+    assert len(checked["variables"]) == len(request["variables"]), checked
+    assert len(checked["dead"]) == len(request["none"]) == 2
     if name == "self_scored":  # Keras 3 names every weight by its path, as TensorFlow does
-        assert _dead(stdout) == set(request["none"])
+        assert set(checked["dead"]) == set(request["none"])
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_a_plain_check_stops_the_fit_at_import_before_any_weight_changes(
+    name: str, scripts: dict[str, tuple[Path, dict]]
+) -> None:
+    script, _ = scripts[name]
+    code, stdout, stderr = invoke(command, [str(script), "--loss", "model"])
+    assert code == 2 and stdout == "", stdout + stderr
+    assert "trains when imported" in stderr and "before any weight changed" in stderr, stderr
+    assert f"`gradcheck run {script}`" in stderr and "Traceback" not in stderr
 
 
 def test_fit_s_request_names_an_unscoped_keras_2_weight_by_its_layer(
@@ -132,12 +143,10 @@ def test_fit_s_request_names_an_unscoped_keras_2_weight_by_its_layer(
     script, request = scripts["retrieval"]
     # TensorFlow names the spare layer's weights `kernel` and `bias`, which name no layer.
     assert sorted(request["none"]) == ["bias", "kernel"]
-    for check in ([str(script), "--loss", "model"], ["run", str(script)]):
-        chosen = run_command if check[0] == "run" else command
-        code, stdout, stderr = invoke(chosen, [*check[check[0] == "run" :], "-f", "json"])
-        assert code == 1, stdout + stderr
-        assert _dead(stdout) == {"spare/kernel", "spare/bias"}, check
-        assert "GC207" not in stdout, stdout
+    code, stdout, stderr = invoke(run_command, [str(script), "-f", "json"])
+    assert code == 1, stdout + stderr
+    assert _dead(stdout) == {"spare/kernel", "spare/bias"}
+    assert "GC207" not in stdout, stdout
 
 
 def test_a_loss_computed_in_compute_loss_is_judged_as_fit_judges_it(
