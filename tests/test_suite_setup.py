@@ -31,7 +31,9 @@ def test_the_marker_is_registered_for_the_readme_s_fast_loop(pytestconfig: pytes
 
 def test_ci_runs_the_readme_s_test_command() -> None:
     readme_command = (ROOT / "README.md").read_text().split("```bash\n", 1)[1].splitlines()[1]
-    assert readme_command.startswith("python -m pip install -e '.[test]' && python -m pytest")
+    assert readme_command.startswith(
+        "bash tests/install-chromium.sh && python -m pip install -e '.[test]' && python -m pytest"
+    )
     ci_commands = (ROOT / ".ci" / "run").read_text().splitlines()
     assert ci_commands[-1] == readme_command
     assert " -m " not in readme_command.split("pytest", 1)[1]  # every test, heavy ones too
