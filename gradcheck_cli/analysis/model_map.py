@@ -158,6 +158,7 @@ class _Walk:
         self.readers: dict[str, str] = {}  # a variable's pseudo-key -> the first scope reading it
         self.inputs: dict[str, str] = {}  # an input's key -> its name
         self.returns: dict[str, list[str | None]] = {}  # a walked function -> its rets' keys
+        self.types_seen: set[str] = set()  # the bodies' op types (one table for all)
         self.wanted = wanted  # (function, op) whose key and inputs' keys are kept
         self.found: dict[tuple[str | None, str], tuple[str, list[str | None]]] = {}
         top = program.top_body
@@ -258,14 +259,16 @@ class _Walk:
                 return returns[ref.index]
         return self._scope(body, ref.node, prefix)
 
-    @staticmethod
-    def _scope(body: Body, name: str, prefix: str) -> str:
+    def _scope(self, body: Body, name: str, prefix: str) -> str:
         """The op's scope: its name without the last part, and without the parts that name
         another op (`w/read` is `w`'s, in `w`'s scope), under the calling scope `prefix`."""
-        ids = body.nodes.ids
+        ids, table = body.nodes.ids, body.nodes.op_table
+        if len(self.types_seen) != len(table.values):  # the op types as a set, kept up to date
+            self.types_seen = set(table.values)
+        types = self.types_seen
         scope = name.rpartition("/")[0]
-        while scope and scope in ids:
-            scope = scope.rpartition("/")[0]
+        while scope and (scope in ids or _NUMBERED.sub("", scope.rpartition("/")[2]) in types):
+            scope = scope.rpartition("/")[0]  # `dense/Cast/ReadVariableOp`: the Cast's, in dense
         if not scope:
             return prefix or _TOP
         if prefix and scope != prefix and not scope.startswith(prefix + "/"):
@@ -311,7 +314,9 @@ def model_map(
     held: dict[str, list[MapVariable]] = {}  # a scope -> its variables
     for variable in program.variables:
         key = _VARIABLE + variable.name
-        home = walk.readers.get(key) or _name_scope(variable.name)
+        home = walk.readers.get(key, _TOP)
+        if home == _TOP:  # read by the loss's own code (no scope), or not at all: by its name
+            home = _name_scope(variable.name)
         homes[key] = home
         if variable.name in statuses:
             held.setdefault(home, []).append(MapVariable(variable.name, statuses[variable.name]))
@@ -330,9 +335,11 @@ def model_map(
     ids.update(fixed)
     for key, home in homes.items():
         ids[key] = ids.get(home, home)
-    specials = [_special(f"input:{name}", name, NodeKind.INPUT) for name in inputs]
+    specials = [
+        MapNode(f"input:{name}", name, NodeKind.INPUT, MapStatus.NONE, 0) for name in inputs
+    ]
     if len(inputs) > MAX_INPUTS:
-        specials = [_special(INPUTS_ID, "inputs", NodeKind.INPUT)]
+        specials = [MapNode(INPUTS_ID, "inputs", NodeKind.INPUT, MapStatus.NONE, 0)]
     loss_ops = walk.ops[_TOP] if loss_inside else 0
     loss_variables = tuple(held.get(_TOP, ())) if loss_inside else ()
     specials.append(
@@ -347,10 +354,6 @@ def model_map(
         edges.add(MapEdge(ids[loss_key], LOSS_ID))
     cuts = _cuts(verdicts, walk, ids)
     return ModelMap(tuple(specials + nodes), tuple(sorted(edges)), cuts, depth)
-
-
-def _special(node_id: str, label: str, kind: NodeKind) -> MapNode:
-    return MapNode(node_id, label, kind, MapStatus.NONE, 0)
 
 
 def _name_scope(name: str) -> str:
