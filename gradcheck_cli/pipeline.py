@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from gradcheck_cli.analysis.analyse import analyse
 from gradcheck_cli.analysis.eager import eager_verdicts
+from gradcheck_cli.analysis.model_map import model_map
 from gradcheck_cli.analysis.verdicts import Analysis, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import UNSEEN_EAGER_CUT
 from gradcheck_cli.errors import GradcheckError, display_path
@@ -93,6 +94,7 @@ def _saved_model_report(path: Path, options: CheckOptions) -> Report:
         tf1 = program.kind is GraphKind.TF1_GRAPH
         source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
         analysis = analyse(program, cuts_of_live=options.all_cuts, progress=steps)
+        analysis = replace(analysis, model_map=model_map(program, analysis.verdicts))
         verification = None
         if options.verify:
             steps("asking TensorFlow for its own gradients (--verify)")
@@ -395,6 +397,10 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
         if location is not None and text is not None:
             code[(location.file, location.line)] = text
     findings, suppressed = _ignore_comments_applied(findings, analysis, lines, code, source)
+    drawn = analysis.model_map
+    if drawn is not None:  # each cut named by its finding's code, accepted variables so shown
+        codes = {f.op: f.code for f in reversed(findings) if f.op is not None}
+        drawn = drawn.with_codes(codes).accepting(suppressed)
     return Report(
         source=source,
         variables=analysis.verdicts,
@@ -412,6 +418,7 @@ def _report(source: SourceInfo, analysis: Analysis, context: Context) -> Report:
             for verdict in analysis.verdicts
             if (name := created_name(lines, verdict.location)) is not None
         },
+        model_map=drawn,
     )
 
 

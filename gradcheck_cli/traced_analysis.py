@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from gradcheck_cli.analysis.analyse import analyse
 from gradcheck_cli.analysis.concerns import regularizer_only
+from gradcheck_cli.analysis.model_map import model_map
 from gradcheck_cli.analysis.penalties import tied_to_trained
 from gradcheck_cli.analysis.verdicts import Analysis, Status
 from gradcheck_cli.options import CheckOptions
@@ -70,6 +71,7 @@ def traced_analysis(result: Traced, options: CheckOptions) -> tuple[Analysis, li
             tied = tied_to_trained(program, untrained, trained)
             only = regularizer_only(analysis, alone, tied)
         analysis = replace(analysis, concerns=analysis.concerns + only)
+    analysis = replace(analysis, model_map=model_map(program, analysis.verdicts))
     return analysis, list(program.notes)
 
 

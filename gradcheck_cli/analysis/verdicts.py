@@ -5,10 +5,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.graph.model import Node, SourceLocation, Variable
+
+if TYPE_CHECKING:
+    from gradcheck_cli.analysis.model_map import ModelMap
 
 
 class Status(str, enum.Enum):
@@ -225,3 +228,6 @@ class Analysis:
     # The loss's dtype, when known: a loss that cannot carry gradient (an int32 rank, a bool)
     # has no gradient for any variable, and TensorFlow's tape returns None for each.
     loss_dtype: str | None = None
+    # The model's map (its scopes, the data flow between them, where the cuts sit), when the
+    # analysis had a graph: set by whoever analysed the graph model (`model_map.model_map`).
+    model_map: ModelMap | None = field(default=None, compare=False)

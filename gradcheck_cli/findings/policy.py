@@ -102,6 +102,7 @@ def apply_policy(
         findings=tuple(sorted(findings, key=finding_order)),
         allowed=allowed,
         baselined=report.baselined or baseline is not None,
+        model_map=report.model_map and report.model_map.accepting(allowed),
     )
 
 

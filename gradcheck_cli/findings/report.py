@@ -11,6 +11,7 @@ from gradcheck_cli.findings.finding import Finding
 from gradcheck_cli.graph.model import SourceLocation
 
 if TYPE_CHECKING:  # the advice is imported where a dead variable is explained
+    from gradcheck_cli.analysis.model_map import ModelMap
     from gradcheck_cli.findings.advice.edits import CodeFix
 
 
@@ -84,6 +85,9 @@ class Report:
     # Per variable name, the name the user's code binds the variable (or its layer) to where it
     # is created, when that name is certainly the variable's (`findings.source.created_name`).
     python_names: Mapping[str, str] = field(default_factory=dict)
+    # The model's scopes, coloured by their variables' verdicts, with the cuts placed on them:
+    # for a SavedModel, a script or a run's request (None: no graph, an eager step's verdicts).
+    model_map: ModelMap | None = None
 
     def python_name(self, verdict: VariableVerdict) -> str | None:
         """The name the user's code gives `verdict`'s variable, when it is certainly its."""

@@ -1,0 +1,257 @@
+"""The model's map as an inline SVG: scopes as rounded boxes coloured by their verdicts, laid
+out top-down from the inputs to the loss, and each cut a red marker where it sits.
+
+The layout is grandalf's Sugiyama layering (pure Python, imported when a map is drawn). Every
+name from the model goes through `html.escape`, in text and attributes alike. Nodes and cuts
+carry classes and `data-` attributes (`map-node status-blocked`, `data-scope`; `map-cut`,
+`data-op`) for the page's script and tests to find them.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+from gradcheck_cli.analysis.model_map import MapCut, MapNode, MapStatus, ModelMap, NodeKind
+
+# Fill and stroke per status: green ok, red blocked, orange unused, grey frozen, blue allowed.
+COLOURS = {
+    MapStatus.OK: ("#dcf2dc", "#2e7d32"),
+    MapStatus.BLOCKED: ("#fbdada", "#c62828"),
+    MapStatus.UNUSED: ("#fde6c8", "#e65100"),
+    MapStatus.FROZEN: ("#e6e6e6", "#757575"),
+    MapStatus.ALLOWED: ("#dbe7f7", "#1565c0"),
+    MapStatus.NONE: ("#ffffff", "#9e9e9e"),
+}
+SPECIAL = {NodeKind.INPUT: ("#f5f5f5", "#616161"), NodeKind.LOSS: ("#fff8e1", "#8d6e63")}
+CUT_COLOUR = "#c62828"
+
+CHAR_WIDTH = 7.2  # of the 12px sans-serif labels, about
+NODE_HEIGHT = 40
+PADDING = 24
+COMPONENT_GAP = 40
+CUT_STEP = 16  # between two cuts at one place
+RANK_GAP = 48  # between the rows of the layout
+
+
+@dataclass
+class _Box:
+    """A node's size, and the centre grandalf places it at (`xy`)."""
+
+    w: float
+    h: float
+    xy: tuple[float, float] = (0.0, 0.0)
+
+
+@dataclass
+class _Line:
+    """An edge's route, as grandalf gives it (`setpath`)."""
+
+    points: list[tuple[float, float]] = field(default_factory=list)
+
+    def setpath(self, points: Sequence[tuple[float, float]]) -> None:
+        self.points = [(float(x), float(y)) for x, y in points]
+
+
+def map_svg(model_map: ModelMap, id_prefix: str = "map") -> str:
+    """`model_map` drawn as one `<svg>` element; `id_prefix` keeps the ids of two maps on one
+    page apart."""
+    boxes = {node.id: _Box(_width(node), NODE_HEIGHT) for node in model_map.nodes}
+    lines = {(e.source, e.target): _Line() for e in model_map.edges}
+    width, height = _layout(model_map, boxes, lines)
+    prefix = html.escape(id_prefix, quote=True)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="model-map" id="{prefix}"'
+        f' width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}"'
+        ' font-family="sans-serif" font-size="12" role="img"'
+        f' aria-label="{_e(_summary(model_map))}">',
+        "<defs>"
+        f'<marker id="{prefix}-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8"'
+        ' markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"'
+        ' fill="#757575"/></marker></defs>',
+        '<g class="map-edges">',
+    ]
+    for (source, target), line in sorted(lines.items()):
+        points = _clipped(
+            line.points or [boxes[source].xy, boxes[target].xy], boxes, source, target
+        )
+        path = " ".join(
+            f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}" for i, (x, y) in enumerate(points)
+        )
+        out.append(
+            f'<path class="map-edge" data-source="{_e(source)}" data-target="{_e(target)}"'
+            f' d="{path}" fill="none" stroke="#9e9e9e" stroke-width="1.5"'
+            f' marker-end="url(#{prefix}-arrow)"/>'
+        )
+    out.append('</g><g class="map-nodes">')
+    out += (_node(node, boxes[node.id], prefix) for node in model_map.nodes)
+    out.append('</g><g class="map-cuts">')
+    out += _cuts(model_map.cuts, boxes, lines)
+    out.append("</g></svg>")
+    return "\n".join(out)
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _label(node: MapNode) -> str:
+    return f"{node.label} ×{node.count}" if node.count > 1 else node.label
+
+
+def _detail(node: MapNode) -> str:
+    if node.kind is NodeKind.INPUT:
+        return "input"
+    parts = [f"{node.ops} op{'s' if node.ops != 1 else ''}"]
+    if node.variables:
+        count = len(node.variables)
+        parts.append(f"{count} variable{'s' if count != 1 else ''}")
+    return " · ".join(parts)
+
+
+def _width(node: MapNode) -> float:
+    return max(len(_label(node)), len(_detail(node))) * CHAR_WIDTH + PADDING
+
+
+def _summary(model_map: ModelMap) -> str:
+    dead = sum(1 for n in model_map.nodes if n.status in (MapStatus.BLOCKED, MapStatus.UNUSED))
+    return (
+        f"Model map: {len(model_map.nodes)} nodes, {len(model_map.edges)} edges,"
+        f" {dead} with dead variables, {len(model_map.cuts)} cuts"
+    )
+
+
+def _layout(
+    model_map: ModelMap, boxes: dict[str, _Box], lines: dict[tuple[str, str], _Line]
+) -> tuple[float, float]:
+    """Places every box (centres in `xy`) and routes every line, each connected part of the map
+    laid out top-down by grandalf, the parts side by side; the drawing's width and height."""
+    from grandalf.graphs import Edge, Graph, Vertex
+    from grandalf.layouts import SugiyamaLayout
+
+    vertices = {node.id: Vertex(node.id) for node in model_map.nodes}
+    for node_id, vertex in vertices.items():
+        vertex.view = boxes[node_id]
+    edges = []
+    for (source, target), line in lines.items():
+        edge = Edge(vertices[source], vertices[target])
+        edge.view = line
+        edges.append(edge)
+    graph = Graph(list(vertices.values()), edges)
+    left, height = float(PADDING), 0.0
+    for part in graph.C:
+        layout = SugiyamaLayout(part)
+        layout.xspace, layout.yspace = RANK_GAP / 2, RANK_GAP
+        roots = [v for v in part.sV if not v.e_in()]
+        layout.init_all(roots=roots or None)
+        layout.draw()
+        placed = [v.view for v in part.sV]
+        low = min(box.xy[0] - box.w / 2 for box in placed)
+        high = max(box.xy[0] + box.w / 2 for box in placed)
+        top = min(box.xy[1] - box.h / 2 for box in placed)
+        shift = (left - low, PADDING - top)
+        for box in placed:
+            box.xy = (box.xy[0] + shift[0], box.xy[1] + shift[1])
+        for edge in part.sE:
+            edge.view.points = [(x + shift[0], y + shift[1]) for x, y in edge.view.points]
+        height = max(height, *(box.xy[1] + box.h / 2 for box in placed))
+        left += high - low + COMPONENT_GAP
+    width = max(left - COMPONENT_GAP + PADDING, 2 * PADDING) + _cut_margin(model_map)
+    return width, height + PADDING
+
+
+def _cut_margin(model_map: ModelMap) -> float:
+    """Room on the right for the cuts' labels."""
+    return max((len(_cut_label(cut)) * CHAR_WIDTH for cut in model_map.cuts), default=0.0)
+
+
+def _node(node: MapNode, box: _Box, prefix: str) -> str:
+    fill, stroke = SPECIAL.get(node.kind) or COLOURS[node.status]
+    x, y = box.xy
+    title = [_label(node), _detail(node)]
+    title += [f"{v.name}: {v.status.value}" for v in node.variables]
+    if len(node.scopes) > 1:
+        title.append("scopes: " + ", ".join(node.scopes))
+    return (
+        f'<g class="map-node status-{node.status.value} kind-{node.kind.value}"'
+        f' id="{prefix}-node-{_e(node.id)}" data-node="{_e(node.id)}"'
+        f' data-scope="{_e(node.label)}" data-status="{node.status.value}"'
+        f' data-count="{node.count}" data-ops="{node.ops}">'
+        f"<title>{_e(chr(10).join(title))}</title>"
+        f'<rect x="{x - box.w / 2:.1f}" y="{y - box.h / 2:.1f}" width="{box.w:.1f}"'
+        f' height="{box.h:.1f}" rx="8" ry="8" fill="{fill}" stroke="{stroke}"'
+        f' stroke-width="{2 if node.status is MapStatus.BLOCKED else 1.2}"/>'
+        f'<text x="{x:.1f}" y="{y - 3:.1f}" text-anchor="middle" font-weight="bold">'
+        f"{_e(_label(node))}</text>"
+        f'<text x="{x:.1f}" y="{y + 12:.1f}" text-anchor="middle" font-size="10"'
+        f' fill="#555555">{_e(_detail(node))}</text></g>'
+    )
+
+
+def _cut_label(cut: MapCut) -> str:
+    """`✂ Cast (GC102) train.py:40`."""
+    text = f"✂ {cut.op_type}"
+    if cut.code:
+        text += f" ({cut.code})"
+    if cut.location is not None:
+        text += f" {PurePath(cut.location.file).name}:{cut.location.line}"
+    return text
+
+
+def _cuts(
+    cuts: Iterable[MapCut], boxes: dict[str, _Box], lines: dict[tuple[str, str], _Line]
+) -> list[str]:
+    """Each cut a red marker: at the middle of its edge, or on its node's right side; cuts at
+    one place stacked downwards."""
+    out = []
+    taken: dict[tuple[float, float], int] = {}
+    for cut in cuts:
+        edge = (cut.edge.source, cut.edge.target) if cut.edge is not None else None
+        if edge in lines and lines[edge].points:
+            points = lines[edge].points
+            x, y = _middle(points)
+        elif cut.node in boxes:
+            box = boxes[cut.node]
+            x, y = box.xy[0] + box.w / 2, box.xy[1] - box.h / 2 + 8
+        else:
+            continue
+        stacked = taken.get((x, y), 0)
+        taken[(x, y)] = stacked + 1
+        y += stacked * CUT_STEP
+        title = [_cut_label(cut), f"op {cut.op}", f"reason: {cut.reason.value}"]
+        if cut.location is not None:
+            title.append(f"at {cut.location}")
+        title += [f"blocks {name}" for name in cut.variables]
+        where = f' data-edge="{_e(edge[0])}->{_e(edge[1])}"' if edge in lines else ""
+        out.append(
+            f'<g class="map-cut" data-op="{_e(cut.op)}" data-op-type="{_e(cut.op_type)}"'
+            f' data-node="{_e(cut.node)}"{where}'
+            f' data-code="{_e(cut.code or "")}"><title>{_e(chr(10).join(title))}</title>'
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{CUT_COLOUR}" stroke="#ffffff"/>'
+            f'<text x="{x + 10:.1f}" y="{y + 4:.1f}" fill="{CUT_COLOUR}" font-size="11">'
+            f"{_e(_cut_label(cut))}</text></g>"
+        )
+    return out
+
+
+def _clipped(
+    points: list[tuple[float, float]], boxes: dict[str, _Box], source: str, target: str
+) -> list[tuple[float, float]]:
+    """A route from its source box's edge to its target box's: leaving from the bottom and
+    arriving at the top when it goes down, the other way when it goes back up."""
+    (x0, y0), (x1, y1) = points[0], points[-1]
+    down = 1 if y1 >= y0 else -1
+    start = (x0, y0 + down * boxes[source].h / 2)
+    end = (x1, y1 - down * boxes[target].h / 2)
+    return [start, *points[1:-1], end]
+
+
+def _middle(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """The point halfway along a polyline (by its corners: the middle segment's middle)."""
+    if len(points) == 1:
+        return points[0]
+    i = (len(points) - 1) // 2
+    (x0, y0), (x1, y1) = points[i], points[i + 1]
+    return (x0 + x1) / 2, (y0 + y1) / 2

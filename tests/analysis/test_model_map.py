@@ -1,0 +1,178 @@
+"""The model's map on hand-made graphs: scopes as nodes, repeated blocks folded, cuts placed."""
+
+from __future__ import annotations
+
+from gradcheck_cli.analysis.analyse import analyse
+from gradcheck_cli.analysis.model_map import LOSS_ID, MapEdge, MapStatus, ModelMap, model_map
+from gradcheck_cli.graph.model import Program
+from tests.graph_factory import BodyFactory, program
+
+
+def _mapped(prog: Program, max_nodes: int = 60) -> ModelMap:
+    return model_map(prog, analyse(prog).verdicts, max_nodes)
+
+
+def _by_label(drawn: ModelMap) -> dict[str, str]:
+    return {node.label: node.id for node in drawn.nodes}
+
+
+def _edges(drawn: ModelMap) -> set[tuple[str, str]]:
+    label = {node.id: node.label for node in drawn.nodes}
+    return {(label[e.source], label[e.target]) for e in drawn.edges}
+
+
+def _mlp(cut: bool = False) -> Program:
+    """images -> hidden1 (a Cast round trip when `cut`) -> out -> loss."""
+    top = BodyFactory("top")
+    w = top.arg("hidden1/w", "resource")
+    v = top.arg("out/v", "resource")
+    images = top.op("images", "Placeholder")
+    read = top.op("hidden1/w/read", "ReadVariableOp", w)
+    if cut:
+        as_int = top.op("hidden1/Cast", "Cast", read, dtypes=("int32",))
+        read = top.op("hidden1/Cast_1", "Cast", as_int)
+    hidden = top.op("hidden1/MatMul", "MatMul", images, read)
+    out = top.op("out/MatMul", "MatMul", hidden, top.op("out/v/read", "ReadVariableOp", v))
+    loss = top.op("loss", "Sum", out)
+    return program(top.body(loss), loss)
+
+
+def test_scopes_become_nodes_and_data_flow_becomes_edges() -> None:
+    drawn = _mapped(_mlp())
+    assert set(_by_label(drawn)) == {"images", "hidden1", "out", "loss"}
+    assert _edges(drawn) == {("images", "hidden1"), ("hidden1", "out"), ("out", "loss")}
+    hidden1 = drawn.node(_by_label(drawn)["hidden1"])
+    assert [v.name for v in hidden1.variables] == ["hidden1/w"]
+    assert hidden1.ops == 2  # the read and the MatMul; the variable is a source, not an op
+    assert not drawn.cuts
+
+
+def test_statuses_colour_nodes_the_worst_variable_first() -> None:
+    drawn = _mapped(_mlp(cut=True))
+    status = {node.label: node.status for node in drawn.nodes}
+    assert status["hidden1"] is MapStatus.BLOCKED
+    assert status["out"] is MapStatus.OK
+    assert status["images"] is MapStatus.NONE
+    allowed = drawn.accepting(["hidden1/w"])
+    assert allowed.node(_by_label(drawn)["hidden1"]).status is MapStatus.ALLOWED
+
+
+def test_a_cut_inside_a_scope_sits_on_its_node() -> None:
+    drawn = _mapped(_mlp(cut=True))
+    (cut,) = drawn.cuts
+    assert (cut.op, cut.op_type, cut.variables) == ("hidden1/Cast", "Cast", ("hidden1/w",))
+    assert cut.node == _by_label(drawn)["hidden1"] and cut.edge is None
+    assert drawn.with_codes({"hidden1/Cast": "GC102"}).cuts[0].code == "GC102"
+
+
+def test_a_cut_on_a_value_from_another_scope_sits_on_the_edge_between_them() -> None:
+    top = BodyFactory("top")
+    w = top.arg("encoder/w", "resource")
+    encoded = top.op("encoder/Mul", "Mul", top.op("encoder/w/read", "ReadVariableOp", w))
+    stopped = top.op("head/StopGradient", "StopGradient", encoded)
+    loss = top.op("loss", "Sum", top.op("head/Square", "Square", stopped))
+    drawn = _mapped(program(top.body(loss), loss))
+    (cut,) = drawn.cuts
+    ids = _by_label(drawn)
+    assert cut.node == ids["head"]
+    assert cut.edge == MapEdge(ids["encoder"], ids["head"])
+    assert cut.edge in drawn.edges
+    assert drawn.node(ids["encoder"]).status is MapStatus.BLOCKED
+
+
+def test_repeated_blocks_of_one_structure_fold_into_one_node_with_a_count() -> None:
+    top = BodyFactory("top")
+    x = top.op("inputs", "Placeholder")
+    for i in range(12):
+        w = top.arg(f"encoder/layer_{i}/dense/kernel", "resource")
+        read = top.op(f"encoder/layer_{i}/dense/ReadVariableOp", "ReadVariableOp", w)
+        x = top.op(f"encoder/layer_{i}/dense/MatMul", "MatMul", x, read)
+        x = top.op(f"encoder/layer_{i}/Relu", "Relu", x)
+    w = top.arg("head/kernel", "resource")
+    x = top.op("head/MatMul", "MatMul", x, top.op("head/Read", "ReadVariableOp", w))
+    loss = top.op("loss", "Sum", x)
+    drawn = _mapped(program(top.body(loss), loss))
+    ids = _by_label(drawn)
+    assert set(ids) == {"inputs", "encoder/layer*", "head", "loss"}
+    layers = drawn.node(ids["encoder/layer*"])
+    assert layers.count == 12 and layers.ops == 36 and len(layers.variables) == 12
+    assert _edges(drawn) == {
+        ("inputs", "encoder/layer*"),
+        ("encoder/layer*", "head"),
+        ("head", "loss"),
+    }
+
+
+def test_a_block_with_a_cut_is_not_folded_with_its_siblings() -> None:
+    top = BodyFactory("top")
+    x = top.op("inputs", "Placeholder")
+    for i in range(3):
+        w = top.arg(f"block{i}/kernel", "resource")
+        read = top.op(f"block{i}/Read", "ReadVariableOp", w)
+        if i == 1:
+            read = top.op("block1/StopGradient", "StopGradient", read)
+        x = top.op(f"block{i}/MatMul", "MatMul", x, read)
+    loss = top.op("loss", "Sum", x)
+    labels = set(_by_label(_mapped(program(top.body(loss), loss))))
+    assert labels == {"inputs", "block*", "block1", "loss"}
+
+
+def test_deep_scopes_fold_into_their_parents_to_keep_the_map_small() -> None:
+    top = BodyFactory("top")
+    x = top.op("inputs", "Placeholder")
+    for i in range(30):
+        x = top.op(f"model/part{chr(65 + i % 26)}{i}/inner/Relu", "Relu", x)
+    loss = top.op("loss", "Sum", x)
+    prog = program(top.body(loss), loss)
+    assert _mapped(prog).depth == 3
+    small = _mapped(prog, max_nodes=10)
+    assert small.depth == 1 and {n.label for n in small.nodes} == {"inputs", "model", "loss"}
+
+
+def test_a_called_function_s_ops_take_the_call_s_scope_and_its_data_flow() -> None:
+    inner = BodyFactory("inner_fn")
+    a = inner.arg("x")
+    b = inner.arg("w", "resource")
+    product = inner.op(
+        "dense/MatMul", "MatMul", a, inner.op("dense/MatMul/ReadVariableOp", "ReadVariableOp", b)
+    )
+    top = BodyFactory("top")
+    w = top.arg("model/dense/kernel", "resource")
+    images = top.op("images", "Placeholder")
+    call = top.op(
+        "model/StatefulPartitionedCall", "StatefulPartitionedCall", images, w, f=("inner_fn",)
+    )
+    loss = top.op("loss", "Sum", top.op("head/Relu", "Relu", call))
+    prog = program(top.body(loss), loss, inner.body(product))
+    drawn = _mapped(prog)
+    ids = _by_label(drawn)
+    assert _edges(drawn) == {("images", "model/dense"), ("model/dense", "head"), ("head", "loss")}
+    assert [v.name for v in drawn.node(ids["model/dense"]).variables] == ["model/dense/kernel"]
+    # The read is named under the op it feeds (`dense/MatMul/...`): it is in that op's scope.
+    assert drawn.node(ids["model/dense"]).ops == 2 and "model" not in ids
+
+
+def test_a_large_graph_is_mapped_in_one_walk() -> None:
+    top = BodyFactory("top")
+    x = top.op("inputs", "Placeholder")
+    for i in range(25_000):
+        scope = f"net/block_{i % 500}/unit{i // 500}"
+        w = top.arg(f"{scope}/w", "resource") if i % 50 == 0 else None
+        x = top.op(f"{scope}/Add", "AddV2", x, x)
+        x = top.op(
+            f"{scope}/Mul", "Mul", x, top.op(f"{scope}/Read", "ReadVariableOp", w) if w else x
+        )
+        x = top.op(f"{scope}/Relu", "Relu", x)
+        x = top.op(f"{scope}/Identity", "Identity", x)
+    loss = top.op("loss", "Sum", x)
+    prog = program(top.body(loss), loss)
+    drawn = model_map(prog, ())  # 100,000 ops; the verdicts are not the point here
+    assert len(drawn.nodes) <= 60
+    assert sum(node.ops for node in drawn.nodes) == 100_000 + 500 + 1  # and the loss
+    assert drawn.edges
+
+
+def test_the_loss_computed_at_the_top_level_is_the_loss_node() -> None:
+    drawn = _mapped(_mlp())
+    loss = drawn.node(LOSS_ID)
+    assert loss.ops == 1 and not loss.variables

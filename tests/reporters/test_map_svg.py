@@ -1,0 +1,97 @@
+"""The model map's SVG: well-formed, one box per node with its status, cuts findable, names
+escaped."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from gradcheck_cli.analysis.model_map import (
+    LOSS_ID,
+    MapCut,
+    MapEdge,
+    MapNode,
+    MapStatus,
+    MapVariable,
+    ModelMap,
+    NodeKind,
+)
+from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.graph.model import SourceLocation
+from gradcheck_cli.reporters.html.map_svg import map_svg
+
+SVG = "{http://www.w3.org/2000/svg}"
+CRAFTED = "<script>alert(1)</script>"
+
+
+def _map() -> ModelMap:
+    blocked = MapVariable(f"hidden1/{CRAFTED}", MapStatus.BLOCKED)
+    nodes = (
+        MapNode("input:images", "images", NodeKind.INPUT, MapStatus.NONE, 0),
+        MapNode("s0", "hidden1", NodeKind.SCOPE, MapStatus.BLOCKED, 11, (blocked,)),
+        MapNode("s1", "encoder/layer*", NodeKind.SCOPE, MapStatus.OK, 36, count=12),
+        MapNode("s2", CRAFTED, NodeKind.SCOPE, MapStatus.UNUSED, 0),
+        MapNode("s3", "frozen", NodeKind.SCOPE, MapStatus.FROZEN, 2),
+        MapNode("s4", "kept", NodeKind.SCOPE, MapStatus.ALLOWED, 2),
+        MapNode(LOSS_ID, "loss", NodeKind.LOSS, MapStatus.NONE, 1),
+    )
+    edges = (
+        MapEdge("input:images", "s0"),
+        MapEdge("s0", "s1"),
+        MapEdge("s1", LOSS_ID),
+        MapEdge("s3", "s1"),
+        MapEdge("s4", LOSS_ID),
+    )
+    here = SourceLocation("/home/me/train.py", 40)
+    cuts = (
+        MapCut("hidden1/Cast", "Cast", Reason.INTEGER_DTYPE, "s0", None, None, here, (), "GC102"),
+        MapCut(f"s1/{CRAFTED}", "StopGradient", Reason.STOP_GRADIENT, "s1", MapEdge("s0", "s1")),
+    )
+    return ModelMap(nodes, edges, cuts)
+
+
+def _groups(svg: str, cls: str) -> list[ET.Element]:
+    root = ET.fromstring(svg)
+    return [g for g in root.iter(f"{SVG}g") if cls in g.get("class", "").split()]
+
+
+def test_the_svg_parses_and_has_one_box_per_node_coloured_by_status() -> None:
+    drawn = _map()
+    svg = map_svg(drawn)
+    nodes = _groups(svg, "map-node")
+    assert len(nodes) == len(drawn.nodes)
+    classes = {g.get("data-node"): g.get("class", "").split() for g in nodes}
+    assert "status-blocked" in classes["s0"] and "status-ok" in classes["s1"]
+    assert "status-unused" in classes["s2"] and "status-frozen" in classes["s3"]
+    assert "status-allowed" in classes["s4"]
+    scopes = {g.get("data-scope") for g in nodes}
+    assert {"hidden1", "encoder/layer*", CRAFTED} <= scopes
+    text = {"".join(g.itertext()) for g in nodes}
+    assert any("encoder/layer* ×12" in t for t in text)
+    assert len(ET.fromstring(svg).findall(f".//{SVG}path[@class='map-edge']")) == 5
+
+
+def test_each_cut_is_a_marker_with_its_op_type_code_and_line() -> None:
+    cuts = _groups(map_svg(_map()), "map-cut")
+    assert [g.get("data-op") for g in cuts] == ["hidden1/Cast", f"s1/{CRAFTED}"]
+    visible = cuts[0].find(f"{SVG}text")
+    assert visible is not None and visible.text == "✂ Cast (GC102) train.py:40"
+    title = cuts[0].find(f"{SVG}title")
+    assert title is not None and "/home/me/train.py:40" in (title.text or "")
+    assert cuts[1].get("data-edge") == "s0->s1"
+
+
+def test_crafted_names_render_as_text() -> None:
+    svg = map_svg(_map())
+    assert CRAFTED not in svg
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in svg
+    root = ET.fromstring(svg)
+    assert not [element for element in root.iter() if element.tag.endswith("script")]
+
+
+def test_an_empty_map_a_lone_node_and_a_cycle_still_draw() -> None:
+    ET.fromstring(map_svg(ModelMap((), ())))
+    ring = tuple(MapNode(f"s{i}", f"n{i}", NodeKind.SCOPE, MapStatus.OK, 1) for i in range(3))
+    edges = (MapEdge("s0", "s1"), MapEdge("s1", "s2"), MapEdge("s2", "s0"))
+    assert len(_groups(map_svg(ModelMap(ring, edges)), "map-node")) == 3
+    lone = ModelMap((MapNode(LOSS_ID, "loss", NodeKind.LOSS, MapStatus.NONE, 1),), ())
+    assert len(_groups(map_svg(lone), "map-node")) == 1
