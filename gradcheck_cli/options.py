@@ -88,6 +88,11 @@ class CheckOptions:
         "imports, loads and traces the model or while gradcheck reads and analyses a "
         "SavedModel; elsewhere, a line every few seconds of a long SavedModel check",
     )
+    model_map: bool = _option(
+        False,
+        "draw the model's map: its layers and name scopes from the inputs to the loss, with the "
+        "dead part and its cuts marked (the HTML report's picture, `Report.model_map`)",
+    )
     cache: bool = _option(
         True,
         "reuse what an earlier check traced from the same script or Keras file when no file it "

@@ -94,7 +94,8 @@ def _saved_model_report(path: Path, options: CheckOptions) -> Report:
         tf1 = program.kind is GraphKind.TF1_GRAPH
         source = SourceInfo(str(path), "savedmodel-tf1" if tf1 else "savedmodel", loss_name)
         analysis = analyse(program, cuts_of_live=options.all_cuts, progress=steps)
-        analysis = replace(analysis, model_map=model_map(program, analysis.verdicts))
+        if options.model_map:
+            analysis = replace(analysis, model_map=model_map(program, analysis.verdicts))
         verification = None
         if options.verify:
             steps("asking TensorFlow for its own gradients (--verify)")

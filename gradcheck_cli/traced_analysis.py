@@ -71,7 +71,8 @@ def traced_analysis(result: Traced, options: CheckOptions) -> tuple[Analysis, li
             tied = tied_to_trained(program, untrained, trained)
             only = regularizer_only(analysis, alone, tied)
         analysis = replace(analysis, concerns=analysis.concerns + only)
-    analysis = replace(analysis, model_map=model_map(program, analysis.verdicts))
+    if options.model_map:
+        analysis = replace(analysis, model_map=model_map(program, analysis.verdicts))
     return analysis, list(program.notes)
 
 

@@ -14,7 +14,7 @@ SEED = Path(__file__).parents[2] / "sample_models" / "faulty_weights_tf1.py"
 
 @pytest.mark.heavy
 def test_the_seed_s_map_shows_hidden1_blocked_with_its_three_cuts() -> None:
-    report = gradcheck_cli.check(str(SEED), loss="loss")
+    report = gradcheck_cli.check(str(SEED), loss="loss", model_map=True)
     drawn = report.model_map
     assert drawn is not None
     ids = {node.label: node.id for node in drawn.nodes}
@@ -32,6 +32,8 @@ def test_the_seed_s_map_shows_hidden1_blocked_with_its_three_cuts() -> None:
     }
     assert {cut.node for cut in drawn.cuts} == {ids["hidden1"]}
     assert all(cut.variables == ("hidden1/weights_i",) for cut in drawn.cuts)
-    allowed = gradcheck_cli.check(str(SEED), loss="loss", allow_dead=["*weights_i"])
+    allowed = gradcheck_cli.check(str(SEED), loss="loss", allow_dead=["*weights_i"], model_map=True)
     assert allowed.model_map is not None
     assert {n.label: n.status for n in allowed.model_map.nodes}["hidden1"] is MapStatus.ALLOWED
+    # Drawn only when asked for: no other report pays for it.
+    assert gradcheck_cli.check(str(SEED), loss="loss").model_map is None
