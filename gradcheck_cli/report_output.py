@@ -104,3 +104,27 @@ def _discard_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, descriptor)
     os.close(devnull)
+
+
+def open_page(page: str) -> ExitCode | None:
+    """`--open`: write the HTML `page` to a temporary file and open it in the web browser
+    ($BROWSER first, as Python's webbrowser chooses); with no browser to open it, one line
+    saying where the file is. Exit code 2 if the file cannot be written."""
+    import tempfile
+    import webbrowser
+
+    try:
+        descriptor, name = tempfile.mkstemp(prefix="gradcheck-", suffix=".html")
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(page)
+    except OSError as error:
+        return report_error(
+            GradcheckError(f"cannot write the HTML report: {os_error_reason(error)}")
+        )
+    try:
+        opened = webbrowser.open(Path(name).as_uri())
+    except webbrowser.Error:
+        opened = False
+    if not opened:
+        say(f"gradcheck: no web browser to open the HTML report: it is at {name}")
+    return None

@@ -25,7 +25,7 @@ class Rendered:
     requests: list[str] = field(default_factory=list)
 
     def texts(self, selector: str) -> list[str]:
-        return [text.strip() for text in self.page.locator(selector).all_inner_texts()]
+        return [text.strip() for text in self.page.locator(selector).all_text_contents()]
 
 
 @contextmanager

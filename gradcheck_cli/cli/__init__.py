@@ -36,6 +36,7 @@ from gradcheck_cli.options import CheckOptions
 from gradcheck_cli.report_output import (
     cannot_write,
     checked_models,
+    open_page,
     report_error,
     say,
     say_traceback,
@@ -85,6 +86,8 @@ class Options:
     # `gradcheck run`: the script's own arguments, and whether it trains on after the report.
     script_arguments: tuple[str, ...] | None = None
     run_on: bool = False
+    # `gradcheck run --open`: the HTML report also written to a temporary file and opened.
+    open_page: bool = False
     # `--fix` (write the verified code fixes) and `--diff` (print them, write nothing).
     fix: bool = False
     diff: bool = False
@@ -173,6 +176,7 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
     config_file, timeout = flags.pop("config_file"), flags.pop("timeout")
     memory_limit = flags.pop("memory_limit")
     no_cache = flags.pop("no_cache", False)  # `gradcheck run` caches nothing
+    open_page = flags.pop("open_page", False)  # `gradcheck run` only
     try:
         settings = load_settings(overrides, config_file)
         for skipped in settings.skipped:
@@ -195,7 +199,10 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
     # No MODEL argument: the config's `models`.
     chosen = models or settings.models
     alone = extra.get("jobs", 1) == 1 or len(chosen) == 1
+    # The model's map is drawn only for a report that shows it: an HTML page.
+    pictured = {settings.output_format, *(f for f, _ in display["also_write"])}
     check = CheckOptions(
+        model_map=Format.HTML in pictured or open_page,
         all_cuts=display["verbose"],
         timeout=seconds,
         memory_limit=memory_limit,
@@ -205,7 +212,9 @@ def _options(models: tuple[str, ...], flags: dict[str, Any], **extra: Any) -> Op
         cache_dir=resolve_cache_dir(settings),
         **flags,
     )
-    return Options(models=chosen, settings=settings, check=check, **display, **extra)
+    return Options(
+        models=chosen, settings=settings, check=check, open_page=open_page, **display, **extra
+    )
 
 
 def run(options: Options) -> ExitCode:
@@ -379,7 +388,10 @@ def _write_reports(outcomes: list[Outcome], options: Options) -> ExitCode | None
     text = render(chosen, options.settings.output_format, terminal)
     if not text and not any(outcome.report is not None for outcome in outcomes):
         return None
-    return write_report(text, options.output, color=terminal.color)
+    failure = write_report(text, options.output, color=terminal.color)
+    if failure is None and options.open_page:
+        return open_page(render(chosen, Format.HTML, plain))
+    return failure
 
 
 def _terminal_width(to_file: bool) -> int | None:

@@ -232,6 +232,13 @@ CONTINUE_OPTION = click.option(
     help="Let the script train on after the report (it is stopped before its first step "
     "otherwise).",
 )
+OPEN_OPTION = click.option(
+    "--open",
+    "open_page",
+    is_flag=True,
+    help="Also write the report as an HTML page to a temporary file and open it in the web "
+    "browser.",
+)
 
 
 def _timeout_option(bounded: str) -> Decorator:
@@ -268,6 +275,7 @@ it (`gradcheck run` has its own)."""
 SCRIPT_OPTIONS: dict[str | None, list[Decorator]] = {
     RUN: [
         CONTINUE_OPTION,
+        OPEN_OPTION,
         _timeout_option(
             "the script may run until its first gradient request (TensorFlow's import included)"
         ),

@@ -22,6 +22,7 @@ class Format(str, enum.Enum):
     SARIF = "sarif"
     GITHUB = "github"
     MARKDOWN = "markdown"
+    HTML = "html"
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ def render(
     `terminal` (TerminalOptions) shapes the terminal format. One item renders as one document
     (a JSON object); a sequence as one document of that format with an entry per item, in
     order (a JSON array, one SARIF run per model, one DOT cluster per model...). JSON, SARIF and
-    GitHub give each failure its place; the formats for people leave failures to stderr.
+    GitHub give each failure its place, and the HTML page a section; the other formats for people
+    leave failures to stderr.
     """
     from gradcheck_cli.findings.report import Report
 
@@ -80,6 +82,11 @@ def render(
         from gradcheck_cli.reporters.github import render_github
 
         return render_github(batch)
+    options = terminal if isinstance(terminal, TerminalOptions) else TerminalOptions()
+    if output_format is Format.HTML:  # one page, a model that could not be checked included
+        from gradcheck_cli.reporters.html.page import render_html
+
+        return render_html(batch, options.fail_on)
     reports = tuple(item for item in batch if isinstance(item, Report))
     if not reports:
         return ""
@@ -97,7 +104,6 @@ def render(
         return render_markdown(reports)
     from gradcheck_cli.reporters.terminal import render_terminal, render_terminal_total
 
-    options = terminal if isinstance(terminal, TerminalOptions) else TerminalOptions()
     between = "" if options.quiet else "\n"  # -q: one line per model, nothing between
     text = between.join(render_terminal(report, options) for report in reports)
     # Several reports end with one line for them all (counting those that could not be

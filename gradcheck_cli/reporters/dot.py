@@ -12,7 +12,7 @@ from gradcheck_cli.findings.report import Report
 from gradcheck_cli.graph.model import ARG_OP, SourceLocation
 from gradcheck_cli.reporters.dot_syntax import LeftAligned, Value, document, quote, statement
 from gradcheck_cli.reporters.sanitise import printable
-from gradcheck_cli.reporters.terminal import function_name
+from gradcheck_cli.reporters.verdict_text import function_name
 
 _LOSS = "loss"
 _VARIABLE_STYLE = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -12,7 +11,6 @@ from rich.table import Table
 from rich.text import Text
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
-from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.errors import display_path
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.names import variables_named
@@ -44,6 +42,7 @@ from gradcheck_cli.reporters.grouping import (
 from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.verdict_text import (
     NOT_TRAINED_HERE,
+    cut_place,
     failing,
     fixable_text,
     request_label,
@@ -298,7 +297,7 @@ def _write_side_cuts(console: Console, report: Report, verdict: VariableVerdict)
         _print(
             console,
             f"    {escape(blocker.op_type)} [dim]({_code(blocker)} {blocker.reason.value})[/] "
-            f"at {escape(_cut_place(blocker))}",
+            f"at {escape(cut_place(blocker))}",
         )
         _write_code(console, report, blocker.location)
 
@@ -311,22 +310,8 @@ def _code(blocker: Blocker) -> str:
     return RULE_BY_REASON[blocker.reason].code
 
 
-def _cut_place(blocker: Blocker) -> str:
-    if blocker.location is not None:
-        where = _where(blocker.location)
-        # Which library made a stop_gradient the user's line only called (tf.nn.moments's).
-        if blocker.location.inside and blocker.reason is Reason.STOP_GRADIENT:
-            where = f"{where}, inside {blocker.location.inside}"
-    else:
-        scope = blocker.op.rpartition("/")[0]
-        where = f"op {blocker.op}" + (f" in name scope {scope}" if scope else "")
-    if blocker.function is not None:
-        where += f" in function {function_name(blocker.function)}"
-    return where
-
-
 def _write_cut(console: Console, report: Report, number: int, blocker: Blocker) -> None:
-    where = _cut_place(blocker)
+    where = cut_place(blocker)
     _print(
         console,
         f"  [red]cut {number}[/] [bold]{escape(blocker.op_type)}[/] "
@@ -476,11 +461,6 @@ def _status_text(status: Status, accepted: str, intended: bool) -> Text:
     if intended:
         return Text(f"{status.value} (looks intended)", style="yellow")
     return Text(status.value, style=_STATUS_STYLE[status])
-
-
-def function_name(name: str) -> str:
-    """`__inference_bucket_ids_123` -> `bucket_ids`, the name the user gave the function."""
-    return re.sub(r"_\d+$", "", name.removeprefix("__inference_"))
 
 
 def _where(location: SourceLocation) -> str:

@@ -1,10 +1,12 @@
-"""The verdict headline and a route shortened for reading, in plain words for every reporter."""
+"""The verdict headline, a shortened route and where a cut is, in plain words for every reporter."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-from gradcheck_cli.analysis.verdicts import PathStep, Unreached, VariableVerdict
+from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Unreached, VariableVerdict
+from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.errors import display_path
 from gradcheck_cli.findings.finding import Finding, Severity
 from gradcheck_cli.findings.policy import FailOn
@@ -222,3 +224,24 @@ def unused_layer_reason(first: VariableVerdict) -> str:
             "computed from them in build() or __init__ is computed once, a constant to the loss"
         )
     return "not called in this loss's forward pass: the loss never reads its weights"
+
+
+def cut_place(blocker: Blocker) -> str:
+    """Where a cut is: its line (and the library a stop_gradient came from), else its op and
+    name scope; and the function it is in."""
+    if blocker.location is not None:
+        where = f"{display_path(blocker.location.file)}:{blocker.location.line}"
+        # Which library made a stop_gradient the user's line only called (tf.nn.moments's).
+        if blocker.location.inside and blocker.reason is Reason.STOP_GRADIENT:
+            where = f"{where}, inside {blocker.location.inside}"
+    else:
+        scope = blocker.op.rpartition("/")[0]
+        where = f"op {blocker.op}" + (f" in name scope {scope}" if scope else "")
+    if blocker.function is not None:
+        where += f" in function {function_name(blocker.function)}"
+    return where
+
+
+def function_name(name: str) -> str:
+    """`__inference_bucket_ids_123` -> `bucket_ids`, the name the user gave the function."""
+    return re.sub(r"_\d+$", "", name.removeprefix("__inference_"))
