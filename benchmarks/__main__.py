@@ -56,6 +56,9 @@ with graph.as_default():
 print(sum(g is None for g in gradients), "of", len(gradients), "without gradient")
 """
 
+HTML_PAGE_LIMIT = 2 * 1024 * 1024
+"""The most an HTML page of a real model may weigh (ResNet50's, with its map)."""
+
 SCRIPTS = {"script-keras": "keras_unused_layer.py", "script-tf2": "module_tf2.py"}
 """Samples checked in script mode (`--loss loss`; both exit 1)."""
 
@@ -101,6 +104,13 @@ class Route(str, enum.Enum):
     SCRIPT_RERUN = "gradcheck script: re-run"
     RUN_OWN = "the script to its first request"
     RUN = "gradcheck run: first run"
+    TERMINAL = "gradcheck: terminal report"
+    HTML = "gradcheck: HTML page and map"
+
+
+# The `own` columns: a run's ratio to the script's own time to its first request; the HTML
+# page's to the terminal report of the same check.
+_OWN_BASELINE = {Route.RUN: Route.RUN_OWN, Route.HTML: Route.TERMINAL}
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,8 @@ class Step:
     exit_codes: frozenset[int] = frozenset({0, 1})
     statuses: Mapping[str, str] | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    # The most bytes the step may print (the HTML page of a model: 2 MiB).
+    output_limit: int | None = None
 
 
 @dataclass(frozen=True)
@@ -200,8 +212,13 @@ def _real_model(model: models.Model, cache: Path) -> Benchmark:
         return _describe(folder[0])
 
     def steps(scratch: Path) -> list[Step]:
+        # The terminal report and the HTML page of the same check, without colour, to a file:
+        # the page's cost (its map above all) is measured against the terminal's.
+        shown = (sys.executable, "-m", "gradcheck_cli", str(folder[0]), "--loss", synthetic.LOSS)
         return [
             Step(Route.GRADCHECK, gradcheck_command(folder[0], "--loss", synthetic.LOSS)),
+            Step(Route.TERMINAL, (*shown, "--color", "never")),
+            Step(Route.HTML, (*shown, "--format", "html"), output_limit=HTML_PAGE_LIMIT),
             Step(Route.TENSORFLOW, tensorflow_command(folder[0]), exit_codes=frozenset({0})),
         ]
 
@@ -334,6 +351,8 @@ def run_all(benchmarks: list[Benchmark], repeat: int) -> list[Row]:
 def _problems(step: Step, run: Run, stdout: Path) -> list[str]:
     if run.exit_code not in step.exit_codes:
         return [f"exit code {run.exit_code}, expected {sorted(step.exit_codes)}"]
+    if step.output_limit is not None and stdout.stat().st_size > step.output_limit:
+        return [f"printed {stdout.stat().st_size} bytes, more than {step.output_limit}"]
     if step.statuses is None:
         return []
     try:
@@ -360,7 +379,11 @@ def summarise(rows: list[Row]) -> list[dict[str, Any]]:
         )
         if row.route is Route.TENSORFLOW:
             tensorflow = None
-        own = summaries.get((row.benchmark, Route.RUN_OWN)) if row.route is Route.RUN else None
+        own = (
+            summaries.get((row.benchmark, _OWN_BASELINE[row.route]))
+            if row.route in _OWN_BASELINE
+            else None
+        )
         results.append(
             {
                 "benchmark": row.benchmark,
