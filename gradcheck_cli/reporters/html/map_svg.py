@@ -10,7 +10,7 @@ carry classes and `data-` attributes (`map-node status-blocked`, `data-scope`; `
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -27,6 +27,8 @@ COLOURS = {
 }
 SPECIAL = {NodeKind.INPUT: ("#f5f5f5", "#616161"), NodeKind.LOSS: ("#fff8e1", "#8d6e63")}
 CUT_COLOUR = "#c62828"
+DEAD = frozenset({MapStatus.BLOCKED, MapStatus.UNUSED, MapStatus.ALLOWED})
+"""The statuses of the variables whose stories the page tells."""
 
 CHAR_WIDTH = 7.2  # of the 12px sans-serif labels, about
 CUT_CHAR_WIDTH = 7.0  # of the 11px cut labels: generous, so a label never runs off the drawing
@@ -59,9 +61,16 @@ class _Line:
         self.points = [(float(x), float(y)) for x, y in points]
 
 
-def map_svg(model_map: ModelMap, id_prefix: str = "map") -> str:
+def map_svg(
+    model_map: ModelMap,
+    id_prefix: str = "map",
+    node_links: Mapping[str, str] | None = None,
+    cut_links: Mapping[str, str] | None = None,
+) -> str:
     """`model_map` drawn as one `<svg>` element; `id_prefix` keeps the ids of two maps on one
-    page apart."""
+    page apart. A node in `node_links` (by its id) is a link to the page's element of that id,
+    a cut's label in `cut_links` (by its op) too."""
+    node_links, cut_links = node_links or {}, cut_links or {}
     boxes = {node.id: _Box(_width(node), NODE_HEIGHT) for node in model_map.nodes}
     lines = {(e.source, e.target): _Line() for e in model_map.edges}
     _layout(model_map, boxes, lines)
@@ -89,15 +98,25 @@ def map_svg(model_map: ModelMap, id_prefix: str = "map") -> str:
             f' marker-end="url(#{prefix}-arrow)"/>'
         )
     out.append('</g><g class="map-nodes">')
-    out += (_node(node, boxes[node.id], prefix) for node in model_map.nodes)
+    out += (
+        _linked(_node(node, boxes[node.id], prefix), node_links.get(node.id))
+        for node in model_map.nodes
+    )
     out.append('</g><g class="map-cuts">')
-    out += (_cut(place) for place in _places(model_map.cuts, boxes, lines))
+    out += (
+        _cut(place, cut_links.get(place.cut.op)) for place in _places(model_map.cuts, boxes, lines)
+    )
     out.append("</g></svg>")
     return "\n".join(out)
 
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
+
+
+def _linked(drawn: str, link: str | None) -> str:
+    """`drawn` as a link to the page's element with the id `link`, when there is one."""
+    return drawn if link is None else f'<a href="#{_e(link)}">{drawn}</a>'
 
 
 def _label(node: MapNode) -> str:
@@ -234,7 +253,7 @@ def _places(
     return places
 
 
-def _cut(place: _CutPlace) -> str:
+def _cut(place: _CutPlace, link: str | None) -> str:
     cut, x, y, edge = place.cut, place.x, place.y, place.edge
     title = [_cut_label(cut), f"op {cut.op}", f"reason: {cut.reason.value}"]
     if cut.location is not None:
@@ -247,8 +266,12 @@ def _cut(place: _CutPlace) -> str:
         f' data-code="{_e(cut.code or "")}"><title>{_e(chr(10).join(title))}</title>'
         f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{MARKER_RADIUS}" fill="{CUT_COLOUR}"'
         ' stroke="#ffffff"/>'
-        f'<text x="{x + LABEL_GAP:.1f}" y="{y + 4:.1f}" fill="{CUT_COLOUR}" font-size="11">'
-        f"{_e(_cut_label(cut))}</text></g>"
+        + _linked(
+            f'<text x="{x + LABEL_GAP:.1f}" y="{y + 4:.1f}" fill="{CUT_COLOUR}" font-size="11">'
+            f"{_e(_cut_label(cut))}</text>",
+            link,
+        )
+        + "</g>"
     )
 
 

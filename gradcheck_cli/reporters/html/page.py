@@ -19,9 +19,15 @@ from gradcheck_cli.reporters.grouping import (
     plural,
     same_but_for_the_variable,
 )
-from gradcheck_cli.reporters.html.markup import code_line, esc, rule_link
+from gradcheck_cli.reporters.html.markup import code_line, esc, rule_link, source_id
 from gradcheck_cli.reporters.html.source import source_section
-from gradcheck_cli.reporters.html.story import place, shape, stories, variable_tag
+from gradcheck_cli.reporters.html.story import (
+    place,
+    shape,
+    stories,
+    story_ids,
+    variable_tag,
+)
 from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.verdict_text import (
     failing,
@@ -61,6 +67,8 @@ tr.created-line { background: #eef3fd; }
 figure.model-map { margin: 1em 0; overflow-x: auto; }
 figure.model-map svg { max-width: 100%; height: auto; }
 figure.model-map figcaption { color: #777; font-size: 0.9em; }
+figure.model-map a:hover rect { stroke-width: 3; }
+figure.model-map a:hover text { text-decoration: underline; }
 tr:target { outline: 2px solid #06c; }
 td.notes { font-size: 0.9em; }
 """
@@ -93,9 +101,12 @@ def render_html(checked: Sequence[Report | CheckFailure], fail_on: FailOn = Fail
         "<body>",
         f"<h1>{esc(title)}</h1>",
     ]
+    taken: set[str] = set()  # the stories' ids so far: each one once on the page
     for index, item in enumerate(items):
-        shown = _failure(item) if isinstance(item, CheckFailure) else _report(item, fail_on, index)
-        parts.append(shown)
+        if isinstance(item, CheckFailure):
+            parts.append(_failure(item))
+        else:
+            parts.append(_report(item, fail_on, index, story_ids(item, taken)))
     if len(items) > 1 and reports:
         headline, counts = total_parts(reports, len(items) - len(reports), fail_on)
         failed = any(report.dead or failing(report, fail_on) for report in reports)
@@ -120,16 +131,16 @@ def _failure(failure: CheckFailure) -> str:
     )
 
 
-def _report(report: Report, fail_on: FailOn, index: int) -> str:
+def _report(report: Report, fail_on: FailOn, index: int, ids: dict[str, str]) -> str:
     source = report.source
     parts = [
         '<section class="report">',
         f"<h2>gradcheck <code>{esc(display_path(source.path))}</code> ({esc(source.kind)}), "
         f"loss <code>{esc(source.loss)}</code></h2>",
         _findings(report),
-        _map_section(report, index),
+        _map_section(report, index, ids),
     ]
-    told = stories(report)
+    told = stories(report, ids)
     if told:
         parts += ['<div class="stories">', *told, "</div>"]
     parts += [_disagreements(report), _summary(report)]
@@ -144,13 +155,25 @@ def _report(report: Report, fail_on: FailOn, index: int) -> str:
     return "\n".join(part for part in parts if part)
 
 
-def _map_section(report: Report, index: int) -> str:
-    """The model's map, drawn when the check drew one (`CheckOptions.model_map`)."""
-    if report.model_map is None or not report.model_map.nodes:
+def _map_section(report: Report, index: int, ids: dict[str, str]) -> str:
+    """The model's map, drawn when the check drew one (`CheckOptions.model_map`): each node
+    with a dead variable linked to its first one's story, each cut to its quoted line."""
+    model_map = report.model_map
+    if model_map is None or not model_map.nodes:
         return ""
-    from gradcheck_cli.reporters.html.map_svg import map_svg
+    from gradcheck_cli.reporters.html.map_svg import DEAD, map_svg
 
-    drawn = map_svg(report.model_map, id_prefix=f"map{index}")
+    node_links = {}
+    for node in model_map.nodes:
+        dead = [v.name for v in node.variables if v.status in DEAD and v.name in ids]
+        if dead:
+            node_links[node.id] = ids[dead[0]]
+    cut_links = {
+        cut.op: source_id(cut.location)
+        for cut in model_map.cuts
+        if cut.location is not None and report.code_at(cut.location) is not None
+    }
+    drawn = map_svg(model_map, f"map{index}", node_links, cut_links)
     return f'<figure class="model-map">{drawn}<figcaption>the model\'s map</figcaption></figure>'
 
 
