@@ -263,3 +263,19 @@ def test_open_without_a_browser_says_where_the_page_is(
         assert where.read_text(encoding="utf-8") == "<!DOCTYPE html>\n"
     finally:
         where.unlink()
+
+
+def test_a_fragment_for_a_notebook_scopes_its_style_and_prefixes_its_ids() -> None:
+    from gradcheck_cli.reporters.html.page import html_fragment
+
+    report = _mapped(_crafted_report())
+    one, two = html_fragment([report], "r1-"), html_fragment([report], "r2-", fix_command="")
+    assert one.startswith('<div class="gradcheck-report">') and "<body" not in one
+    page = Page(one)
+    assert all(link.startswith("r1-") for link in _links_land(page))
+    ids = {attrs["id"] for _, attrs in page.tags if attrs.get("id")}
+    assert ids and all(anchor and anchor.startswith("r1-") for anchor in ids)
+    assert "url(#r1-map0-arrow)" in one
+    assert not ids & {attrs.get("id") for _, attrs in Page(two).tags}
+    style = one.split("<style>", 1)[1].split("</style>", 1)[0]
+    assert ".gradcheck-report article.story h4 {" in style and "\nbody" not in style

@@ -3,6 +3,7 @@ dead variables' stories, summary table and verdict, then the source lines they q
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from gradcheck_cli.analysis.verdicts import Status
@@ -74,10 +75,15 @@ td.notes { font-size: 0.9em; }
 """
 
 
-def render_html(checked: Sequence[Report | CheckFailure], fail_on: FailOn = FailOn.ERROR) -> str:
+def render_html(
+    checked: Sequence[Report | CheckFailure],
+    fail_on: FailOn = FailOn.ERROR,
+    fix_command: str | None = None,
+) -> str:
     """One self-contained page for every checked model or gradient request, in order: a
     `<section class="report">` each (a model that could not be checked: its error), the
-    overall verdict when there are several, then the source lines the reports quote."""
+    overall verdict when there are several, then the source lines the reports quote.
+    `fix_command`: what writes the fixes, as `TerminalOptions.fix_command`."""
     items = [item if isinstance(item, CheckFailure) else printable(item) for item in checked]
     reports = [item for item in items if isinstance(item, Report)]
     title = "gradcheck " + ", ".join(
@@ -106,7 +112,8 @@ def render_html(checked: Sequence[Report | CheckFailure], fail_on: FailOn = Fail
         if isinstance(item, CheckFailure):
             parts.append(_failure(item))
         else:
-            parts.append(_report(item, fail_on, index, story_ids(item, taken)))
+            ids = story_ids(item, taken)
+            parts.append(_report(item, fail_on, index, ids, fix_command))
     if len(items) > 1 and reports:
         headline, counts = total_parts(reports, len(items) - len(reports), fail_on)
         failed = any(report.dead or failing(report, fail_on) for report in reports)
@@ -120,6 +127,40 @@ def render_html(checked: Sequence[Report | CheckFailure], fail_on: FailOn = Fail
     return "\n".join(part for part in parts if part) + "\n"
 
 
+FRAGMENT_CLASS = "gradcheck-report"
+"""The class of the `<div>` a report shown inside another page is, its style scoped to it."""
+
+
+def html_fragment(
+    checked: Sequence[Report | CheckFailure],
+    id_prefix: str,
+    fail_on: FailOn = FailOn.ERROR,
+    fix_command: str | None = None,
+) -> str:
+    """The page's body as one `<div class="gradcheck-report">`, to show inside another page (a
+    notebook): its style applies inside the div only, and every id and link within the page
+    starts with `id_prefix`, so that two reports on one page keep apart."""
+    body = (
+        render_html(checked, fail_on, fix_command).split("<body>\n", 1)[1].rsplit("</body>", 1)[0]
+    )
+    # Every attribute's value is escaped: a `"` in a value or in text is `&quot;`.
+    body = body.replace(' id="', f' id="{id_prefix}').replace('href="#', f'href="#{id_prefix}')
+    body = body.replace("url(#", f"url(#{id_prefix}")
+    style = _scoped(_STYLE, f".{FRAGMENT_CLASS}")
+    return f'<div class="{FRAGMENT_CLASS}">\n<style>{style}</style>\n{body}</div>\n'
+
+
+def _scoped(style: str, scope: str) -> str:
+    """`style` with each selector inside `scope` (`body` as `scope` itself)."""
+
+    def rule(match: re.Match[str]) -> str:
+        selectors = (s.strip() for s in match[1].split(","))
+        inside = ", ".join(scope if s == "body" else f"{scope} {s}" for s in selectors)
+        return f"\n{inside} {{{match[2]}}}"
+
+    return re.sub(r"([^{}]+)\{([^}]*)\}", rule, style) + "\n"
+
+
 def _failure(failure: CheckFailure) -> str:
     return "\n".join(
         [
@@ -131,7 +172,9 @@ def _failure(failure: CheckFailure) -> str:
     )
 
 
-def _report(report: Report, fail_on: FailOn, index: int, ids: dict[str, str]) -> str:
+def _report(
+    report: Report, fail_on: FailOn, index: int, ids: dict[str, str], fix_command: str | None
+) -> str:
     source = report.source
     parts = [
         '<section class="report">',
@@ -149,7 +192,7 @@ def _report(report: Report, fail_on: FailOn, index: int, ids: dict[str, str]) ->
     parts.append(
         f'<p class="verdict {"failed" if failed else "passed"}">{esc(headline)} ({esc(counts)})</p>'
     )
-    if (fixable := fixable_text(report)) is not None:
+    if (fixable := fixable_text(report, fix_command)) is not None:
         parts.append(f'<p class="fixable">{esc(fixable)}</p>')
     parts.append("</section>")
     return "\n".join(part for part in parts if part)
