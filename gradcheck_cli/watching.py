@@ -8,6 +8,7 @@ import shlex
 import shutil
 import sys
 import types
+import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -202,7 +203,10 @@ def _settings(
     if on_dead not in ON_DEAD:
         raise ValueError(f"{caller}(on_dead={on_dead!r}): on_dead is 'stop' or 'continue'")
     given = {"allow_dead": allow_dead, "verify": verify, "all_cuts": all_cuts}
-    return _Settings(on_dead, check_options(caller, given), what)  # type: ignore[arg-type]
+    # In a notebook the report is the HTML page, which draws the model's map; a terminal's
+    # report has no map, and a check that draws none pays nothing for it.
+    options = replace(check_options(caller, given), model_map=_in_jupyter())
+    return _Settings(on_dead, options, what)  # type: ignore[arg-type]
 
 
 def _callbacks(
@@ -321,15 +325,18 @@ def _counts(reports: list[Report]) -> str:
 def _show_report(reports: list[Report]) -> None:
     checked = reports[0] if len(reports) == 1 else reports
     if _in_jupyter():
-        from rich.text import Text
+        from IPython.display import HTML, display
 
-        # Unfolded: the cells' file names are replaced after rendering, and a browser's
-        # output area scrolls a long line rather than breaking it.
-        shown = TerminalOptions(color=True, width=None, fix_command=_fix_command())
-        text = render(checked, Format.TERMINAL, shown)
+        from gradcheck_cli.reporters.html.page import html_fragment
+
+        # The page's body, its ids apart from those of every other report in the notebook
+        # (one saved from an earlier kernel's run too); each cell named as IPython's
+        # tracebacks name it.
+        prefix = f"gradcheck-{uuid.uuid4().hex[:12]}-"
+        page = html_fragment(reports, prefix, fix_command=_fix_command())
         for file, cell in sorted(_cell_names().items(), key=lambda item: -len(item[0])):
-            text = text.replace(file, cell)
-        _jupyter_console().print(Text.from_ansi(text.rstrip("\n")), soft_wrap=True)
+            page = page.replace(file, cell)
+        display(HTML(page))
         return
     terminal = sys.stderr.isatty()
     options = TerminalOptions(

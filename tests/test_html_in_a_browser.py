@@ -80,6 +80,7 @@ def test_the_seed_s_page_shows_the_dead_layer_and_its_cuts(
         highlighted = page.locator("tr.cut-line")
         assert highlighted.count() >= 3
         assert page.locator('a[href="#src-sample_models_faulty_weights_tf1.py-40"]').count()
+        _nothing_clipped(shown)
         _screenshot(shown, tmp_path / "seed.png")
 
 
@@ -93,7 +94,25 @@ def test_a_gan_s_two_requests_are_two_sections_each_with_its_map(
         for index in range(2):
             assert sections.nth(index).locator("figure.model-map svg").count() == 1
         assert shown.page.locator(".variable.status-blocked, .variable.status-unused").count()
+        _nothing_clipped(shown)
         _screenshot(shown, tmp_path / "gan.png")
+
+
+def _nothing_clipped(shown: Rendered) -> None:
+    """Every map's nodes and cuts (markers and labels) lie inside the map's svg, as drawn."""
+    maps = shown.page.locator("svg.model-map").all()
+    assert maps
+    for drawn in maps:
+        svg = drawn.bounding_box()
+        assert svg is not None
+        elements = drawn.locator(".map-node, .map-cut, .map-edge").all()
+        assert elements
+        for element in elements:
+            box = element.bounding_box()
+            assert box is not None
+            assert svg["x"] - 0.5 <= box["x"] and svg["y"] - 0.5 <= box["y"], box
+            assert box["x"] + box["width"] <= svg["x"] + svg["width"] + 0.5, box
+            assert box["y"] + box["height"] <= svg["y"] + svg["height"] + 0.5, box
 
 
 def _crafted_map() -> ModelMap:

@@ -227,11 +227,21 @@ def test_watch_stops_a_keras_fit_in_the_notebook_before_its_first_step(notebook:
     assert "unused layer spare: kernel, bias" in report, report
     assert "2 of 6 trainable variables are dead" in report
     # The cell's own line, its cell named as IPython's tracebacks name it.
-    assert (
-        'created at Cell In[2]:6\n        6 |     model.spare = keras.layers.Dense(3, name="spare")'
-        in report
-    )
+    assert "created at Cell In[2]:6" in report
+    assert 'model.spare = keras.layers.Dense(3, name="spare")' in report
     assert "ipykernel" not in report
+    # The HTML page's body, with the model's map; its style applies inside it only, and its
+    # ids are its own (another report in the notebook has others).
+    page = _html(notebook, 1)
+    assert page.startswith('<div class="gradcheck-report">') and 'class="model-map"' in page
+    assert 'data-variable="spare/kernel"' in page
+    style = page.split("<style>", 1)[1].split("</style>", 1)[0]
+    selectors = [s.strip() for rule in re.findall(r"([^{}]+)\{", style) for s in rule.split(",")]
+    assert selectors and all(s.startswith(".gradcheck-report") for s in selectors), selectors
+    ids = set(re.findall(r' id="([^"]+)"', page))
+    links = set(re.findall(r'href="#([^"]+)"', page))
+    assert ids and links <= ids
+    assert not ids & set(re.findall(r' id="([^"]+)"', _html(notebook, 5)))
     error = _error(notebook, 1)
     assert error is not None and error["ename"] == "DeadVariablesError", _outputs(notebook, 1)
     assert "spare/bias, spare/kernel" in error["evalue"]

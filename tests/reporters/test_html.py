@@ -3,6 +3,7 @@ the seed's page compared with a golden file (tests/golden.py; `--update-goldens`
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -11,6 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from gradcheck_cli.analysis.model_map import (
+    LOSS_ID,
+    MapCut,
+    MapEdge,
+    MapNode,
+    MapStatus,
+    MapVariable,
+    ModelMap,
+    NodeKind,
+)
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.findings.report import Report, SourceInfo
@@ -117,6 +128,56 @@ def test_a_model_that_could_not_be_checked_gets_its_section() -> None:
     assert len(page.having("overall")) == 1
 
 
+def _links_land(page: Page) -> list[str]:
+    """Every id on the page once, and every link within the page to one of them; the links."""
+    ids = [attrs["id"] for _, attrs in page.tags if attrs.get("id")]
+    assert len(ids) == len(set(ids))
+    links = [attrs.get("href") or "" for tag, attrs in page.tags if tag == "a"]
+    inside = [link.removeprefix("#") for link in links if link.startswith("#")]
+    assert set(inside) <= set(ids), set(inside) - set(ids)
+    return inside
+
+
+def _mapped(report: Report) -> Report:
+    """The crafted report with its map: the blocked variable's node, its cut, the unused one's."""
+    at = SourceLocation(str(REPO / "model.py"), 7)
+    nodes = (
+        MapNode(
+            "s0",
+            "a/b",
+            NodeKind.SCOPE,
+            MapStatus.BLOCKED,
+            3,
+            (MapVariable(SCRIPT, MapStatus.BLOCKED),),
+        ),
+        MapNode(
+            "s1",
+            "a_b",
+            NodeKind.SCOPE,
+            MapStatus.UNUSED,
+            1,
+            (MapVariable(ATTRIBUTE, MapStatus.UNUSED),),
+        ),
+        MapNode(LOSS_ID, "loss", NodeKind.LOSS, MapStatus.NONE, 1),
+    )
+    cut = MapCut(ATTRIBUTE, "StopGradient", Reason.STOP_GRADIENT, "s0", location=at, code="GC101")
+    return dataclasses.replace(report, model_map=ModelMap(nodes, (MapEdge("s0", LOSS_ID),), (cut,)))
+
+
+def test_the_map_links_each_dead_node_to_its_story_and_each_cut_to_its_line() -> None:
+    twice = [_mapped(_crafted_report()), _mapped(_crafted_report())]
+    page = Page(render(twice, Format.HTML))
+    links = _links_land(page)
+    stories = [attrs["id"] for attrs in page.having("story")]
+    assert len(stories) == 4  # two in each report, each with its own id
+    assert all(story and story.startswith("var-") for story in stories)
+    tags = [(tag, attrs) for tag, attrs in page.tags]
+    nodes = [i for i, (_, attrs) in enumerate(tags) if "map-node" in (attrs.get("class") or "")]
+    linked = [tags[i - 1][1]["href"] for i in nodes if tags[i - 1][0] == "a"]
+    assert len(linked) == 4 and set(linked) == {f"#{story}" for story in stories}
+    assert links.count("src-model.py-7") >= 2  # each map's cut label, and the stories' cuts
+
+
 def test_the_page_loads_neither_rich_nor_tensorflow() -> None:
     assert not imported_after("import gradcheck_cli.reporters.html.page", "rich")
     assert not imported_after("import gradcheck_cli.reporters.html.page")
@@ -155,6 +216,10 @@ def test_format_html_output_and_also(tmp_path: Path) -> None:
     ran = invoke(command, [SEED_SCRIPT, "--loss", "loss", "-f", "html", "--also", f"html:{also}"])
     assert ran.returncode == 1
     assert Page(ran.stdout).having("cut") and ran.stdout == also.read_text(encoding="utf-8")
+    inside = _links_land(Page(ran.stdout))  # the map's links to the story and the cut lines
+    assert (
+        "var-hidden1_weights_i" in inside and "src-sample_models_faulty_weights_tf1.py-46" in inside
+    )
     ran = invoke(command, [SEED_SCRIPT, "--loss", "loss", "-f", "html", "-o", str(output)])
     assert ran.returncode == 1 and ran.stdout == ""
     assert output.read_text(encoding="utf-8") == also.read_text(encoding="utf-8")
@@ -198,3 +263,19 @@ def test_open_without_a_browser_says_where_the_page_is(
         assert where.read_text(encoding="utf-8") == "<!DOCTYPE html>\n"
     finally:
         where.unlink()
+
+
+def test_a_fragment_for_a_notebook_scopes_its_style_and_prefixes_its_ids() -> None:
+    from gradcheck_cli.reporters.html.page import html_fragment
+
+    report = _mapped(_crafted_report())
+    one, two = html_fragment([report], "r1-"), html_fragment([report], "r2-", fix_command="")
+    assert one.startswith('<div class="gradcheck-report">') and "<body" not in one
+    page = Page(one)
+    assert all(link.startswith("r1-") for link in _links_land(page))
+    ids = {attrs["id"] for _, attrs in page.tags if attrs.get("id")}
+    assert ids and all(anchor and anchor.startswith("r1-") for anchor in ids)
+    assert "url(#r1-map0-arrow)" in one
+    assert not ids & {attrs.get("id") for _, attrs in Page(two).tags}
+    style = one.split("<style>", 1)[1].split("</style>", 1)[0]
+    assert ".gradcheck-report article.story h4 {" in style and "\nbody" not in style

@@ -3,7 +3,10 @@ escaped."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
+
+import pytest
 
 from gradcheck_cli.analysis.model_map import (
     LOSS_ID,
@@ -95,3 +98,63 @@ def test_an_empty_map_a_lone_node_and_a_cycle_still_draw() -> None:
     assert len(_groups(map_svg(ModelMap(ring, edges)), "map-node")) == 3
     lone = ModelMap((MapNode(LOSS_ID, "loss", NodeKind.LOSS, MapStatus.NONE, 1),), ())
     assert len(_groups(map_svg(lone), "map-node")) == 1
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", text)]
+
+
+def _cyclic_map(cuts: bool) -> ModelMap:
+    """A cycle (its edge back up is routed around the boxes, beyond them) and, with `cuts`, a
+    long cut label beside a box with a neighbour on its right."""
+    names = ["input:x", "left", "right", "below"]
+    nodes = tuple(
+        MapNode(n, n, NodeKind.INPUT if n == "input:x" else NodeKind.SCOPE, MapStatus.OK, 1)
+        for n in names
+    ) + (MapNode(LOSS_ID, "loss", NodeKind.LOSS, MapStatus.NONE, 1),)
+    pairs = [("input:x", "left"), ("input:x", "right"), ("left", "below"), ("right", "below")]
+    pairs += [("below", "input:x"), ("below", LOSS_ID)]  # the cycle, and on to the loss
+    here = SourceLocation("/home/me/a_rather_long_training_script_name.py", 1234)
+    wide = MapCut("left/Cast", "Cast", Reason.INTEGER_DTYPE, "left", location=here, code="GC102")
+    on_edge = MapCut("below/Stop", "StopGradient", Reason.STOP_GRADIENT, "below", None, None, here)
+    return ModelMap(nodes, tuple(MapEdge(s, t) for s, t in pairs), (wide, on_edge) if cuts else ())
+
+
+@pytest.mark.parametrize("cuts", [False, True], ids=["no-cuts", "cuts"])
+def test_everything_drawn_lies_inside_the_view_box_and_no_cut_label_covers_a_box(
+    cuts: bool,
+) -> None:
+    drawn = _cyclic_map(cuts)
+    root = ET.fromstring(map_svg(drawn))
+    left, top, width, height = _numbers(root.get("viewBox", ""))
+    assert [left, top, width, height] == _numbers(f"0 0 {root.get('width')} {root.get('height')}")
+
+    def inside(x: float, y: float) -> None:
+        assert 0 <= x <= width and 0 <= y <= height, (x, y, width, height)
+
+    rects = []
+    for rect in root.iter(f"{SVG}rect"):
+        x, y, w, h = (float(rect.get(a, "")) for a in ("x", "y", "width", "height"))
+        inside(x, y)
+        inside(x + w, y + h)
+        rects.append((x, y, x + w, y + h))
+    paths = root.findall(f".//{SVG}path[@class='map-edge']")
+    assert len(paths) == len(drawn.edges)
+    for path in paths:
+        points = _numbers(path.get("d", ""))
+        for x, y in zip(points[::2], points[1::2], strict=True):
+            inside(x, y)
+    for circle in root.iter(f"{SVG}circle"):
+        inside(float(circle.get("cx", "")) - 6, float(circle.get("cy", "")) - 6)
+        inside(float(circle.get("cx", "")) + 6, float(circle.get("cy", "")) + 6)
+    for text in root.iter(f"{SVG}text"):
+        inside(float(text.get("x", "")), float(text.get("y", "")))
+    labels = [g.find(f"{SVG}text") for g in _groups(ET.tostring(root, "unicode"), "map-cut")]
+    assert len(labels) == len(drawn.cuts)
+    for label in labels:
+        assert label is not None and label.text
+        x, y = float(label.get("x", "")), float(label.get("y", ""))
+        right = x + 7 * len(label.text)  # 7 px a character at 11 px, generously
+        inside(right, y)
+        covered = [r for r in rects if r[0] < right and r[2] > x and r[1] < y and r[3] > y - 11]
+        assert covered == [], label.text

@@ -10,7 +10,7 @@ carry classes and `data-` attributes (`map-node status-blocked`, `data-scope`; `
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -27,10 +27,16 @@ COLOURS = {
 }
 SPECIAL = {NodeKind.INPUT: ("#f5f5f5", "#616161"), NodeKind.LOSS: ("#fff8e1", "#8d6e63")}
 CUT_COLOUR = "#c62828"
+DEAD = frozenset({MapStatus.BLOCKED, MapStatus.UNUSED, MapStatus.ALLOWED})
+"""The statuses of the variables whose stories the page tells."""
 
 CHAR_WIDTH = 7.2  # of the 12px sans-serif labels, about
+CUT_CHAR_WIDTH = 7.0  # of the 11px cut labels: generous, so a label never runs off the drawing
 NODE_HEIGHT = 40
-PADDING = 24
+PADDING = 24  # inside a box, beside its label
+MARGIN = 24  # around everything drawn
+MARKER_RADIUS = 6  # a cut's circle
+LABEL_GAP = 10  # from a cut's marker to its label
 COMPONENT_GAP = 40
 CUT_STEP = 16  # between two cuts at one place
 RANK_GAP = 48  # between the rows of the layout
@@ -55,12 +61,21 @@ class _Line:
         self.points = [(float(x), float(y)) for x, y in points]
 
 
-def map_svg(model_map: ModelMap, id_prefix: str = "map") -> str:
+def map_svg(
+    model_map: ModelMap,
+    id_prefix: str = "map",
+    node_links: Mapping[str, str] | None = None,
+    cut_links: Mapping[str, str] | None = None,
+) -> str:
     """`model_map` drawn as one `<svg>` element; `id_prefix` keeps the ids of two maps on one
-    page apart."""
+    page apart. A node in `node_links` (by its id) is a link to the page's element of that id,
+    a cut's label in `cut_links` (by its op) too."""
+    node_links, cut_links = node_links or {}, cut_links or {}
     boxes = {node.id: _Box(_width(node), NODE_HEIGHT) for node in model_map.nodes}
     lines = {(e.source, e.target): _Line() for e in model_map.edges}
-    width, height = _layout(model_map, boxes, lines)
+    _layout(model_map, boxes, lines)
+    _make_room(model_map.cuts, boxes, lines)
+    width, height = _fit(model_map.cuts, boxes, lines)
     prefix = html.escape(id_prefix, quote=True)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="model-map" id="{prefix}"'
@@ -73,10 +88,7 @@ def map_svg(model_map: ModelMap, id_prefix: str = "map") -> str:
         ' fill="#757575"/></marker></defs>',
         '<g class="map-edges">',
     ]
-    for (source, target), line in sorted(lines.items()):
-        points = _clipped(
-            line.points or [boxes[source].xy, boxes[target].xy], boxes, source, target
-        )
+    for (source, target), points in sorted(_routes(boxes, lines).items()):
         path = " ".join(
             f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}" for i, (x, y) in enumerate(points)
         )
@@ -86,15 +98,25 @@ def map_svg(model_map: ModelMap, id_prefix: str = "map") -> str:
             f' marker-end="url(#{prefix}-arrow)"/>'
         )
     out.append('</g><g class="map-nodes">')
-    out += (_node(node, boxes[node.id], prefix) for node in model_map.nodes)
+    out += (
+        _linked(_node(node, boxes[node.id], prefix), node_links.get(node.id))
+        for node in model_map.nodes
+    )
     out.append('</g><g class="map-cuts">')
-    out += _cuts(model_map.cuts, boxes, lines)
+    out += (
+        _cut(place, cut_links.get(place.cut.op)) for place in _places(model_map.cuts, boxes, lines)
+    )
     out.append("</g></svg>")
     return "\n".join(out)
 
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
+
+
+def _linked(drawn: str, link: str | None) -> str:
+    """`drawn` as a link to the page's element with the id `link`, when there is one."""
+    return drawn if link is None else f'<a href="#{_e(link)}">{drawn}</a>'
 
 
 def _label(node: MapNode) -> str:
@@ -125,9 +147,9 @@ def _summary(model_map: ModelMap) -> str:
 
 def _layout(
     model_map: ModelMap, boxes: dict[str, _Box], lines: dict[tuple[str, str], _Line]
-) -> tuple[float, float]:
+) -> None:
     """Places every box (centres in `xy`) and routes every line, each connected part of the map
-    laid out top-down by grandalf, the parts side by side; the drawing's width and height."""
+    laid out top-down by grandalf, the parts side by side."""
     from grandalf.graphs import Edge, Graph, Vertex
     from grandalf.layouts import SugiyamaLayout
 
@@ -140,7 +162,7 @@ def _layout(
         edge.view = line
         edges.append(edge)
     graph = Graph(list(vertices.values()), edges)
-    left, height = float(PADDING), 0.0
+    left = 0.0
     for part in graph.C:
         layout = SugiyamaLayout(part)
         layout.xspace, layout.yspace = RANK_GAP / 2, RANK_GAP
@@ -148,23 +170,17 @@ def _layout(
         layout.init_all(roots=roots or None)
         layout.draw()
         placed = [v.view for v in part.sV]
-        low = min(box.xy[0] - box.w / 2 for box in placed)
-        high = max(box.xy[0] + box.w / 2 for box in placed)
+        routes = [edge.view.points for edge in part.sE]
+        # A line routed around a box (an edge going back up) can pass beyond every box.
+        xs = [x for box in placed for x in (box.xy[0] - box.w / 2, box.xy[0] + box.w / 2)]
+        xs += [x for points in routes for x, _ in points]
         top = min(box.xy[1] - box.h / 2 for box in placed)
-        shift = (left - low, PADDING - top)
+        shift = (left - min(xs), -top)
         for box in placed:
             box.xy = (box.xy[0] + shift[0], box.xy[1] + shift[1])
         for edge in part.sE:
             edge.view.points = [(x + shift[0], y + shift[1]) for x, y in edge.view.points]
-        height = max(height, *(box.xy[1] + box.h / 2 for box in placed))
-        left += high - low + COMPONENT_GAP
-    width = max(left - COMPONENT_GAP + PADDING, 2 * PADDING) + _cut_margin(model_map)
-    return width, height + PADDING
-
-
-def _cut_margin(model_map: ModelMap) -> float:
-    """Room on the right for the cuts' labels."""
-    return max((len(_cut_label(cut)) * CHAR_WIDTH for cut in model_map.cuts), default=0.0)
+        left += max(xs) - min(xs) + COMPONENT_GAP
 
 
 def _node(node: MapNode, box: _Box, prefix: str) -> str:
@@ -200,18 +216,32 @@ def _cut_label(cut: MapCut) -> str:
     return text
 
 
-def _cuts(
+@dataclass
+class _CutPlace:
+    """Where a cut's marker sits (its label starts just right of it), and the edge it is on."""
+
+    cut: MapCut
+    x: float
+    y: float
+    edge: tuple[str, str] | None
+
+    def label_box(self) -> tuple[float, float, float, float]:
+        """The label's left, top, right and bottom, its width estimated generously."""
+        right = self.x + LABEL_GAP + len(_cut_label(self.cut)) * CUT_CHAR_WIDTH
+        return self.x + LABEL_GAP, self.y - 10, right, self.y + 7
+
+
+def _places(
     cuts: Iterable[MapCut], boxes: dict[str, _Box], lines: dict[tuple[str, str], _Line]
-) -> list[str]:
-    """Each cut a red marker: at the middle of its edge, or on its node's right side; cuts at
-    one place stacked downwards."""
-    out = []
+) -> list[_CutPlace]:
+    """Each cut's marker: at the middle of its edge, or on its node's right side; cuts at one
+    place stacked downwards."""
+    places = []
     taken: dict[tuple[float, float], int] = {}
     for cut in cuts:
         edge = (cut.edge.source, cut.edge.target) if cut.edge is not None else None
         if edge in lines and lines[edge].points:
-            points = lines[edge].points
-            x, y = _middle(points)
+            x, y = _middle(lines[edge].points)
         elif cut.node in boxes:
             box = boxes[cut.node]
             x, y = box.xy[0] + box.w / 2, box.xy[1] - box.h / 2 + 8
@@ -219,21 +249,105 @@ def _cuts(
             continue
         stacked = taken.get((x, y), 0)
         taken[(x, y)] = stacked + 1
-        y += stacked * CUT_STEP
-        title = [_cut_label(cut), f"op {cut.op}", f"reason: {cut.reason.value}"]
-        if cut.location is not None:
-            title.append(f"at {cut.location}")
-        title += [f"blocks {name}" for name in cut.variables]
-        where = f' data-edge="{_e(edge[0])}->{_e(edge[1])}"' if edge in lines else ""
-        out.append(
-            f'<g class="map-cut" data-op="{_e(cut.op)}" data-op-type="{_e(cut.op_type)}"'
-            f' data-node="{_e(cut.node)}"{where}'
-            f' data-code="{_e(cut.code or "")}"><title>{_e(chr(10).join(title))}</title>'
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{CUT_COLOUR}" stroke="#ffffff"/>'
-            f'<text x="{x + 10:.1f}" y="{y + 4:.1f}" fill="{CUT_COLOUR}" font-size="11">'
-            f"{_e(_cut_label(cut))}</text></g>"
+        places.append(_CutPlace(cut, x, y + stacked * CUT_STEP, edge if edge in lines else None))
+    return places
+
+
+def _cut(place: _CutPlace, link: str | None) -> str:
+    cut, x, y, edge = place.cut, place.x, place.y, place.edge
+    title = [_cut_label(cut), f"op {cut.op}", f"reason: {cut.reason.value}"]
+    if cut.location is not None:
+        title.append(f"at {cut.location}")
+    title += [f"blocks {name}" for name in cut.variables]
+    where = f' data-edge="{_e(edge[0])}->{_e(edge[1])}"' if edge is not None else ""
+    return (
+        f'<g class="map-cut" data-op="{_e(cut.op)}" data-op-type="{_e(cut.op_type)}"'
+        f' data-node="{_e(cut.node)}"{where}'
+        f' data-code="{_e(cut.code or "")}"><title>{_e(chr(10).join(title))}</title>'
+        f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{MARKER_RADIUS}" fill="{CUT_COLOUR}"'
+        ' stroke="#ffffff"/>'
+        + _linked(
+            f'<text x="{x + LABEL_GAP:.1f}" y="{y + 4:.1f}" fill="{CUT_COLOUR}" font-size="11">'
+            f"{_e(_cut_label(cut))}</text>",
+            link,
         )
-    return out
+        + "</g>"
+    )
+
+
+def _make_room(
+    cuts: Sequence[MapCut], boxes: dict[str, _Box], lines: dict[tuple[str, str], _Line]
+) -> None:
+    """Widens the drawing where a cut's label would run into a box on its right: everything
+    right of the marker moves right, which opens no new overlap anywhere else."""
+    for _ in range(2 * len(cuts) + 1):
+        overlap = _first_overlap(_places(cuts, boxes, lines), boxes)
+        if overlap is None:
+            return
+        x0, distance = overlap
+        for box in boxes.values():
+            if box.xy[0] > x0:
+                box.xy = (box.xy[0] + distance, box.xy[1])
+        for line in lines.values():
+            line.points = [(x + distance if x > x0 else x, y) for x, y in line.points]
+
+
+def _first_overlap(
+    places: Iterable[_CutPlace], boxes: dict[str, _Box]
+) -> tuple[float, float] | None:
+    """The first label that overlaps a box right of its marker: the marker's x and how far
+    that box must move."""
+    for place in places:
+        left, top, right, bottom = place.label_box()
+        for box in boxes.values():
+            box_left, box_top = box.xy[0] - box.w / 2, box.xy[1] - box.h / 2
+            if (
+                box_left > place.x
+                and box_left < right + LABEL_GAP
+                and box_top < bottom
+                and box_top + box.h > top
+            ):
+                return place.x, right + LABEL_GAP - box_left
+    return None
+
+
+def _routes(
+    boxes: dict[str, _Box], lines: dict[tuple[str, str], _Line]
+) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """Each edge's drawn polyline, from its source box's side to its target box's."""
+    return {
+        (source, target): _clipped(
+            line.points or [boxes[source].xy, boxes[target].xy], boxes, source, target
+        )
+        for (source, target), line in lines.items()
+    }
+
+
+def _fit(
+    cuts: Sequence[MapCut], boxes: dict[str, _Box], lines: dict[tuple[str, str], _Line]
+) -> tuple[float, float]:
+    """Moves the drawing to `MARGIN` from the top left corner of everything drawn (boxes, edge
+    routes, cut markers and their labels) and gives its width and height, `MARGIN` beyond."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for box in boxes.values():
+        xs += [box.xy[0] - box.w / 2, box.xy[0] + box.w / 2]
+        ys += [box.xy[1] - box.h / 2, box.xy[1] + box.h / 2]
+    for points in _routes(boxes, lines).values():
+        xs += [x for x, _ in points]
+        ys += [y for _, y in points]
+    for place in _places(cuts, boxes, lines):
+        left, top, right, bottom = place.label_box()
+        xs += [place.x - MARKER_RADIUS - 1, right]
+        ys += [place.y - MARKER_RADIUS - 1, top, bottom, place.y + MARKER_RADIUS + 1]
+    if not xs:
+        return 2 * MARGIN, 2 * MARGIN
+    dx, dy = MARGIN - min(xs), MARGIN - min(ys)
+    for box in boxes.values():
+        box.xy = (box.xy[0] + dx, box.xy[1] + dy)
+    for line in lines.values():
+        line.points = [(x + dx, y + dy) for x, y in line.points]
+    return max(xs) - min(xs) + 2 * MARGIN, max(ys) - min(ys) + 2 * MARGIN
 
 
 def _clipped(

@@ -30,11 +30,29 @@ def where(location: SourceLocation) -> str:
     return f"{display_path(location.file)}:{location.line}"
 
 
+def _id_text(text: str) -> str:
+    """`text` fit for an `id` and a link to it: every character but letters, digits, `.`, `_`
+    and `-` as `_`."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)
+
+
 def source_id(location: SourceLocation) -> str:
     """The `id` of a quoted source line on the page: `src-FILE-LINE`, the file's path as
     shown with every character but letters, digits, `.`, `_` and `-` as `_`."""
-    file = re.sub(r"[^A-Za-z0-9._-]", "_", display_path(location.file))
-    return f"src-{file}-{location.line}"
+    return f"src-{_id_text(display_path(location.file))}-{location.line}"
+
+
+def variable_id(name: str, taken: set[str]) -> str:
+    """The `id` of a variable's story: `var-NAME`, the name as `source_id` writes a path, then
+    `-2`, `-3` ... when another story on the page has it already (two names the same but for
+    their punctuation, one variable in two reports); added to `taken`."""
+    base = f"var-{_id_text(name)}"
+    anchor, number = base, 1
+    while anchor in taken:
+        number += 1
+        anchor = f"{base}-{number}"
+    taken.add(anchor)
+    return anchor
 
 
 def where_link(location: SourceLocation, text: str | None = None) -> str:

@@ -3,6 +3,7 @@ dead variables' stories, summary table and verdict, then the source lines they q
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from gradcheck_cli.analysis.verdicts import Status
@@ -19,9 +20,15 @@ from gradcheck_cli.reporters.grouping import (
     plural,
     same_but_for_the_variable,
 )
-from gradcheck_cli.reporters.html.markup import code_line, esc, rule_link
+from gradcheck_cli.reporters.html.markup import code_line, esc, rule_link, source_id
 from gradcheck_cli.reporters.html.source import source_section
-from gradcheck_cli.reporters.html.story import place, shape, stories, variable_tag
+from gradcheck_cli.reporters.html.story import (
+    place,
+    shape,
+    stories,
+    story_ids,
+    variable_tag,
+)
 from gradcheck_cli.reporters.sanitise import printable
 from gradcheck_cli.reporters.verdict_text import (
     failing,
@@ -61,15 +68,22 @@ tr.created-line { background: #eef3fd; }
 figure.model-map { margin: 1em 0; overflow-x: auto; }
 figure.model-map svg { max-width: 100%; height: auto; }
 figure.model-map figcaption { color: #777; font-size: 0.9em; }
+figure.model-map a:hover rect { stroke-width: 3; }
+figure.model-map a:hover text { text-decoration: underline; }
 tr:target { outline: 2px solid #06c; }
 td.notes { font-size: 0.9em; }
 """
 
 
-def render_html(checked: Sequence[Report | CheckFailure], fail_on: FailOn = FailOn.ERROR) -> str:
+def render_html(
+    checked: Sequence[Report | CheckFailure],
+    fail_on: FailOn = FailOn.ERROR,
+    fix_command: str | None = None,
+) -> str:
     """One self-contained page for every checked model or gradient request, in order: a
     `<section class="report">` each (a model that could not be checked: its error), the
-    overall verdict when there are several, then the source lines the reports quote."""
+    overall verdict when there are several, then the source lines the reports quote.
+    `fix_command`: what writes the fixes, as `TerminalOptions.fix_command`."""
     items = [item if isinstance(item, CheckFailure) else printable(item) for item in checked]
     reports = [item for item in items if isinstance(item, Report)]
     title = "gradcheck " + ", ".join(
@@ -93,9 +107,13 @@ def render_html(checked: Sequence[Report | CheckFailure], fail_on: FailOn = Fail
         "<body>",
         f"<h1>{esc(title)}</h1>",
     ]
+    taken: set[str] = set()  # the stories' ids so far: each one once on the page
     for index, item in enumerate(items):
-        shown = _failure(item) if isinstance(item, CheckFailure) else _report(item, fail_on, index)
-        parts.append(shown)
+        if isinstance(item, CheckFailure):
+            parts.append(_failure(item))
+        else:
+            ids = story_ids(item, taken)
+            parts.append(_report(item, fail_on, index, ids, fix_command))
     if len(items) > 1 and reports:
         headline, counts = total_parts(reports, len(items) - len(reports), fail_on)
         failed = any(report.dead or failing(report, fail_on) for report in reports)
@@ -109,6 +127,40 @@ def render_html(checked: Sequence[Report | CheckFailure], fail_on: FailOn = Fail
     return "\n".join(part for part in parts if part) + "\n"
 
 
+FRAGMENT_CLASS = "gradcheck-report"
+"""The class of the `<div>` a report shown inside another page is, its style scoped to it."""
+
+
+def html_fragment(
+    checked: Sequence[Report | CheckFailure],
+    id_prefix: str,
+    fail_on: FailOn = FailOn.ERROR,
+    fix_command: str | None = None,
+) -> str:
+    """The page's body as one `<div class="gradcheck-report">`, to show inside another page (a
+    notebook): its style applies inside the div only, and every id and link within the page
+    starts with `id_prefix`, so that two reports on one page keep apart."""
+    body = (
+        render_html(checked, fail_on, fix_command).split("<body>\n", 1)[1].rsplit("</body>", 1)[0]
+    )
+    # Every attribute's value is escaped: a `"` in a value or in text is `&quot;`.
+    body = body.replace(' id="', f' id="{id_prefix}').replace('href="#', f'href="#{id_prefix}')
+    body = body.replace("url(#", f"url(#{id_prefix}")
+    style = _scoped(_STYLE, f".{FRAGMENT_CLASS}")
+    return f'<div class="{FRAGMENT_CLASS}">\n<style>{style}</style>\n{body}</div>\n'
+
+
+def _scoped(style: str, scope: str) -> str:
+    """`style` with each selector inside `scope` (`body` as `scope` itself)."""
+
+    def rule(match: re.Match[str]) -> str:
+        selectors = (s.strip() for s in match[1].split(","))
+        inside = ", ".join(scope if s == "body" else f"{scope} {s}" for s in selectors)
+        return f"\n{inside} {{{match[2]}}}"
+
+    return re.sub(r"([^{}]+)\{([^}]*)\}", rule, style) + "\n"
+
+
 def _failure(failure: CheckFailure) -> str:
     return "\n".join(
         [
@@ -120,16 +172,18 @@ def _failure(failure: CheckFailure) -> str:
     )
 
 
-def _report(report: Report, fail_on: FailOn, index: int) -> str:
+def _report(
+    report: Report, fail_on: FailOn, index: int, ids: dict[str, str], fix_command: str | None
+) -> str:
     source = report.source
     parts = [
         '<section class="report">',
         f"<h2>gradcheck <code>{esc(display_path(source.path))}</code> ({esc(source.kind)}), "
         f"loss <code>{esc(source.loss)}</code></h2>",
         _findings(report),
-        _map_section(report, index),
+        _map_section(report, index, ids),
     ]
-    told = stories(report)
+    told = stories(report, ids)
     if told:
         parts += ['<div class="stories">', *told, "</div>"]
     parts += [_disagreements(report), _summary(report)]
@@ -138,19 +192,31 @@ def _report(report: Report, fail_on: FailOn, index: int) -> str:
     parts.append(
         f'<p class="verdict {"failed" if failed else "passed"}">{esc(headline)} ({esc(counts)})</p>'
     )
-    if (fixable := fixable_text(report)) is not None:
+    if (fixable := fixable_text(report, fix_command)) is not None:
         parts.append(f'<p class="fixable">{esc(fixable)}</p>')
     parts.append("</section>")
     return "\n".join(part for part in parts if part)
 
 
-def _map_section(report: Report, index: int) -> str:
-    """The model's map, drawn when the check drew one (`CheckOptions.model_map`)."""
-    if report.model_map is None or not report.model_map.nodes:
+def _map_section(report: Report, index: int, ids: dict[str, str]) -> str:
+    """The model's map, drawn when the check drew one (`CheckOptions.model_map`): each node
+    with a dead variable linked to its first one's story, each cut to its quoted line."""
+    model_map = report.model_map
+    if model_map is None or not model_map.nodes:
         return ""
-    from gradcheck_cli.reporters.html.map_svg import map_svg
+    from gradcheck_cli.reporters.html.map_svg import DEAD, map_svg
 
-    drawn = map_svg(report.model_map, id_prefix=f"map{index}")
+    node_links = {}
+    for node in model_map.nodes:
+        dead = [v.name for v in node.variables if v.status in DEAD and v.name in ids]
+        if dead:
+            node_links[node.id] = ids[dead[0]]
+    cut_links = {
+        cut.op: source_id(cut.location)
+        for cut in model_map.cuts
+        if cut.location is not None and report.code_at(cut.location) is not None
+    }
+    drawn = map_svg(model_map, f"map{index}", node_links, cut_links)
     return f'<figure class="model-map">{drawn}<figcaption>the model\'s map</figcaption></figure>'
 
 

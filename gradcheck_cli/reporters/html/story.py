@@ -4,13 +4,21 @@ the loss with its cuts, each cut's rule, line and why, what would still cut it, 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping
 
 from gradcheck_cli.analysis.verdicts import Blocker, PathStep, Status, VariableVerdict
 from gradcheck_cli.findings.report import Report
 from gradcheck_cli.findings.rules import RULE_BY_REASON, VARIABLE_NEVER_REACHES_LOSS, why_unused
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters.grouping import Group, group_dead, layer_of, plural, scope_lines
-from gradcheck_cli.reporters.html.markup import code_line, esc, rule_link, where, where_link
+from gradcheck_cli.reporters.html.markup import (
+    code_line,
+    esc,
+    rule_link,
+    variable_id,
+    where,
+    where_link,
+)
 from gradcheck_cli.reporters.verdict_text import (
     NOT_TRAINED_HERE,
     cut_place,
@@ -19,16 +27,28 @@ from gradcheck_cli.reporters.verdict_text import (
 )
 
 
-def stories(report: Report) -> list[str]:
-    """A story per root cause of the report's dead variables (a group, a layer, a variable)."""
+def story_ids(report: Report, taken: set[str]) -> dict[str, str]:
+    """The `id` of the story that tells each dead variable's, by the variable's name: its
+    story's first variable's `var-NAME`, kept apart from the ids in `taken` (and added)."""
+    ids = {}
+    for group in group_dead(report):
+        anchor = variable_id(group.first.name, taken)
+        ids.update((member.name, anchor) for member in group.members)
+    return ids
+
+
+def stories(report: Report, ids: Mapping[str, str]) -> list[str]:
+    """A story per root cause of the report's dead variables (a group, a layer, a variable),
+    each with its `id` from `ids` (`story_ids`)."""
     told = []
     for group in group_dead(report):
+        anchor = f' id="{esc(ids[group.first.name])}"' if group.first.name in ids else ""
         if group.whole_layer:
-            told.append(_layer_story(report, group))
+            told.append(_layer_story(report, group, anchor))
         elif len(group.members) == 1:
-            told.append(_variable_story(report, group.first))
+            told.append(_variable_story(report, group.first, anchor))
         else:
-            told.append(_group_story(report, group))
+            told.append(_group_story(report, group, anchor))
     return told
 
 
@@ -52,14 +72,14 @@ def _status(report: Report, verdict: VariableVerdict) -> str:
     return f'<span class="status {esc(verdict.status.value)}">{esc(verdict.status.value)}</span>'
 
 
-def _variable_story(report: Report, verdict: VariableVerdict) -> str:
+def _variable_story(report: Report, verdict: VariableVerdict, anchor: str) -> str:
     code = (
         f" ({rule_link(VARIABLE_NEVER_REACHES_LOSS.code)})"
         if verdict.status is Status.UNUSED
         else ""
     )
     lines = [
-        '<article class="story">',
+        f'<article class="story"{anchor}>',
         f"<h4>{_status(report, verdict)} {variable_tag(verdict)} "
         f'<span class="shape">shape {esc(shape(verdict))}</span>{code}</h4>',
     ]
@@ -77,10 +97,10 @@ def _variable_story(report: Report, verdict: VariableVerdict) -> str:
     return "\n".join(lines)
 
 
-def _group_story(report: Report, group: Group) -> str:
+def _group_story(report: Report, group: Group, anchor: str) -> str:
     """The cut(s) once, the variables by name scope, the fix once."""
     first, count = group.first, len(group.members)
-    lines = ['<article class="story group">']
+    lines = [f'<article class="story group"{anchor}>']
     if group.intended is not None:
         lines.append(
             f'<h4><span class="status intended">{esc(NOT_TRAINED_HERE)}</span> '
@@ -137,7 +157,7 @@ def _members(group: Group) -> list[str]:
     return lines
 
 
-def _layer_story(report: Report, group: Group) -> str:
+def _layer_story(report: Report, group: Group, anchor: str) -> str:
     """Every trainable weight of one Keras layer unused: one story."""
     members, first = group.members, group.first
     weights = ", ".join(variable_tag(v, v.name.rpartition("/")[2]) for v in members)
@@ -149,7 +169,7 @@ def _layer_story(report: Report, group: Group) -> str:
         else f'<span class="status intended">{esc(NOT_TRAINED_HERE)}</span>'
     )
     lines = [
-        '<article class="story layer">',
+        f'<article class="story layer"{anchor}>',
         f"<h4>{status} layer <b>{esc(layer_of(first.name))}</b>{esc(holder)}: {weights} "
         f"({rule_link(VARIABLE_NEVER_REACHES_LOSS.code)})</h4>",
     ]
