@@ -227,7 +227,7 @@ def test_a_config_another_user_can_change_is_skipped_with_a_line(
         ("select = [1]", "select"),
         ('select = ["XX9"]', "'XX9'"),
         ('ignore = "GC1"', "ignore"),
-        ('format = "html"', "format"),
+        ('format = "pdf"', "format"),
         ('fail-on = "sometimes"', "fail-on"),
         ("baseline = 3", "baseline"),
         ('models = "train.py"', "models"),

@@ -27,16 +27,18 @@ def test_importing_the_plugin_does_not_import_tensorflow_or_rich() -> None:
 
 
 def test_the_plugin_is_registered_with_its_option_and_marker(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--help")
+    # In subprocesses: an in-process run unloads what its plugins imported (pytest-randomly
+    # imports NumPy), and NumPy cannot be imported twice in one process.
+    result = pytester.runpytest_subprocess("--help")
     result.stdout.fnmatch_lines(["*--gradcheck*"])
-    result = pytester.runpytest("--markers")
+    result = pytester.runpytest_subprocess("--markers")
     # The marker takes every option of `check`, named after CheckOptions' fields.
     result.stdout.fnmatch_lines(
         [
             "@pytest.mark.gradcheck(loss=None, allow_dead=(), verify=False, all_cuts=False, "
             "unsafe_deserialization=False, imports=(), sum_loss=False, timeout=None, "
-            "memory_limit=None, debug=False, quiet=False, progress=False, cache=True, "
-            "cache_dir=None):*"
+            "memory_limit=None, debug=False, quiet=False, progress=False, model_map=False, "
+            "cache=True, cache_dir=None):*"
         ]
     )
 

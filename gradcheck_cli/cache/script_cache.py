@@ -43,7 +43,7 @@ _KEY_FILE = "entry-key"  # the user's secret that signs entries, in the user's o
 # every other option is part of the key, so a new option is keyed until declared here.
 _NOT_KEYED = frozenset(
     {"allow_dead", "all_cuts", "sum_loss", "timeout", "debug", "quiet", "progress", "cache"}
-    | {"cache_dir", "memory_limit"}
+    | {"cache_dir", "memory_limit", "model_map"}
 )
 _METADATA_SUFFIXES = (".dist-info", ".egg-info")  # an installed distribution's metadata folder
 # What TensorFlow and Keras read at import (in a warm launcher, before any recording), and what

@@ -201,6 +201,7 @@ def test_the_key_holds_every_option_that_changes_tracing_and_the_working_folder(
         "debug": True,
         "quiet": True,
         "progress": True,
+        "model_map": True,  # drawn in gradcheck's own process, from the cached trace
         "cache": False,
         "cache_dir": "/elsewhere",
     }
