@@ -325,9 +325,10 @@ def _counts(reports: list[Report]) -> str:
 def _show_report(reports: list[Report]) -> None:
     checked = reports[0] if len(reports) == 1 else reports
     if _in_jupyter():
-        from IPython.display import HTML, display
-
         from gradcheck_cli.reporters.html.page import html_fragment
+
+        # The kernel's own IPython, which it has imported: gradcheck does not depend on it.
+        shown = sys.modules["IPython.display"]
 
         # The page's body, its ids apart from those of every other report in the notebook
         # (one saved from an earlier kernel's run too); each cell named as IPython's
@@ -336,7 +337,7 @@ def _show_report(reports: list[Report]) -> None:
         page = html_fragment(reports, prefix, fix_command=_fix_command())
         for file, cell in sorted(_cell_names().items(), key=lambda item: -len(item[0])):
             page = page.replace(file, cell)
-        display(HTML(page))
+        shown.display(shown.HTML(page))
         return
     terminal = sys.stderr.isatty()
     options = TerminalOptions(

@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # Linear work doubles; quadratic work quadruples. 2.6 leaves room for a loaded machine and for
 # the garbage collector's passes, which grow a little faster than the objects they walk.
 MAX_DOUBLING_RATIO = 2.6
-OPS = 5_000  # big enough that a check takes a measurable 0.15 s of CPU
-REPEATS = 3
+OPS = 12_000  # big enough that a check takes a measurable 0.15 s of CPU or more
+REPEATS = 5
 
 
 @pytest.fixture(scope="module")
