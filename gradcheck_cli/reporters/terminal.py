@@ -45,11 +45,13 @@ from gradcheck_cli.reporters.verdict_text import (
     cut_place,
     failing,
     fixable_text,
+    group_unused_reason,
     request_label,
     route_items,
     total_parts,
     unused_layer_reason,
     verdict_parts,
+    written_for,
 )
 
 _STATUS_STYLE = {
@@ -185,21 +187,14 @@ def _write_group_story(console: Console, report: Report, group: Group, width: in
         _print(console, f"  all created at {escape(_where(first.location))}")
         _write_code(console, report, first.location)
     if first.status is Status.UNUSED:
-        in_layers = all("/" in v.name for v in group.members)
-        reason = (
-            unused_layer_reason(first)
-            if in_layers
-            else f"never reaches the loss: {why_unused(first) or ''}"
-        )
+        reason = group_unused_reason(group.members)
         _print(console, f"  {escape(reason)}")
     else:
         heading = f"  path to the loss, from {escape(first.name)}:"
         _write_cuts(console, report, first, heading, first.name.split("/")[-1])
     _write_fix(console, group.fix)
     if group.fix is not None and group.fix_names_member:
-        _print(
-            console, f"  (written for {escape(first.name)}: the same for each, with its own name)"
-        )
+        _print(console, f"  ({escape(written_for(first.name))})")
     why = f"--why {escape(group.scope)}, or -v" if group.scope else "-v, or --why NAME"
     _print(console, f"  [dim]each variable's own story: {why}[/]")
 

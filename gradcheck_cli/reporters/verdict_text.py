@@ -226,6 +226,20 @@ def unused_layer_reason(first: VariableVerdict) -> str:
     return "not called in this loss's forward pass: the loss never reads its weights"
 
 
+def group_unused_reason(members: Sequence[VariableVerdict]) -> str:
+    """Why a group of unused variables never reaches the loss: in the words of a layer when
+    every one is a layer's weight, else the first one's own reason."""
+    first = members[0]
+    if all("/" in v.name for v in members):
+        return unused_layer_reason(first)
+    return f"never reaches the loss: {why_unused(first) or ''}"
+
+
+def written_for(name: str) -> str:
+    """A group's fix, written with its first member's names."""
+    return f"written for {name}: the same for each, with its own name"
+
+
 def cut_place(blocker: Blocker) -> str:
     """Where a cut is: its line (and the library a stop_gradient came from), else its op and
     name scope; and the function it is in."""

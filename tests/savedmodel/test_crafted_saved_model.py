@@ -92,7 +92,7 @@ def _run(model: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str],
         capture_output=True,
         text=True,
         check=False,
-        timeout=60,
+        timeout=600,  # a guard against a hang only: the bound is the CPU time below
     )
     # CPU seconds, the process's and its children's: what the check cost, however busy the
     # machine (wall-clock time would measure the neighbours too).

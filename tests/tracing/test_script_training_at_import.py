@@ -128,33 +128,23 @@ def _stopped(script: Path, what: str) -> str:
     )
 
 
-def test_a_tape_loop_at_import_stops_at_its_first_gradient_request(
-    plain_runs: dict[str, Ran], scripts: dict[str, Path]
+# Where each script is stopped: a tape loop at its first gradient request, Keras's fit while its
+# step is traced, a TF1 session at the run of its training step (lines of SCRIPTS' sources). Each
+# writes its `.trained` marker once a weight has changed.
+STOPS = {
+    "tape_loop.py": "it asks for gradients at {script}:10",
+    "keras_fit.py": "it asks for gradients at {script}:10",
+    "tf1_session.py": "at {script}:13 it runs the gradients it asks for at {script}:9",
+}
+
+
+@pytest.mark.parametrize("name", STOPS)
+def test_a_script_that_trains_at_import_stops_before_any_weight_changes(
+    plain_runs: dict[str, Ran], scripts: dict[str, Path], name: str
 ) -> None:
-    script = scripts["tape_loop.py"]
-    assert _error_line(plain_runs["tape_loop.py"]) == _stopped(
-        script, f"it asks for gradients at {script}:10"
-    )
-    assert not script.with_suffix(".trained").exists()  # no apply_gradients ran
-
-
-def test_keras_fit_at_import_stops_while_its_step_is_traced(
-    plain_runs: dict[str, Ran], scripts: dict[str, Path]
-) -> None:
-    script = scripts["keras_fit.py"]
-    assert _error_line(plain_runs["keras_fit.py"]) == _stopped(
-        script, f"it asks for gradients at {script}:10"
-    )
-    assert not script.with_suffix(".trained").exists()  # no batch ended
-
-
-def test_a_tf1_session_stops_at_the_run_of_its_step(
-    plain_runs: dict[str, Ran], scripts: dict[str, Path]
-) -> None:
-    script = scripts["tf1_session.py"]
-    assert _error_line(plain_runs["tf1_session.py"]) == _stopped(
-        script, f"at {script}:13 it runs the gradients it asks for at {script}:9"
-    )
+    script = scripts[name]
+    expected = _stopped(script, STOPS[name].format(script=script))
+    assert _error_line(plain_runs[name]) == expected
     assert not script.with_suffix(".trained").exists()
 
 

@@ -22,8 +22,10 @@ from gradcheck_cli.reporters.html.markup import (
 from gradcheck_cli.reporters.verdict_text import (
     NOT_TRAINED_HERE,
     cut_place,
+    group_unused_reason,
     route_items,
     unused_layer_reason,
+    written_for,
 )
 
 
@@ -124,21 +126,14 @@ def _group_story(report: Report, group: Group, anchor: str) -> str:
     if len({v.location for v in group.members}) == 1:
         lines += _created(report, first.location, "all created at")
     if first.status is Status.UNUSED:
-        in_layers = all("/" in v.name for v in group.members)
-        reason = (
-            unused_layer_reason(first)
-            if in_layers
-            else f"never reaches the loss: {why_unused(first) or ''}"
-        )
+        reason = group_unused_reason(group.members)
         lines.append(f"<p>{esc(reason)}</p>")
     else:
         heading = f"path to the loss, from {first.name}:"
         lines += _cuts(report, first, heading, first.name.split("/")[-1])
     lines += _fix(group.fix)
     if group.fix is not None and group.fix_names_member:
-        lines.append(
-            f"<p>(written for {esc(first.name)}: the same for each, with its own name)</p>"
-        )
+        lines.append(f"<p>({esc(written_for(first.name))})</p>")
     lines.append("</article>")
     return "\n".join(lines)
 
