@@ -3,25 +3,27 @@ each node coloured by its variables' verdicts, and the cuts that kill dead varia
 the node or edge where they sit.
 
 Ops are grouped by name scope (an op's name without its last part, `encoder/dense_3/MatMul` in
-`encoder/dense_3`), cut to the depth that keeps the map at most `MAX_NODES` nodes; sibling
-blocks of one structure (`conv2_block1`, `conv2_block2`, `layer_0` ... `layer_11`) fold into one
-node with a count. The walk visits each op the loss is computed from once: a called function's
-ops take the call's scope as a prefix (their own names carry none), its arguments stand for the
-call's inputs and its returns for the call's outputs. A function called again is not walked
-again: that call's inputs flow to what the function returns where it was first walked.
+`encoder/dense_3`; `map_grouping` cuts the scopes to the map's budget and folds repeated
+blocks). A variable sits with the first op on the loss's way that reads it, else the first op
+that uses it at all (a moving mean's update), else under its own name. The walk visits each op
+the loss is computed from once: a called function's ops take the call's scope as a prefix
+(their own names carry none), its arguments stand for the call's inputs and its returns for the
+call's outputs. A function called again is not walked again: that call's inputs flow to what
+the function returns where it was first walked.
 """
 
 from __future__ import annotations
 
 import enum
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from gradcheck_cli.analysis.control_flow import Step, step_of
+from gradcheck_cli.analysis.map_grouping import NUMBERED, Group, group_scopes
 from gradcheck_cli.analysis.verdicts import Blocker, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
+from gradcheck_cli.differentiability.registry import load_registry
 from gradcheck_cli.graph.model import ARG_OP, Body, Program, SourceLocation, TensorRef
 
 MAX_NODES = 60
@@ -68,7 +70,7 @@ class MapNode:
     """A name scope (or a run of repeated ones, `count` > 1), an input or the loss."""
 
     id: str
-    label: str  # the scope's name, or its folded pattern (`encoder/layer_*`)
+    label: str  # the scope's name, or its folded run's (`encoder/layer_0…11`)
     kind: NodeKind
     status: MapStatus
     ops: int
@@ -158,7 +160,12 @@ class _Walk:
         self.readers: dict[str, str] = {}  # a variable's pseudo-key -> the first scope reading it
         self.inputs: dict[str, str] = {}  # an input's key -> its name
         self.returns: dict[str, list[str | None]] = {}  # a walked function -> its rets' keys
-        self.types_seen: set[str] = set()  # the bodies' op types (one table for all)
+        # The bodies' op types (one table for all), and those TensorFlow registers a gradient
+        # for (or none): a name's part that is one names an op, not a scope.
+        registry = load_registry()
+        self.known_types = registry.registered | registry.not_differentiable
+        self.types_seen: frozenset[str] = self.known_types
+        self.types_counted = 0
         self.wanted = wanted  # (function, op) whose key and inputs' keys are kept
         self.found: dict[tuple[str | None, str], tuple[str, list[str | None]]] = {}
         top = program.top_body
@@ -189,7 +196,7 @@ class _Walk:
                 continue  # an argument, input, variable or constant: a source, not a step
             node = flat.node(n) if flat.calls[n] else None
             step = step_of(node) if node is not None else None
-            key = self._scope(body, name, prefix)
+            key = self.scope(body, name, prefix)
             sources = [
                 self._value(body, TensorRef(flat.producer_name(p), i), prefix, args, top)
                 for p, i in zip(producers[start:stop], indices[start:stop])
@@ -257,18 +264,21 @@ class _Walk:
             returns = self.returns.get(step.callees[0]) if step.callees else None
             if returns and ref.index < len(returns) and returns[ref.index] is not None:
                 return returns[ref.index]
-        return self._scope(body, ref.node, prefix)
+        return self.scope(body, ref.node, prefix)
 
-    def _scope(self, body: Body, name: str, prefix: str) -> str:
+    def scope(self, body: Body, name: str, prefix: str) -> str:
         """The op's scope: its name without the last part, and without the parts that name
         another op (`w/read` is `w`'s, in `w`'s scope), under the calling scope `prefix`."""
         ids, table = body.nodes.ids, body.nodes.op_table
-        if len(self.types_seen) != len(table.values):  # the op types as a set, kept up to date
-            self.types_seen = set(table.values)
+        if self.types_counted != len(table.values):  # kept up to date as the table grows
+            self.types_seen = self.known_types.union(table.values)
+            self.types_counted = len(table.values)
         types = self.types_seen
         scope = name.rpartition("/")[0]
-        while scope and (scope in ids or _NUMBERED.sub("", scope.rpartition("/")[2]) in types):
-            scope = scope.rpartition("/")[0]  # `dense/Cast/ReadVariableOp`: the Cast's, in dense
+        # `dense/Cast/ReadVariableOp` is the Cast's, in dense (the Cast may be gone: a graph
+        # optimizer drops a Cast to the same dtype, its read keeping the name)
+        while scope and (scope in ids or NUMBERED.sub("", scope.rpartition("/")[2]) in types):
+            scope = scope.rpartition("/")[0]
         if not scope:
             return prefix or _TOP
         if prefix and scope != prefix and not scope.startswith(prefix + "/"):
@@ -310,16 +320,12 @@ def model_map(
     walk = _Walk(program, wanted)
     loss_key = walk.run()
     statuses = {verdict.name: _STATUS[verdict.status] for verdict in verdicts}
-    homes: dict[str, str] = {}  # a variable's pseudo-key -> the scope it sits in
+    homes = _homes(program, walk)
     held: dict[str, list[MapVariable]] = {}  # a scope -> its variables
     for variable in program.variables:
-        key = _VARIABLE + variable.name
-        home = walk.readers.get(key, _TOP)
-        if home == _TOP:  # read by the loss's own code (no scope), or not at all: by its name
-            home = _name_scope(variable.name)
-        homes[key] = home
         if variable.name in statuses:
-            held.setdefault(home, []).append(MapVariable(variable.name, statuses[variable.name]))
+            status = MapVariable(variable.name, statuses[variable.name])
+            held.setdefault(homes[_VARIABLE + variable.name], []).append(status)
     fixed: dict[str, str] = {}  # raw keys that are not scopes -> their node's id
     inputs = sorted(set(walk.inputs.values()))
     for key, name in walk.inputs.items():
@@ -329,7 +335,7 @@ def model_map(
         fixed[_TOP] = LOSS_ID
     scopes = sorted({*walk.ops, *held} - fixed.keys() - {_LOSS})
     cut_scopes = {key for key, _ in walk.found.values()}
-    depth, group_of = _grouping(scopes, walk.types, held, cut_scopes, max_nodes - len(fixed) - 1)
+    depth, group_of = group_scopes(scopes, walk.types, held, cut_scopes, max_nodes - len(fixed) - 1)
     nodes: list[MapNode] = []
     ids = _scope_nodes(scopes, group_of, walk, held, nodes)
     ids.update(fixed)
@@ -356,89 +362,33 @@ def model_map(
     return ModelMap(tuple(specials + nodes), tuple(sorted(edges)), cuts, depth)
 
 
-def _name_scope(name: str) -> str:
-    """Where a variable no op reads sits: its name's scope, or its own node."""
-    bare = name.partition(":")[0]
-    return bare.rpartition("/")[0] or bare
-
-
-_NUMBERED = re.compile(r"_?\d+$")
-
-
-def _grouping(
-    scopes: list[str],
-    types: Mapping[str, Counter[str]],
-    held: Mapping[str, list[MapVariable]],
-    cut_scopes: set[str],
-    budget: int,
-) -> tuple[int, dict[str, str]]:
-    """The deepest scope depth whose nodes, repeated blocks folded, fit `budget`; per scope,
-    the node (its group's name, or the folded run's pattern) it belongs to there."""
-    folds = _folds(scopes, types, held, cut_scopes)
-    deepest = max((scope.count("/") + 1 for scope in scopes), default=1)
-    best = 1, _groups(scopes, folds, 1)
-    for depth in range(2, deepest + 1):
-        group_of = _groups(scopes, folds, depth)
-        if len(set(group_of.values())) > budget:
-            break
-        best = depth, group_of
-    return best
-
-
-def _groups(scopes: list[str], folds: Mapping[str, tuple[int, str]], depth: int) -> dict[str, str]:
-    """Per scope, its node at `depth`: the run of blocks it lies in, if folded at that depth or
-    above, else its first `depth` parts."""
-    group_of = {}
-    for scope in scopes:
-        level, pattern = folds.get(scope, (depth + 1, ""))
-        group_of[scope] = pattern if level <= depth else "/".join(scope.split("/")[:depth])
-    return group_of
-
-
-def _folds(
-    scopes: list[str],
-    types: Mapping[str, Counter[str]],
-    held: Mapping[str, list[MapVariable]],
-    cut_scopes: set[str],
-) -> dict[str, tuple[int, str]]:
-    """Per scope inside a run of sibling blocks of one structure (the same ops and variables
-    under the same sub-scopes, with the same verdicts, no cut: `layer_0` ... `layer_11`), the
-    level of the blocks and the run's pattern (`encoder/layer*`); outer runs first."""
-    folds: dict[str, tuple[int, str]] = {}
-    deepest = max((scope.count("/") + 1 for scope in scopes), default=1)
-    for level in range(1, deepest + 1):
-        shapes: dict[str, set[tuple[object, ...]]] = {}
-        for scope in scopes:
-            parts = scope.split("/")
-            if scope in folds or len(parts) < level or scope == _TOP:
-                continue
-            block = "/".join(parts[:level])
-            inside = scope[len(block) :]
-            shape = shapes.setdefault(block, set())
-            shape.update((inside, op, count) for op, count in types.get(scope, {}).items())
-            shape.update((inside, v.name.rpartition("/")[2], v.status) for v in held.get(scope, ()))
-            if scope in cut_scopes:
-                shape.add(("cut", block))  # a block with a cut stays its own node
-        runs: dict[tuple[object, ...], list[str]] = {}
-        for block, shape in shapes.items():
-            parent, _, last = block.rpartition("/")
-            runs.setdefault((parent, _NUMBERED.sub("", last), frozenset(shape)), []).append(block)
-        patterns = {
-            block: f"{parent}/{base}*" if parent else f"{base}*"
-            for (parent, base, _), blocks in runs.items()
-            if len(blocks) > 1
-            for block in blocks
-        }
-        for scope in scopes:
-            block = "/".join(scope.split("/")[:level])
-            if block in patterns and scope not in folds:
-                folds[scope] = (level, patterns[block])
-    return folds
+def _homes(program: Program, walk: _Walk) -> dict[str, str]:
+    """Where each variable sits (by its pseudo-key): the scope of the first op on the loss's
+    way that reads it, else of the first op anywhere that uses it (a read the loss does not
+    need, an update), else its name's scope."""
+    flat = program.top_body.nodes
+    numbers = {flat.ids[node]: _VARIABLE + name for node, name in walk.variables.items()}
+    users: dict[str, str] = {}
+    for edge, n in flat.edges_from(numbers):
+        key = numbers[flat.input_producers[edge]]
+        if key not in users:
+            users[key] = walk.scope(program.top_body, flat.names[n], "")
+    homes = {}
+    for variable in program.variables:
+        key = _VARIABLE + variable.name
+        home = walk.readers.get(key, _TOP)
+        if home == _TOP:
+            home = users.get(key, _TOP)
+        if home == _TOP:  # used by the loss's own code (no scope), or not at all: by its name
+            bare = variable.name.partition(":")[0]
+            home = bare.rpartition("/")[0] or bare
+        homes[key] = home
+    return homes
 
 
 def _scope_nodes(
     scopes: list[str],
-    group_of: Mapping[str, str],
+    group_of: Mapping[str, Group],
     walk: _Walk,
     held: Mapping[str, list[MapVariable]],
     nodes: list[MapNode],
@@ -447,12 +397,11 @@ def _scope_nodes(
     id."""
     members: dict[str, list[str]] = {}
     for scope in scopes:
-        members.setdefault(group_of[scope], []).append(scope)
+        members.setdefault(group_of[scope].label, []).append(scope)
     ids: dict[str, str] = {}
     for number, (label, inside) in enumerate(sorted(members.items())):
         node_id = f"s{number}"
         variables = tuple(v for scope in inside for v in held.get(scope, ()))
-        blocks = {_block(scope, label) for scope in inside}
         nodes.append(
             MapNode(
                 node_id,
@@ -461,19 +410,12 @@ def _scope_nodes(
                 _worst(variables),
                 sum(walk.ops[scope] for scope in inside),
                 variables,
-                count=len(blocks),
+                count=len({group_of[scope].block for scope in inside}),
                 scopes=tuple(inside),
             )
         )
         ids.update(dict.fromkeys(inside, node_id))
     return ids
-
-
-def _block(scope: str, label: str) -> str:
-    """The block of a folded node's pattern (`encoder/layer*`) that `scope` lies in."""
-    if not label.endswith("*"):
-        return label
-    return "/".join(scope.split("/")[: label.count("/") + 1])
 
 
 def _cuts(

@@ -93,28 +93,102 @@ def test_repeated_blocks_of_one_structure_fold_into_one_node_with_a_count() -> N
     loss = top.op("loss", "Sum", x)
     drawn = _mapped(program(top.body(loss), loss))
     ids = _by_label(drawn)
-    assert set(ids) == {"inputs", "encoder/layer*", "head", "loss"}
-    layers = drawn.node(ids["encoder/layer*"])
+    assert set(ids) == {"inputs", "encoder/layer_0…11", "head", "loss"}
+    layers = drawn.node(ids["encoder/layer_0…11"])
     assert layers.count == 12 and layers.ops == 36 and len(layers.variables) == 12
     assert _edges(drawn) == {
-        ("inputs", "encoder/layer*"),
-        ("encoder/layer*", "head"),
+        ("inputs", "encoder/layer_0…11"),
+        ("encoder/layer_0…11", "head"),
         ("head", "loss"),
     }
 
 
-def test_a_block_with_a_cut_is_not_folded_with_its_siblings() -> None:
+def test_a_block_with_a_cut_is_not_folded_and_splits_the_run_around_it() -> None:
     top = BodyFactory("top")
     x = top.op("inputs", "Placeholder")
-    for i in range(3):
+    for i in range(7):
         w = top.arg(f"block{i}/kernel", "resource")
         read = top.op(f"block{i}/Read", "ReadVariableOp", w)
-        if i == 1:
-            read = top.op("block1/StopGradient", "StopGradient", read)
+        if i == 3:
+            read = top.op("block3/StopGradient", "StopGradient", read)
         x = top.op(f"block{i}/MatMul", "MatMul", x, read)
     loss = top.op("loss", "Sum", x)
+    drawn = _mapped(program(top.body(loss), loss))
+    assert set(_by_label(drawn)) == {"inputs", "block0…2", "block3", "block4…6", "loss"}
+    assert _edges(drawn) >= {("block0…2", "block3"), ("block3", "block4…6")}
+
+
+def test_only_blocks_numbered_one_after_another_fold() -> None:
+    """Two alike blocks with an unlike one between them stay apart: one node for both would
+    draw the data flowing back up the map."""
+    top = BodyFactory("top")
+    x = top.op("inputs", "Placeholder")
+    for i, op in enumerate(("Relu", "Tanh", "Relu")):
+        x = top.op(f"stage{i + 1}/{op}", op, x)
+    loss = top.op("loss", "Sum", x)
     labels = set(_by_label(_mapped(program(top.body(loss), loss))))
-    assert labels == {"inputs", "block*", "block1", "loss"}
+    assert labels == {"inputs", "stage1", "stage2", "stage3", "loss"}
+
+
+def _flat_layers(blocks: tuple[int, int], units: int) -> Program:
+    """A functional model's flat layer names, as Keras writes them (`stage1_block2_1_conv_1`):
+    two stages of `blocks` blocks of `units` units."""
+    top = BodyFactory("top")
+    x = top.op("images", "Placeholder")
+    for stage in (1, 2):
+        for block in range(1, blocks[stage - 1] + 1):
+            for unit in range(1, units + 1):
+                for layer, op in (("conv", "Conv2D"), ("bn", "FusedBatchNormV3"), ("relu", "Relu")):
+                    scope = f"net_1/stage{stage}_block{block}_{unit}_{layer}_1"
+                    if layer == "relu":
+                        x = top.op(f"{scope}/Relu", op, x)
+                        continue
+                    w = top.arg(f"stage{stage}_block{block}_{unit}_{layer}/w", "resource")
+                    read = top.op(f"{scope}/Cast/ReadVariableOp", "ReadVariableOp", w)
+                    x = top.op(f"{scope}/{op}", op, x, read)
+    loss = top.op("loss", "Sum", x)
+    return program(top.body(loss), loss)
+
+
+def test_flat_layer_names_are_grouped_by_the_words_they_share() -> None:
+    drawn = _mapped(_flat_layers(blocks=(6, 7), units=3))
+    ids = _by_label(drawn)
+    assert set(ids) == {"images", "net_1/stage1_block1…6", "net_1/stage2_block1…7", "loss"}
+    stage1 = drawn.node(ids["net_1/stage1_block1…6"])
+    assert stage1.count == 6 and len(stage1.variables) == 6 * 3 * 2
+    assert _edges(drawn) == {
+        ("images", "net_1/stage1_block1…6"),
+        ("net_1/stage1_block1…6", "net_1/stage2_block1…7"),
+        ("net_1/stage2_block1…7", "loss"),
+    }
+
+
+def test_a_smaller_model_with_flat_names_shows_each_layer() -> None:
+    ids = _by_label(_mapped(_flat_layers(blocks=(1, 2), units=1)))
+    # `_1` ends a layer's name (made unique by its call): it does not split it.
+    layers = {f"net_1/stage1_block1_1_{layer}_1" for layer in ("conv", "bn", "relu")}
+    assert set(ids) == {"images", *layers, "net_1/stage2_block1…2", "loss"}
+
+
+def test_a_read_named_under_a_cast_the_optimizer_dropped_is_in_its_layer() -> None:
+    drawn = _mapped(_flat_layers(blocks=(1, 2), units=1))
+    assert not any(node.label.endswith("/Cast") for node in drawn.nodes)
+    conv = drawn.node(_by_label(drawn)["net_1/stage1_block1_1_conv_1"])
+    assert [v.name for v in conv.variables] == ["stage1_block1_1_conv/w"]
+
+
+def test_a_variable_only_an_update_uses_sits_with_that_update() -> None:
+    """A batch norm's moving mean, in training: assigned, never read on the loss's way."""
+    top = BodyFactory("top")
+    mean = top.arg("bn/moving_mean", "resource")
+    images = top.op("images", "Placeholder")
+    moments = top.op("model_1/bn_1/moments/Mean", "Mean", images)
+    top.op("model_1/bn_1/AssignMovingAvg", "AssignSubVariableOp", mean, moments)
+    loss = top.op("loss", "Sum", top.op("model_1/bn_1/Relu", "Relu", moments))
+    drawn = _mapped(program(top.body(loss), loss, trainable={"bn/moving_mean": False}))
+    bn = drawn.node(_by_label(drawn)["model_1/bn_1"])
+    assert [(v.name, v.status) for v in bn.variables] == [("bn/moving_mean", MapStatus.FROZEN)]
+    assert "bn" not in _by_label(drawn)
 
 
 def test_deep_scopes_fold_into_their_parents_to_keep_the_map_small() -> None:

@@ -31,7 +31,7 @@ def _map() -> ModelMap:
     nodes = (
         MapNode("input:images", "images", NodeKind.INPUT, MapStatus.NONE, 0),
         MapNode("s0", "hidden1", NodeKind.SCOPE, MapStatus.BLOCKED, 11, (blocked,)),
-        MapNode("s1", "encoder/layer*", NodeKind.SCOPE, MapStatus.OK, 36, count=12),
+        MapNode("s1", "encoder/layer_0…11", NodeKind.SCOPE, MapStatus.OK, 36, count=12),
         MapNode("s2", CRAFTED, NodeKind.SCOPE, MapStatus.UNUSED, 0),
         MapNode("s3", "frozen", NodeKind.SCOPE, MapStatus.FROZEN, 2),
         MapNode("s4", "kept", NodeKind.SCOPE, MapStatus.ALLOWED, 2),
@@ -67,9 +67,9 @@ def test_the_svg_parses_and_has_one_box_per_node_coloured_by_status() -> None:
     assert "status-unused" in classes["s2"] and "status-frozen" in classes["s3"]
     assert "status-allowed" in classes["s4"]
     scopes = {g.get("data-scope") for g in nodes}
-    assert {"hidden1", "encoder/layer*", CRAFTED} <= scopes
+    assert {"hidden1", "encoder/layer_0…11", CRAFTED} <= scopes
     text = {"".join(g.itertext()) for g in nodes}
-    assert any("encoder/layer* ×12" in t for t in text)
+    assert any("encoder/layer_0…11 ×12" in t for t in text)
     assert len(ET.fromstring(svg).findall(f".//{SVG}path[@class='map-edge']")) == 5
 
 
@@ -158,3 +158,39 @@ def test_everything_drawn_lies_inside_the_view_box_and_no_cut_label_covers_a_box
         inside(right, y)
         covered = [r for r in rects if r[0] < right and r[2] > x and r[1] < y and r[3] > y - 11]
         assert covered == [], label.text
+
+
+def _boxes(svg: str) -> dict[str, tuple[float, float, float, float]]:
+    """Each node's box: left, top, right, bottom."""
+    boxes = {}
+    for group in _groups(svg, "map-node"):
+        rect = group.find(f"{SVG}rect")
+        assert rect is not None
+        x, y, w, h = (float(rect.get(a, "")) for a in ("x", "y", "width", "height"))
+        boxes[group.get("data-node", "")] = (x, y, x + w, y + h)
+    return boxes
+
+
+def test_nodes_nothing_connects_sit_in_rows_below_the_flow_not_in_one_long_row() -> None:
+    """Forty layers never called (a twin network) under a three-node chain."""
+    chain = (
+        MapNode("input:x", "x", NodeKind.INPUT, MapStatus.NONE, 0),
+        MapNode("s0", "dense", NodeKind.SCOPE, MapStatus.OK, 2),
+        MapNode(LOSS_ID, "loss", NodeKind.LOSS, MapStatus.NONE, 1),
+    )
+    lone = tuple(
+        MapNode(f"t{i}", f"target/dense_{i}", NodeKind.SCOPE, MapStatus.UNUSED, 0)
+        for i in range(40)
+    )
+    edges = (MapEdge("input:x", "s0"), MapEdge("s0", LOSS_ID))
+    svg = map_svg(ModelMap(chain + lone, edges))
+    boxes = _boxes(svg)
+    width = float(ET.fromstring(svg).get("width", ""))
+    assert width <= 960 + 2 * 24  # the least row width, and the margins
+    flow_bottom = max(boxes[node.id][3] for node in chain)
+    assert all(boxes[node.id][1] > flow_bottom for node in lone)
+    assert len({boxes[node.id][1] for node in lone}) > 1  # more than one row
+    placed = sorted(boxes.values())
+    for i, a in enumerate(placed):  # no two boxes overlap
+        for b in placed[i + 1 :]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)

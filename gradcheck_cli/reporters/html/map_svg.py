@@ -40,6 +40,7 @@ LABEL_GAP = 10  # from a cut's marker to its label
 COMPONENT_GAP = 40
 CUT_STEP = 16  # between two cuts at one place
 RANK_GAP = 48  # between the rows of the layout
+ROW_WIDTH = 960  # the least width of a row of nodes that nothing connects
 
 
 @dataclass
@@ -148,8 +149,9 @@ def _summary(model_map: ModelMap) -> str:
 def _layout(
     model_map: ModelMap, boxes: dict[str, _Box], lines: dict[tuple[str, str], _Line]
 ) -> None:
-    """Places every box (centres in `xy`) and routes every line, each connected part of the map
-    laid out top-down by grandalf, the parts side by side."""
+    """Places every box (centres in `xy`) and routes every line: each connected part of the map
+    laid out top-down by grandalf, the parts side by side, and the nodes no data flows to or
+    from (a layer never called) in rows below them."""
     from grandalf.graphs import Edge, Graph, Vertex
     from grandalf.layouts import SugiyamaLayout
 
@@ -162,8 +164,10 @@ def _layout(
         edge.view = line
         edges.append(edge)
     graph = Graph(list(vertices.values()), edges)
-    left = 0.0
+    left = bottom = 0.0
     for part in graph.C:
+        if not part.sE:
+            continue
         layout = SugiyamaLayout(part)
         layout.xspace, layout.yspace = RANK_GAP / 2, RANK_GAP
         roots = [v for v in part.sV if not v.e_in()]
@@ -178,9 +182,23 @@ def _layout(
         shift = (left - min(xs), -top)
         for box in placed:
             box.xy = (box.xy[0] + shift[0], box.xy[1] + shift[1])
+            bottom = max(bottom, box.xy[1] + box.h / 2)
         for edge in part.sE:
             edge.view.points = [(x + shift[0], y + shift[1]) for x, y in edge.view.points]
         left += max(xs) - min(xs) + COMPONENT_GAP
+    connected = {vertex.data for edge in edges for vertex in edge.v}
+    alone = [boxes[node.id] for node in model_map.nodes if node.id not in connected]
+    _rows(alone, max(left - COMPONENT_GAP, ROW_WIDTH), bottom)
+
+
+def _rows(placed: list[_Box], width: float, top: float) -> None:
+    """Sets `placed` in rows of at most `width` (one box at least), from `top` down."""
+    x, y = 0.0, top + RANK_GAP if top else 0.0
+    for box in placed:
+        if x and x + box.w > width:
+            x, y = 0.0, y + NODE_HEIGHT + RANK_GAP / 2
+        box.xy = (x + box.w / 2, y + box.h / 2)
+        x += box.w + RANK_GAP / 2
 
 
 def _node(node: MapNode, box: _Box, prefix: str) -> str:

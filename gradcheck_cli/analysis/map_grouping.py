@@ -1,0 +1,165 @@
+"""Which of the model map's nodes each name scope belongs to: scopes cut to the depth that keeps
+the map within its budget, and sibling blocks of one structure folded into one node.
+
+A scope's levels are its name's parts, split at each `/` and at each `_` that starts a new
+word: `resnet50_1/conv2_block1_1_conv_1` has the levels `resnet50_1`, `resnet50_1/conv2`,
+`resnet50_1/conv2_block1`, `resnet50_1/conv2_block1_1` and the whole. A model whose layers sit
+side by side under flat names (every Keras functional model's do) is grouped by the words its
+names share, as its author wrote them; a `_` before a final number (`dense_1`, `layer_0`: one
+layer's name, made unique) does not split.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+_BREAK = re.compile(r"/|_(?!\d+(?:/|$))")
+NUMBERED = re.compile(r"_?\d+$")
+
+
+class Held(Protocol):
+    """A variable as grouping sees it: the last part of its name and its colour."""
+
+    name: str
+    status: object
+
+
+@dataclass(frozen=True)
+class Group:
+    """A scope's node: its label, and the block of a folded run the scope lies in (the label
+    itself when not folded)."""
+
+    label: str
+    block: str
+
+
+def levels(scope: str) -> list[int]:
+    """Where each of the scope's levels ends in its name."""
+    return [match.start() for match in _BREAK.finditer(scope)] + [len(scope)]
+
+
+def _parts(scope: str) -> list[list[int]]:
+    """Per part of the scope's name between two `/`, where each of its levels ends."""
+    parts: list[list[int]] = [[]]
+    for match in _BREAK.finditer(scope):
+        parts[-1].append(match.start())
+        if match.group() == "/":
+            parts.append([])
+    parts[-1].append(len(scope))
+    return parts
+
+
+def group_scopes(
+    scopes: list[str],
+    types: Mapping[str, Counter[str]],
+    held: Mapping[str, Iterable[Held]],
+    keep: set[str],
+    budget: int,
+) -> tuple[int, dict[str, Group]]:
+    """The deepest cut whose nodes, repeated blocks folded, fit `budget`, and each scope's group
+    there; with the number of `/` parts it keeps. Cuts go part by part: the words of a scope's
+    second part (`conv2_block1`) split before its third part (`bn/moments`) does, so that one
+    layer's inner scopes show only when every layer's do. Scopes in `keep` (those holding a
+    cut) are never folded."""
+    folds = _folds(scopes, types, held, keep)
+    parts = {scope: _parts(scope) for scope in scopes}
+    words: Counter[int] = Counter()  # per part, the most levels any scope has in it
+    for cut in parts.values():
+        for number, part in enumerate(cut, 1):
+            words[number] = max(words[number], len(part))
+    targets = [(part, word) for part in sorted(words) for word in range(1, words[part] + 1)]
+    best = 1, _groups(parts, folds, (1, 1))
+    for target in targets[1:]:
+        group_of = _groups(parts, folds, target)
+        if len({group.label for group in group_of.values()}) > budget:
+            break
+        best = target[0], group_of
+    return best
+
+
+def _groups(
+    parts: Mapping[str, list[list[int]]], folds: Mapping[str, Group], target: tuple[int, int]
+) -> dict[str, Group]:
+    """Per scope, its group at `target` (its first parts, and levels of the last part): the run
+    of blocks it lies in, if folded there or above, else its name cut there."""
+    part, word = target
+    group_of = {}
+    for scope, cut in parts.items():
+        if part > len(cut):
+            end = len(scope)
+        else:
+            ends = cut[part - 1]
+            end = ends[min(word, len(ends)) - 1]
+        group = folds.get(scope)
+        if group is None or len(group.block) > end:
+            group = Group(scope[:end], scope[:end])
+        group_of[scope] = group
+    return group_of
+
+
+def _folds(
+    scopes: list[str],
+    types: Mapping[str, Counter[str]],
+    held: Mapping[str, Iterable[Held]],
+    keep: set[str],
+) -> dict[str, Group]:
+    """Per scope inside a run of sibling blocks of one structure (the same ops and variables
+    under the same sub-scopes, with the same verdicts, none kept: `layer_0` ... `layer_11`),
+    its group (`encoder/layer_0…11`); outer runs first."""
+    folds: dict[str, Group] = {}
+    ends = {scope: levels(scope) for scope in scopes}
+    deepest = max((len(cut) for cut in ends.values()), default=1)
+    for level in range(1, deepest + 1):
+        shapes: dict[str, set[tuple[object, ...]]] = {}
+        parents: dict[str, tuple[str, str]] = {}
+        for scope in scopes:
+            cut = ends[scope]
+            if scope in folds or len(cut) < level:
+                continue
+            block = scope[: cut[level - 1]]
+            if block not in parents:  # the parent with its separator, and the block's own part
+                start = cut[level - 2] + 1 if level > 1 else 0
+                parents[block] = scope[:start], block[start:]
+            inside = scope[len(block) :]
+            shape = shapes.setdefault(block, set())
+            shape.update((inside, op, count) for op, count in types.get(scope, {}).items())
+            shape.update((inside, v.name.rpartition("/")[2], v.status) for v in held.get(scope, ()))
+            if scope in keep:
+                shape.add(("kept", block))  # a block with a cut stays its own node
+        siblings: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        for block in shapes:
+            parent, last = parents[block]
+            number = NUMBERED.search(last)
+            if number is not None:
+                key = parent, last[: number.start()]
+                siblings.setdefault(key, []).append((int(number.group().lstrip("_")), block))
+        pattern = {}
+        for numbered in siblings.values():
+            for run in _runs(sorted(numbered), shapes):
+                first, last = run[0][1], run[-1][0]
+                pattern.update((block, f"{first}…{last}") for _, block in run)
+        for scope in scopes:
+            cut = ends[scope]
+            block = scope[: cut[level - 1]] if len(cut) >= level else None
+            if block in pattern and scope not in folds:
+                folds[scope] = Group(pattern[block], block)
+    return folds
+
+
+def _runs(
+    numbered: list[tuple[int, str]], shapes: Mapping[str, set[tuple[object, ...]]]
+) -> list[list[tuple[int, str]]]:
+    """The runs of two or more blocks numbered one after another with one shape."""
+    runs: list[list[tuple[int, str]]] = []
+    run: list[tuple[int, str]] = []
+    for number, block in numbered:
+        if run and (number != run[-1][0] + 1 or shapes[block] != shapes[run[-1][1]]):
+            runs.append(run)
+            run = []
+        run.append((number, block))
+    runs.append(run)
+    return [run for run in runs if len(run) > 1]
