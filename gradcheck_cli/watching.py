@@ -334,9 +334,7 @@ def _show_report(reports: list[Report]) -> None:
         # (one saved from an earlier kernel's run too); each cell named as IPython's
         # tracebacks name it.
         prefix = f"gradcheck-{uuid.uuid4().hex[:12]}-"
-        page = html_fragment(reports, prefix, fix_command=_fix_command())
-        for file, cell in sorted(_cell_names().items(), key=lambda item: -len(item[0])):
-            page = page.replace(file, cell)
+        page = html_fragment(reports, prefix, fix_command=_fix_command(), file_names=_cell_names())
         shown.display(shown.HTML(page))
         return
     terminal = sys.stderr.isatty()

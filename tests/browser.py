@@ -55,3 +55,31 @@ def rendered(path: Path, *, width: int = 1280, height: int = 900) -> Iterator[Re
             yield shown
         finally:
             browser.close()
+
+
+def assert_clean(shown: Rendered) -> None:
+    """Nothing failed and nothing was fetched while the page loaded."""
+    assert shown.page_errors == [] and shown.requests == []
+    assert [text for kind, text in shown.console if kind in ("error", "warning")] == []
+
+
+def screenshot(shown: Rendered, path: Path) -> None:
+    shown.page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000  # a picture, not a blank page
+
+
+def nothing_clipped(shown: Rendered) -> None:
+    """Every map's nodes and cuts (markers and labels) lie inside the map's svg, as drawn."""
+    maps = shown.page.locator("svg.model-map").all()
+    assert maps
+    for drawn in maps:
+        svg = drawn.bounding_box()
+        assert svg is not None
+        elements = drawn.locator(".map-node, .map-cut, .map-edge").all()
+        assert elements
+        for element in elements:
+            box = element.bounding_box()
+            assert box is not None
+            assert svg["x"] - 0.5 <= box["x"] and svg["y"] - 0.5 <= box["y"], box
+            assert box["x"] + box["width"] <= svg["x"] + svg["width"] + 0.5, box
+            assert box["y"] + box["height"] <= svg["y"] + svg["height"] + 0.5, box

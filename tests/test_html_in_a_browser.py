@@ -26,7 +26,7 @@ from gradcheck_cli.cli import run_command
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.graph.model import SourceLocation
 from gradcheck_cli.reporters import Format, render
-from tests.browser import Rendered, rendered
+from tests.browser import assert_clean, nothing_clipped, rendered, screenshot
 from tests.cli_runs import invoke
 from tests.reporters.test_html import ATTRIBUTE, SCRIPT, _crafted_report
 
@@ -35,17 +35,6 @@ SEED = ROOT / "sample_models" / "faulty_weights_tf1.py"
 GAN = ROOT / "tests" / "scripts" / "run" / "gan_train_step.py"
 
 pytestmark = pytest.mark.heavy
-
-
-def _clean(shown: Rendered) -> None:
-    """Nothing failed and nothing was fetched while the page loaded."""
-    assert shown.page_errors == [] and shown.requests == []
-    assert [text for kind, text in shown.console if kind in ("error", "warning")] == []
-
-
-def _screenshot(shown: Rendered, path: Path) -> None:
-    shown.page.screenshot(path=str(path), full_page=True)
-    assert path.stat().st_size > 10_000  # a picture, not a blank page
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +53,7 @@ def test_the_seed_s_page_shows_the_dead_layer_and_its_cuts(
     pages: dict[str, Path], tmp_path: Path
 ) -> None:
     with rendered(pages["seed"]) as shown:
-        _clean(shown)
+        assert_clean(shown)
         page = shown.page
         assert page.locator('.variable.status-blocked[data-variable="hidden1/weights_i"]').count()
         lines = {cut.get_attribute("data-line") for cut in page.locator("li.cut").all()}
@@ -80,39 +69,22 @@ def test_the_seed_s_page_shows_the_dead_layer_and_its_cuts(
         highlighted = page.locator("tr.cut-line")
         assert highlighted.count() >= 3
         assert page.locator('a[href="#src-sample_models_faulty_weights_tf1.py-40"]').count()
-        _nothing_clipped(shown)
-        _screenshot(shown, tmp_path / "seed.png")
+        nothing_clipped(shown)
+        screenshot(shown, tmp_path / "seed.png")
 
 
 def test_a_gan_s_two_requests_are_two_sections_each_with_its_map(
     pages: dict[str, Path], tmp_path: Path
 ) -> None:
     with rendered(pages["gan"]) as shown:
-        _clean(shown)
+        assert_clean(shown)
         sections = shown.page.locator("section.report")
         assert sections.count() == 2
         for index in range(2):
             assert sections.nth(index).locator("figure.model-map svg").count() == 1
         assert shown.page.locator(".variable.status-blocked, .variable.status-unused").count()
-        _nothing_clipped(shown)
-        _screenshot(shown, tmp_path / "gan.png")
-
-
-def _nothing_clipped(shown: Rendered) -> None:
-    """Every map's nodes and cuts (markers and labels) lie inside the map's svg, as drawn."""
-    maps = shown.page.locator("svg.model-map").all()
-    assert maps
-    for drawn in maps:
-        svg = drawn.bounding_box()
-        assert svg is not None
-        elements = drawn.locator(".map-node, .map-cut, .map-edge").all()
-        assert elements
-        for element in elements:
-            box = element.bounding_box()
-            assert box is not None
-            assert svg["x"] - 0.5 <= box["x"] and svg["y"] - 0.5 <= box["y"], box
-            assert box["x"] + box["width"] <= svg["x"] + svg["width"] + 0.5, box
-            assert box["y"] + box["height"] <= svg["y"] + svg["height"] + 0.5, box
+        nothing_clipped(shown)
+        screenshot(shown, tmp_path / "gan.png")
 
 
 def _crafted_map() -> ModelMap:
@@ -136,7 +108,7 @@ def test_crafted_names_render_as_text_and_run_nothing(tmp_path: Path) -> None:
     page = tmp_path / "crafted.html"
     page.write_text(render(report, Format.HTML))
     with rendered(page) as shown:
-        _clean(shown)
+        assert_clean(shown)
         names = shown.texts(".variable")
         assert SCRIPT in names and ATTRIBUTE in names
         assert shown.page.locator("img, iframe, object, embed, body script").count() == 0

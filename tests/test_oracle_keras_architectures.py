@@ -1,14 +1,17 @@
 """gradcheck agrees with TensorFlow on real architectures built without downloads.
 
 MobileNetV2 and ResNet50 (`keras.applications`, `weights=None`, 32x32 inputs, 10 classes) under a
-sparse categorical cross-entropy loss, ResNet50 also as a SavedModel; and a small keras_hub
-`BertBackbone` trained through an MLM head on `sequence_output` only, so its pooler is dead.
-TensorFlow's tape in this process is the judge (`tf_oracle_inprocess`).
+sparse categorical cross-entropy loss, ResNet50 with its first two stages frozen and also as a
+SavedModel; and a small keras_hub `BertBackbone` trained through an MLM head on `sequence_output`
+only, so its pooler is dead. TensorFlow's tape in this process is the judge
+(`tf_oracle_inprocess`). The HTML page of ResNet50 and of the backbone is rendered by headless
+Chromium (`tests/browser.py`), its map checked in the DOM and a screenshot taken.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,7 +49,7 @@ def judge(module: Any, trainable: list[Any], non_trainable: list[Any], args: lis
 
     # The oracle runs first: nothing gradcheck does to the traced graph can then affect it.
     verdicts = tf_verdicts(module.loss, trainable, args)
-    report = check_function(module.loss, variables=trainable + non_trainable)
+    report = check_function(module.loss, variables=trainable + non_trainable, model_map=True)
     return Subject(module, trainable, non_trainable, verdicts, report)
 
 
@@ -82,13 +85,19 @@ def mobilenet_v2() -> Subject:
     )
 
 
+FROZEN_STAGES = ("conv1", "conv2")
+"""ResNet50's layers whose names start so are frozen (`trainable = False`), as in fine-tuning."""
+
+
 @pytest.fixture(scope="module")
 def resnet50() -> Subject:
     import keras
 
-    return classifier_subject(
-        keras.applications.ResNet50(weights=None, input_shape=IMAGE_SHAPE, classes=CLASSES)
-    )
+    model = keras.applications.ResNet50(weights=None, input_shape=IMAGE_SHAPE, classes=CLASSES)
+    for layer in model.layers:
+        if layer.name.startswith(FROZEN_STAGES):
+            layer.trainable = False
+    return classifier_subject(model)
 
 
 @pytest.fixture(params=["mobilenet_v2", "resnet50"])
@@ -187,24 +196,66 @@ def test_classifier_batchnorm_statistics_are_frozen(classifier: Subject) -> None
     assert not moving & classifier.gradcheck_dead
 
 
-def test_resnet50_savedmodel_agrees(
-    resnet50: Subject, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+@pytest.fixture(scope="module")
+def resnet50_savedmodel(resnet50: Subject, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import tensorflow as tf
+
+    directory = tmp_path_factory.mktemp("resnet50") / "savedmodel"
+    tf.saved_model.save(resnet50.module, str(directory))
+    return directory
+
+
+def test_resnet50_savedmodel_agrees(resnet50: Subject, resnet50_savedmodel: Path) -> None:
     import tensorflow as tf
 
     from gradcheck_cli.api import check
 
-    directory = tmp_path_factory.mktemp("resnet50") / "savedmodel"
-    tf.saved_model.save(resnet50.module, str(directory))
-    report = check(directory, loss="loss")
+    report = check(resnet50_savedmodel, loss="loss")
     assert_agrees(resnet50, report)
     statuses = {v.name: v.status.value for v in report.variables}
-    not_frozen = {
-        name: statuses.get(name)
-        for name in map(variable_name, resnet50.non_trainable)
-        if statuses.get(name) != "frozen"
-    }
-    assert not not_frozen, f"non-trainable variables not reported frozen: {not_frozen}"
+    # Frozen is what the file records. Keras freezes a layer without touching its tf.Variable,
+    # so the SavedModel holds the frozen stages' variables as trainable: loaded, they train.
+    loaded = tf.saved_model.load(str(resnet50_savedmodel))
+    variables = loaded.loss.get_concrete_function().variables
+    recorded = {variable_name(v) for v in variables if not v.trainable}
+    moving = {n for n in map(variable_name, resnet50.non_trainable) if "/moving_" in n}
+    assert moving and moving <= recorded
+    assert {name for name, status in statuses.items() if status == "frozen"} == recorded
+    stages = {n for n in map(variable_name, resnet50.non_trainable) if "/moving_" not in n}
+    assert stages and all(statuses[name] == "ok" for name in stages)
+
+
+def _page(report: Any, folder: Path, name: str) -> Path:
+    from gradcheck_cli.reporters import Format, render
+
+    page = folder / f"{name}.html"
+    page.write_text(render(report, Format.HTML), encoding="utf-8")
+    return page
+
+
+def _map_nodes(shown: Any) -> dict[str, str]:
+    """The rendered map's nodes: scope label -> status."""
+    nodes = shown.page.locator(".map-node").all()
+    return {node.get_attribute("data-scope"): node.get_attribute("data-status") for node in nodes}
+
+
+@pytest.mark.heavy
+def test_resnet50_with_a_frozen_part_renders_its_map_in_a_browser(
+    resnet50: Subject, tmp_path: Path
+) -> None:
+    from tests.browser import assert_clean, nothing_clipped, rendered, screenshot
+
+    with rendered(_page(resnet50.report, tmp_path, "resnet50")) as shown:
+        assert_clean(shown)
+        nodes = _map_nodes(shown)
+        assert 20 <= len(nodes) <= 60, nodes  # its layers, its repeated blocks folded
+        layers = {label.partition("/")[2]: status for label, status in nodes.items()}
+        assert layers["conv1_conv_1"] == "frozen" and layers["conv2_block2…3"] == "frozen"
+        assert layers["conv3_block1_0_conv_1"] == "ok" and layers["conv4_block2…6"] == "ok"
+        assert shown.page.locator(".map-edge").count() >= len(nodes) - 3  # one flow, not a row
+        assert shown.page.locator(".map-node.status-blocked, .map-node.status-unused").count() == 0
+        nothing_clipped(shown)
+        screenshot(shown, tmp_path / "resnet50.png")
 
 
 def test_bert_mlm_pooler_is_exactly_the_dead_set(bert_mlm: tuple[Subject, Any]) -> None:
@@ -224,3 +275,24 @@ def test_bert_mlm_non_trainable_variables_are_frozen(bert_mlm: tuple[Subject, An
         if statuses.get(name) != "frozen"
     }
     assert not not_frozen, f"non-trainable variables not reported frozen: {not_frozen}"
+
+
+@pytest.mark.heavy
+def test_a_keras_hub_backbone_s_dead_pooler_is_marked_on_its_map_in_a_browser(
+    bert_mlm: tuple[Subject, Any], tmp_path: Path
+) -> None:
+    from tests.browser import assert_clean, nothing_clipped, rendered, screenshot
+
+    subject, backbone = bert_mlm
+    pooler = {variable_name(v) for v in backbone.get_layer("pooled_dense").trainable_variables}
+    with rendered(_page(subject.report, tmp_path, "bert")) as shown:
+        assert_clean(shown)
+        nodes = shown.page.locator(".map-node.status-unused, .map-node.status-blocked").all()
+        assert len(nodes) == 1, _map_nodes(shown)
+        title = nodes[0].locator("title").text_content() or ""
+        assert all(f"{name}: " in title for name in pooler), title
+        assert shown.page.locator(".map-node.status-ok").count() >= 3  # embeddings, layers, head
+        for name in pooler:
+            assert shown.page.locator(f'.variable[data-variable="{name}"]').count()
+        nothing_clipped(shown)
+        screenshot(shown, tmp_path / "bert.png")

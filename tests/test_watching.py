@@ -260,6 +260,8 @@ def test_watch_as_a_context_manager_names_the_cut_and_lets_training_go_on(notebo
     assert "blocked w_cut" in report, report
     assert "cut 1 StopGradient (GC101 stop_gradient) at Cell In[4]:7" in report
     assert "tf.stop_gradient(w)" in report
+    # The map names the cut's cell as the story does, not the file IPython ran it from.
+    assert "✂ StopGradient (GC101) Cell In[4]:7</text>" in _html(notebook, 3)
     assert "gradcheck: training goes on" in report
     after = _printed(notebook, 3)
     assert after["checked"]

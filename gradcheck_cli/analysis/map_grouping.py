@@ -17,8 +17,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-_BREAK = re.compile(r"/|_(?!\d+(?:/|$))")
+_BREAK = re.compile(r"/|_(?!\d+(?:_\d+)*(?:/|$))")
 NUMBERED = re.compile(r"_?\d+$")
+_NUMBERS = re.compile(r"(?:_?\d+)(?:_\d+)*$")  # a name's last numbers: `_0_1` in `layer_0_1`
+_SUFFIXES = re.compile(r"(?:_\d+)+(?=/|$)")  # numbers that make a layer's name unique
 
 
 class Held(Protocol):
@@ -62,9 +64,10 @@ def group_scopes(
 ) -> tuple[int, dict[str, Group]]:
     """The deepest cut whose nodes, repeated blocks folded, fit `budget`, and each scope's group
     there; with the number of `/` parts it keeps. Cuts go part by part: the words of a scope's
-    second part (`conv2_block1`) split before its third part (`bn/moments`) does, so that one
-    layer's inner scopes show only when every layer's do. Scopes in `keep` (those holding a
-    cut) are never folded."""
+    second part (`conv2_block1`) split before its third part (`bn/moments`) does. A group that
+    holds no variable and no cut joins the group its scope lies under, if there is one (a batch
+    norm's `moments` stays in the layer). Scopes in `keep` (those holding a cut) are never
+    folded."""
     folds = _folds(scopes, types, held, keep)
     parts = {scope: _parts(scope) for scope in scopes}
     words: Counter[int] = Counter()  # per part, the most levels any scope has in it
@@ -78,7 +81,24 @@ def group_scopes(
         if len({group.label for group in group_of.values()}) > budget:
             break
         best = target[0], group_of
-    return best
+    depth, group_of = best
+    telling = {group_of[scope].label for scope in scopes if scope in keep or held.get(scope)}
+    labels = {group.label: group for group in group_of.values()}
+    for scope, group in group_of.items():
+        if group.label not in telling:
+            group_of[scope] = next(
+                (labels[above] for above in _above(group.label) if above in labels), group
+            )
+    return depth, group_of
+
+
+def _above(label: str) -> list[str]:
+    """The scopes `label` lies under, nearest first."""
+    above = []
+    while "/" in label:
+        label = label.rpartition("/")[0]
+        above.append(label)
+    return above
 
 
 def _groups(
@@ -124,24 +144,27 @@ def _folds(
             if block not in parents:  # the parent with its separator, and the block's own part
                 start = cut[level - 2] + 1 if level > 1 else 0
                 parents[block] = scope[:start], block[start:]
-            inside = scope[len(block) :]
+            # Inside, names compare without the numbers that make them unique: the second
+            # block's `dropout_1` is the first one's `dropout`.
+            inside = _SUFFIXES.sub("", scope[len(block) :])
             shape = shapes.setdefault(block, set())
             shape.update((inside, op, count) for op, count in types.get(scope, {}).items())
             shape.update((inside, v.name.rpartition("/")[2], v.status) for v in held.get(scope, ()))
             if scope in keep:
                 shape.add(("kept", block))  # a block with a cut stays its own node
-        siblings: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        siblings: dict[tuple[str, ...], list[tuple[int, str]]] = {}
         for block in shapes:
             parent, last = parents[block]
-            number = NUMBERED.search(last)
-            if number is not None:
-                key = parent, last[: number.start()]
-                siblings.setdefault(key, []).append((int(number.group().lstrip("_")), block))
+            numbers = _NUMBERS.search(last)
+            if numbers is not None:  # `layer_0_1`: block 0 (of a run of `layer_*_1`)
+                first, _, rest = numbers.group().lstrip("_").partition("_")
+                key = parent, last[: numbers.start()], rest
+                siblings.setdefault(key, []).append((int(first), block))
         pattern = {}
-        for numbered in siblings.values():
+        for (parent, _, _), numbered in siblings.items():
             for run in _runs(sorted(numbered), shapes):
-                first, last = run[0][1], run[-1][0]
-                pattern.update((block, f"{first}…{last}") for _, block in run)
+                label = parent + _run_label(run[0][1][len(parent) :], run[-1][0])
+                pattern.update((block, label) for _, block in run)
         for scope in scopes:
             cut = ends[scope]
             block = scope[: cut[level - 1]] if len(cut) >= level else None
@@ -163,3 +186,12 @@ def _runs(
         run.append((number, block))
     runs.append(run)
     return [run for run in runs if len(run) > 1]
+
+
+def _run_label(first: str, last: int) -> str:
+    """`layer_0…11` for the run of blocks from `layer_0` to number 11."""
+    numbers = _NUMBERS.search(first)
+    assert numbers is not None
+    digits = numbers.group().lstrip("_").partition("_")[0]
+    end = numbers.end() - len(numbers.group()) + numbers.group().index(digits) + len(digits)
+    return f"{first[:end]}…{last}{first[end:]}"

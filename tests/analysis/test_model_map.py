@@ -250,3 +250,39 @@ def test_the_loss_computed_at_the_top_level_is_the_loss_node() -> None:
     drawn = _mapped(_mlp())
     loss = drawn.node(LOSS_ID)
     assert loss.ops == 1 and not loss.variables
+
+
+def test_a_layer_s_inner_scopes_with_no_variable_or_cut_stay_in_the_layer() -> None:
+    top = BodyFactory("top")
+    x = top.op("images", "Placeholder")
+    gamma = top.arg("bn/gamma", "resource")
+    mean = top.op("model/bn/moments/Mean", "Mean", x)
+    x = top.op(
+        "model/bn/batchnorm/mul", "Mul", mean, top.op("model/bn/Read", "ReadVariableOp", gamma)
+    )
+    kernel = top.arg("head/kernel", "resource")
+    read = top.op("model/head/inner/Read", "ReadVariableOp", kernel)
+    x = top.op("model/head/inner/MatMul", "MatMul", x, read)
+    loss = top.op("loss", "Sum", x)
+    drawn = _mapped(program(top.body(loss), loss))
+    ids = _by_label(drawn)
+    assert set(ids) == {"images", "model/bn", "model/head/inner", "loss"}
+    assert drawn.node(ids["model/bn"]).ops == 3  # its moments and batchnorm ops with its read
+
+
+def test_blocks_fold_whatever_numbers_made_their_names_and_inner_names_unique() -> None:
+    """keras_hub's layers, called: `transformer_layer_0_1`, `transformer_layer_1_1`; the
+    second one's dropout is `dropout_1_1` where the first one's is `dropout_1`."""
+    top = BodyFactory("top")
+    x = top.op("tokens", "Placeholder")
+    for i, dropout in enumerate(("dropout_1", "dropout_1_1", "dropout_2_1")):
+        scope = f"bert_1/transformer_layer_{i}_1"
+        w = top.arg(f"transformer_layer_{i}/dense/kernel", "resource")
+        read = top.op(f"{scope}/dense_1/ReadVariableOp", "ReadVariableOp", w)
+        x = top.op(f"{scope}/dense_1/MatMul", "MatMul", x, read)
+        x = top.op(f"{scope}/{dropout}/Mul", "Mul", x, x)
+    loss = top.op("loss", "Sum", x)
+    drawn = _mapped(program(top.body(loss), loss))
+    ids = _by_label(drawn)
+    assert set(ids) == {"tokens", "bert_1/transformer_layer_0…2_1", "loss"}
+    assert drawn.node(ids["bert_1/transformer_layer_0…2_1"]).count == 3

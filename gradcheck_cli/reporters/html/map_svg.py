@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 
 from gradcheck_cli.analysis.model_map import MapCut, MapNode, MapStatus, ModelMap, NodeKind
@@ -67,11 +67,14 @@ def map_svg(
     id_prefix: str = "map",
     node_links: Mapping[str, str] | None = None,
     cut_links: Mapping[str, str] | None = None,
+    file_names: Mapping[str, str] | None = None,
 ) -> str:
     """`model_map` drawn as one `<svg>` element; `id_prefix` keeps the ids of two maps on one
     page apart. A node in `node_links` (by its id) is a link to the page's element of that id,
-    a cut's label in `cut_links` (by its op) too."""
+    a cut's label in `cut_links` (by its op) too. A cut's file is named by its name, or as
+    `file_names` names it (a notebook's cell)."""
     node_links, cut_links = node_links or {}, cut_links or {}
+    model_map = _renamed(model_map, file_names or {})
     boxes = {node.id: _Box(_width(node), NODE_HEIGHT) for node in model_map.nodes}
     lines = {(e.source, e.target): _Line() for e in model_map.edges}
     _layout(model_map, boxes, lines)
@@ -109,6 +112,17 @@ def map_svg(
     )
     out.append("</g></svg>")
     return "\n".join(out)
+
+
+def _renamed(model_map: ModelMap, file_names: Mapping[str, str]) -> ModelMap:
+    """The map with its cuts' files named as `file_names` names them."""
+    cuts = tuple(
+        replace(cut, location=replace(cut.location, file=file_names[cut.location.file]))
+        if cut.location is not None and cut.location.file in file_names
+        else cut
+        for cut in model_map.cuts
+    )
+    return replace(model_map, cuts=cuts)
 
 
 def _e(text: object) -> str:

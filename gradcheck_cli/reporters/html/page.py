@@ -4,7 +4,7 @@ dead variables' stories, summary table and verdict, then the source lines they q
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from gradcheck_cli.analysis.verdicts import Status
 from gradcheck_cli.errors import display_path, escape_controls
@@ -66,7 +66,7 @@ td.lineno { color: #777; text-align: right; font-family: monospace; }
 tr.cut-line { background: #fde8e8; }
 tr.created-line { background: #eef3fd; }
 figure.model-map { margin: 1em 0; overflow-x: auto; }
-figure.model-map svg { max-width: 100%; height: auto; }
+figure.model-map svg { display: block; }
 figure.model-map figcaption { color: #777; font-size: 0.9em; }
 figure.model-map a:hover rect { stroke-width: 3; }
 figure.model-map a:hover text { text-decoration: underline; }
@@ -79,11 +79,14 @@ def render_html(
     checked: Sequence[Report | CheckFailure],
     fail_on: FailOn = FailOn.ERROR,
     fix_command: str | None = None,
+    file_names: Mapping[str, str] | None = None,
 ) -> str:
     """One self-contained page for every checked model or gradient request, in order: a
     `<section class="report">` each (a model that could not be checked: its error), the
     overall verdict when there are several, then the source lines the reports quote.
-    `fix_command`: what writes the fixes, as `TerminalOptions.fix_command`."""
+    `fix_command`: what writes the fixes, as `TerminalOptions.fix_command`; `file_names`: the
+    names to show for some source files (a notebook's cells) in the map, where a file is shown
+    by its name alone."""
     items = [item if isinstance(item, CheckFailure) else printable(item) for item in checked]
     reports = [item for item in items if isinstance(item, Report)]
     title = "gradcheck " + ", ".join(
@@ -113,7 +116,7 @@ def render_html(
             parts.append(_failure(item))
         else:
             ids = story_ids(item, taken)
-            parts.append(_report(item, fail_on, index, ids, fix_command))
+            parts.append(_report(item, fail_on, index, ids, fix_command, file_names or {}))
     if len(items) > 1 and reports:
         headline, counts = total_parts(reports, len(items) - len(reports), fail_on)
         failed = any(report.dead or failing(report, fail_on) for report in reports)
@@ -136,13 +139,17 @@ def html_fragment(
     id_prefix: str,
     fail_on: FailOn = FailOn.ERROR,
     fix_command: str | None = None,
+    file_names: Mapping[str, str] | None = None,
 ) -> str:
     """The page's body as one `<div class="gradcheck-report">`, to show inside another page (a
     notebook): its style applies inside the div only, and every id and link within the page
-    starts with `id_prefix`, so that two reports on one page keep apart."""
-    body = (
-        render_html(checked, fail_on, fix_command).split("<body>\n", 1)[1].rsplit("</body>", 1)[0]
-    )
+    starts with `id_prefix`, so that two reports on one page keep apart. Each file in
+    `file_names` is shown by its name there (a notebook's cell, `Cell In[3]`)."""
+    file_names = file_names or {}
+    page = render_html(checked, fail_on, fix_command, file_names)
+    body = page.split("<body>\n", 1)[1].rsplit("</body>", 1)[0]
+    for file in sorted(file_names, key=len, reverse=True):  # a longer path first
+        body = body.replace(esc(file), esc(file_names[file]))
     # Every attribute's value is escaped: a `"` in a value or in text is `&quot;`.
     body = body.replace(' id="', f' id="{id_prefix}').replace('href="#', f'href="#{id_prefix}')
     body = body.replace("url(#", f"url(#{id_prefix}")
@@ -173,7 +180,12 @@ def _failure(failure: CheckFailure) -> str:
 
 
 def _report(
-    report: Report, fail_on: FailOn, index: int, ids: dict[str, str], fix_command: str | None
+    report: Report,
+    fail_on: FailOn,
+    index: int,
+    ids: dict[str, str],
+    fix_command: str | None,
+    file_names: Mapping[str, str],
 ) -> str:
     source = report.source
     parts = [
@@ -181,7 +193,7 @@ def _report(
         f"<h2>gradcheck <code>{esc(display_path(source.path))}</code> ({esc(source.kind)}), "
         f"loss <code>{esc(source.loss)}</code></h2>",
         _findings(report),
-        _map_section(report, index, ids),
+        _map_section(report, index, ids, file_names),
     ]
     told = stories(report, ids)
     if told:
@@ -198,7 +210,9 @@ def _report(
     return "\n".join(part for part in parts if part)
 
 
-def _map_section(report: Report, index: int, ids: dict[str, str]) -> str:
+def _map_section(
+    report: Report, index: int, ids: dict[str, str], file_names: Mapping[str, str]
+) -> str:
     """The model's map, drawn when the check drew one (`CheckOptions.model_map`): each node
     with a dead variable linked to its first one's story, each cut to its quoted line."""
     model_map = report.model_map
@@ -216,7 +230,7 @@ def _map_section(report: Report, index: int, ids: dict[str, str]) -> str:
         for cut in model_map.cuts
         if cut.location is not None and report.code_at(cut.location) is not None
     }
-    drawn = map_svg(model_map, f"map{index}", node_links, cut_links)
+    drawn = map_svg(model_map, f"map{index}", node_links, cut_links, file_names)
     return f'<figure class="model-map">{drawn}<figcaption>the model\'s map</figcaption></figure>'
 
 
