@@ -330,6 +330,9 @@ class Program:
     # The loss tensor's static shape, when known (() is a scalar).
     loss_shape: tuple[int | None, ...] | None = None
     kind: GraphKind = GraphKind.FUNCTION
+    # How many of the top function's arguments, first, are its inputs: the others hold what it
+    # captured (variables, constants). None: not known, any may be an input.
+    inputs: int | None = None
 
     @property
     def top_body(self) -> Body:

@@ -355,6 +355,7 @@ def _tf2_program(
         loss_shape=loss_shape,
         variables=variables,
         custom_gradients=custom,
+        inputs=len(top.args) - len(bound),
     )
 
 

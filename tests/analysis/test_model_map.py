@@ -95,7 +95,8 @@ def test_repeated_blocks_of_one_structure_fold_into_one_node_with_a_count() -> N
     ids = _by_label(drawn)
     assert set(ids) == {"inputs", "encoder/layer_0…11", "head", "loss"}
     layers = drawn.node(ids["encoder/layer_0…11"])
-    assert layers.count == 12 and layers.ops == 36 and len(layers.variables) == 12
+    # Each layer's read and MatMul; its Relu, set beside its `dense`, is passed through.
+    assert layers.count == 12 and layers.ops == 24 and len(layers.variables) == 12
     assert _edges(drawn) == {
         ("inputs", "encoder/layer_0…11"),
         ("encoder/layer_0…11", "head"),
@@ -286,3 +287,68 @@ def test_blocks_fold_whatever_numbers_made_their_names_and_inner_names_unique() 
     ids = _by_label(drawn)
     assert set(ids) == {"tokens", "bert_1/transformer_layer_0…2_1", "loss"}
     assert drawn.node(ids["bert_1/transformer_layer_0…2_1"]).count == 3
+
+
+def _residual(stages: tuple[str, ...]) -> Program:
+    """A functional model's residual stream: each block's output added to its input by an
+    `Add` set directly in the model's scope, beside the blocks' own scopes."""
+    top = BodyFactory("top")
+    x = top.op("images", "Placeholder")
+    for number, block in enumerate(stages):
+        w = top.arg(f"{block}/kernel", "resource")
+        read = top.op(f"net_1/{block}/ReadVariableOp", "ReadVariableOp", w)
+        out = top.op(f"net_1/{block}/Conv2D", "Conv2D", x, read)
+        x = top.op(f"net_1/Add_{number}", "AddV2", x, out)
+    loss = top.op("loss", "Sum", x)
+    return program(top.body(loss), loss)
+
+
+def test_a_residual_stream_is_drawn_as_the_chain_of_its_blocks() -> None:
+    """Data passes through the model's own `Add`s: they are no node (one node for all of them
+    would be fed by every block and feed every block), and an edge a longer path implies (the
+    stream reaches every later block) is left out."""
+    drawn = _mapped(_residual(("down_0", "stage_0", "down_1", "stage_1")))
+    ids = _by_label(drawn)
+    assert set(ids) == {
+        "images",
+        "net_1/down_0",
+        "net_1/stage_0",
+        "net_1/down_1",
+        "net_1/stage_1",
+        "loss",
+    }
+    assert _edges(drawn) == {
+        ("images", "net_1/down_0"),
+        ("net_1/down_0", "net_1/stage_0"),
+        ("net_1/stage_0", "net_1/down_1"),
+        ("net_1/down_1", "net_1/stage_1"),
+        ("net_1/stage_1", "loss"),
+    }
+
+
+def test_alike_blocks_with_another_between_them_do_not_fold() -> None:
+    """`down_0` and `down_1` are alike and numbered one after the other, and the stream from
+    one reaches the other, but `stage_0` lies between them: one node for both would send the
+    data back up the map."""
+    labels = set(_by_label(_mapped(_residual(("down_0", "stage_0", "down_1", "stage_1")))))
+    assert "net_1/down_0…1" not in labels
+    folded = set(_by_label(_mapped(_residual(("stage_0", "stage_1", "stage_2", "head")))))
+    assert "net_1/stage_0…2" in folded
+
+
+def test_a_value_the_function_captured_is_no_input() -> None:
+    """A SavedModel's function takes its inputs, then what it captured: variables and
+    constants (a normalization's mean); a constant is no input of the model."""
+    top = BodyFactory("top")
+    images = top.arg("images")
+    mean = top.arg("normalization_mean")
+    kernel = top.arg("dense/kernel", "resource")
+    centred = top.op("model/normalization/sub", "Sub", images, mean)
+    read = top.op("model/dense/ReadVariableOp", "ReadVariableOp", kernel)
+    loss = top.op("loss", "Sum", top.op("model/dense/MatMul", "MatMul", centred, read))
+    prog = program(top.body(loss), loss)
+    prog.variables = [v for v in prog.variables if v.name == "dense/kernel"]
+    prog.inputs = 1
+    assert set(_by_label(_mapped(prog))) == {"images", "model/normalization", "model/dense", "loss"}
+    prog.inputs = None  # not known: any argument may be an input
+    assert "normalization_mean" in _by_label(_mapped(prog))

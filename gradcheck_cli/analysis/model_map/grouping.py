@@ -61,6 +61,7 @@ def group_scopes(
     held: Mapping[str, Iterable[Held]],
     keep: set[str],
     budget: int,
+    links: Iterable[tuple[str, str]] = (),
 ) -> tuple[int, dict[str, Group]]:
     """The deepest cut whose nodes, repeated blocks folded, fit `budget`, and each scope's group
     there; with the number of `/` parts it keeps. Cuts go part by part: the words of a scope's
@@ -68,7 +69,7 @@ def group_scopes(
     holds no variable and no cut joins the group its scope lies under, if there is one (a batch
     norm's `moments` stays in the layer). Scopes in `keep` (those holding a cut) are never
     folded."""
-    folds = _folds(scopes, types, held, keep)
+    folds = _folds(scopes, types, held, keep, list(links))
     parts = {scope: _parts(scope) for scope in scopes}
     words: Counter[int] = Counter()  # per part, the most levels any scope has in it
     for cut in parts.values():
@@ -87,13 +88,13 @@ def group_scopes(
     for scope, group in group_of.items():
         if group.label not in telling:
             group_of[scope] = next(
-                (labels[above] for above in _above(group.label) if above in labels), group
+                (labels[above] for above in ancestors(group.label) if above in labels), group
             )
     return depth, group_of
 
 
-def _above(label: str) -> list[str]:
-    """The scopes `label` lies under, nearest first."""
+def ancestors(label: str) -> list[str]:
+    """The scopes `label` lies under, nearest first (`a/b/c`: `a/b`, `a`)."""
     above = []
     while "/" in label:
         label = label.rpartition("/")[0]
@@ -126,10 +127,13 @@ def _folds(
     types: Mapping[str, Counter[str]],
     held: Mapping[str, Iterable[Held]],
     keep: set[str],
+    links: list[tuple[str, str]],
 ) -> dict[str, Group]:
     """Per scope inside a run of sibling blocks of one structure (the same ops and variables
     under the same sub-scopes, with the same verdicts, none kept: `layer_0` ... `layer_11`),
-    its group (`encoder/layer_0…11`); outer runs first."""
+    each fed by the one before it with nothing between them (`links`: data flowing from scope
+    to scope; two stages' downsampling blocks, the stage between them, never fold), its group
+    (`encoder/layer_0…11`); outer runs first."""
     folds: dict[str, Group] = {}
     ends = {scope: levels(scope) for scope in scopes}
     deepest = max((len(cut) for cut in ends.values()), default=1)
@@ -145,13 +149,20 @@ def _folds(
                 start = cut[level - 2] + 1 if level > 1 else 0
                 parents[block] = scope[:start], block[start:]
             # Inside, names compare without the numbers that make them unique: the second
-            # block's `dropout_1` is the first one's `dropout`.
+            # block's `dropout_1` is the first one's `dropout`, its `variable_7` the `variable_6`.
             inside = _SUFFIXES.sub("", scope[len(block) :])
             shape = shapes.setdefault(block, set())
             shape.update((inside, op, count) for op, count in types.get(scope, {}).items())
-            shape.update((inside, v.name.rpartition("/")[2], v.status) for v in held.get(scope, ()))
+            for variable in held.get(scope, ()):
+                leaf = _SUFFIXES.sub("", variable.name.rpartition("/")[2])
+                shape.add((inside, leaf, variable.status))
             if scope in keep:
                 shape.add(("kept", block))  # a block with a cut stays its own node
+        fed = {
+            (source[: ends[source][level - 1]], target[: ends[target][level - 1]])
+            for source, target in links
+            if len(ends.get(source, ())) >= level and len(ends.get(target, ())) >= level
+        }
         siblings: dict[tuple[str, ...], list[tuple[int, str]]] = {}
         for block in shapes:
             parent, last = parents[block]
@@ -162,7 +173,7 @@ def _folds(
                 siblings.setdefault(key, []).append((int(first), block))
         pattern = {}
         for (parent, _, _), numbered in siblings.items():
-            for run in _runs(sorted(numbered), shapes):
+            for run in _runs(sorted(numbered), shapes, fed):
                 label = parent + _run_label(run[0][1][len(parent) :], run[-1][0])
                 pattern.update((block, label) for _, block in run)
         for scope in scopes:
@@ -174,18 +185,37 @@ def _folds(
 
 
 def _runs(
-    numbered: list[tuple[int, str]], shapes: Mapping[str, set[tuple[object, ...]]]
+    numbered: list[tuple[int, str]],
+    shapes: Mapping[str, set[tuple[object, ...]]],
+    fed: set[tuple[str, str]],
 ) -> list[list[tuple[int, str]]]:
-    """The runs of two or more blocks numbered one after another with one shape."""
+    """The runs of two or more blocks numbered one after another with one shape, each fed by
+    the one before it."""
     runs: list[list[tuple[int, str]]] = []
     run: list[tuple[int, str]] = []
     for number, block in numbered:
-        if run and (number != run[-1][0] + 1 or shapes[block] != shapes[run[-1][1]]):
+        previous = run[-1] if run else None
+        if previous is not None and (
+            number != previous[0] + 1
+            or shapes[block] != shapes[previous[1]]
+            or not _next_to(previous[1], block, fed)
+        ):
             runs.append(run)
             run = []
         run.append((number, block))
     runs.append(run)
     return [run for run in runs if len(run) > 1]
+
+
+def _next_to(first: str, second: str, fed: set[tuple[str, str]]) -> bool:
+    """Whether `first` feeds `second` and no other block is fed by one and feeds the other."""
+    if (first, second) not in fed:
+        return False
+    return not any(
+        (first, between) in fed and (between, second) in fed
+        for source, between in fed
+        if source == first and between not in (first, second)
+    )
 
 
 def _run_label(first: str, last: int) -> str:
