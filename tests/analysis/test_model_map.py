@@ -352,3 +352,82 @@ def test_a_value_the_function_captured_is_no_input() -> None:
     assert set(_by_label(_mapped(prog))) == {"images", "model/normalization", "model/dense", "loss"}
     prog.inputs = None  # not known: any argument may be an input
     assert "normalization_mean" in _by_label(_mapped(prog))
+
+
+def test_a_cut_in_the_model_s_own_scope_sits_between_its_layers() -> None:
+    """The cut is never passed through, so the model's scope is a node; the layers beside it
+    stay nodes of their own (none of them joins the model's node)."""
+    top = BodyFactory("top")
+    x = top.op("images", "Placeholder")
+    k1, k2 = top.arg("conv1/kernel", "resource"), top.arg("conv2/kernel", "resource")
+    x = top.op("model/conv1/Conv2D", "Conv2D", x, top.op("model/conv1/Read", "ReadVariableOp", k1))
+    x = top.op("model/relu1/Relu", "Relu", x)
+    x = top.op("model/StopGradient", "StopGradient", x)
+    x = top.op("model/conv2/Conv2D", "Conv2D", x, top.op("model/conv2/Read", "ReadVariableOp", k2))
+    loss = top.op("loss", "Sum", top.op("model/relu2/Relu", "Relu", x))
+    drawn = _mapped(program(top.body(loss), loss))
+    assert _edges(drawn) == {
+        ("images", "model/conv1"),
+        ("model/conv1", "model/relu1"),
+        ("model/relu1", "model"),
+        ("model", "model/conv2"),
+        ("model/conv2", "model/relu2"),
+        ("model/relu2", "loss"),
+    }
+    (cut,) = drawn.cuts
+    ids = _by_label(drawn)
+    assert cut.edge == MapEdge(ids["model/relu1"], ids["model"])
+
+
+def test_a_cut_on_a_residual_stream_sits_on_the_edge_from_the_nearest_block() -> None:
+    top = BodyFactory("top")
+    x = top.op("images", "Placeholder")
+    for number, block in enumerate(("stage_0", "stage_1")):
+        w = top.arg(f"{block}/kernel", "resource")
+        read = top.op(f"net_1/{block}/ReadVariableOp", "ReadVariableOp", w)
+        x = top.op(
+            f"net_1/Add_{number}", "AddV2", x, top.op(f"net_1/{block}/Conv2D", "Conv2D", x, read)
+        )
+    x = top.op("net_1/StopGradient", "StopGradient", x)
+    kernel = top.arg("head/kernel", "resource")
+    read = top.op("net_1/head/ReadVariableOp", "ReadVariableOp", kernel)
+    loss = top.op("loss", "Sum", top.op("net_1/head/MatMul", "MatMul", x, read))
+    drawn = _mapped(program(top.body(loss), loss))
+    ids = _by_label(drawn)
+    (cut,) = drawn.cuts
+    assert cut.edge == MapEdge(ids["net_1/stage_0…1"], ids["net_1"])  # not from the images
+    assert MapEdge(ids["images"], ids["net_1"]) not in drawn.edges
+
+
+def test_layers_run_as_functions_beside_the_model_s_own_add_make_a_chain() -> None:
+    """A SavedModel of a Keras 2 model: the model's function calls each layer's function under
+    the layer's scope, and adds their outputs itself."""
+    layers = []
+    for name in ("dense_fn", "dense_1_fn"):
+        layer = BodyFactory(name)
+        a, w = layer.arg("x"), layer.arg("w", "resource")
+        read = layer.op("MatMul/ReadVariableOp", "ReadVariableOp", w)
+        layers.append(layer.body(layer.op("MatMul", "MatMul", a, read)))
+    model = BodyFactory("model_fn")
+    x, w1, w2 = model.arg("x"), model.arg("w1", "resource"), model.arg("w2", "resource")
+    call = "StatefulPartitionedCall"
+    first = model.op(f"dense/{call}", call, x, w1, f=("dense_fn",))
+    added = model.op("add", "AddV2", x, first)
+    second = model.op(f"dense_1/{call}", call, added, w2, f=("dense_1_fn",))
+    top = BodyFactory("top")
+    images = top.op("images", "Placeholder")
+    k1, k2 = top.arg("dense/kernel", "resource"), top.arg("dense_1/kernel", "resource")
+    output = top.op(f"model/{call}", call, images, k1, k2, f=("model_fn",))
+    loss = top.op("loss", "Sum", output)
+    prog = program(top.body(loss), loss, model.body(second), *layers)
+    drawn = _mapped(prog)
+    assert "model" not in _by_label(drawn)
+    assert ("images", "model/dense") in _edges(drawn)
+    assert ("model/dense", "model/dense_1") in _edges(drawn)
+
+
+def test_a_long_residual_network_is_mapped() -> None:
+    """2,000 blocks on one residual stream: every block's data reaches every later one."""
+    drawn = _mapped(_residual(tuple(f"block_{i}" for i in range(2000))))
+    assert len(drawn.nodes) <= 60
+    assert sum(len(node.variables) for node in drawn.nodes) == 2000

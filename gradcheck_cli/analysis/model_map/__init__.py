@@ -4,7 +4,9 @@ the node or edge where they sit.
 
 Ops are grouped by name scope (an op's name without its last part, `encoder/dense_3/MatMul` in
 `encoder/dense_3`; `grouping` cuts the scopes to the map's budget and folds repeated
-blocks). A variable sits with the first op on the loss's way that reads it, else the first op
+blocks). An op set directly in a scope that has scopes inside it (a residual `Add` beside the
+layers) belongs to no node: data passes through it (`flow`), and it is counted in none. A
+variable sits with the first op on the loss's way that reads it, else the first op
 that uses it at all (a moving mean's update), else under its own name. The walk visits each op
 the loss is computed from once: a called function's ops take the call's scope as a prefix
 (their own names carry none), its arguments stand for the call's inputs and its returns for the
@@ -20,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from gradcheck_cli.analysis.model_map.flow import Flow, reduced
 from gradcheck_cli.analysis.model_map.grouping import Group, group_scopes
-from gradcheck_cli.analysis.model_map.walk import LOSS, TOP, VARIABLE, Walk
+from gradcheck_cli.analysis.model_map.walk import TOP, VARIABLE, Walk
 from gradcheck_cli.analysis.verdicts import Blocker, Status, VariableVerdict
 from gradcheck_cli.differentiability.reasons import Reason
 from gradcheck_cli.graph.model import Program, SourceLocation
@@ -140,7 +142,6 @@ _STATUS = {
 }
 
 
-# Keys of the raw graph: a scope's full name, or one of these.
 def model_map(
     program: Program, verdicts: Iterable[VariableVerdict], max_nodes: int = MAX_NODES
 ) -> ModelMap:
@@ -169,10 +170,10 @@ def model_map(
     loss_inside = loss_key == TOP  # the loss is computed at the top level: that is its node
     if loss_inside:
         fixed[TOP] = LOSS_ID
-    scopes = sorted({*walk.ops, *held} - fixed.keys() - {LOSS})
+    scopes = sorted({*walk.ops, *held} - fixed.keys())
     cut_scopes = {key for key, _ in walk.found.values()}
     between = Flow(walk.edges, {scope: scope for scope in scopes})  # scope to scope
-    links = [(scope, target) for scope in scopes for target in between.onward(scope)]
+    links = [(scope, target) for scope in scopes for target in between.nearest_onward(scope)]
     budget = max_nodes - len(fixed) - 1
     depth, group_of = group_scopes(scopes, walk.types, held, cut_scopes, budget, links)
     nodes: list[MapNode] = []
@@ -274,7 +275,7 @@ def _cuts(
             continue
         key, sources = walk.found[where]
         node = ids.get(key, LOSS_ID)
-        froms = (found for source in sources for found in sorted(flow.nodes(source)))
+        froms = (found for source in sources for found in sorted(flow.nearest(source)))
         edge = next((MapEdge(found, node) for found in froms if found != node), None)
         cut = MapCut(blocker.op, blocker.op_type, blocker.reason, node, edge, blocker.function)
         cuts.append(replace(cut, location=blocker.location, variables=tuple(variables)))

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-_BREAK = re.compile(r"/|_(?!\d+(?:_\d+)*(?:/|$))")
+_BREAK = re.compile(r"/|(?<=[^/_])_(?!\d+(?:_\d+)*(?:/|$))")
 NUMBERED = re.compile(r"_?\d+$")
 _NUMBERS = re.compile(r"(?:_?\d+)(?:_\d+)*$")  # a name's last numbers: `_0_1` in `layer_0_1`
 _SUFFIXES = re.compile(r"(?:_\d+)+(?=/|$)")  # numbers that make a layer's name unique
@@ -85,11 +85,15 @@ def group_scopes(
     depth, group_of = best
     telling = {group_of[scope].label for scope in scopes if scope in keep or held.get(scope)}
     labels = {group.label: group for group in group_of.values()}
+    # A layer: a telling group with no other telling group under it (a batch norm, not the
+    # model whose layers these are).
+    crowded = {above for label in telling for above in ancestors(label)}
+    layers = telling - crowded
     for scope, group in group_of.items():
         if group.label not in telling:
-            group_of[scope] = next(
-                (labels[above] for above in ancestors(group.label) if above in labels), group
-            )
+            above = next((a for a in ancestors(group.label) if a in labels), None)
+            if above in layers:
+                group_of[scope] = labels[above]
     return depth, group_of
 
 
@@ -158,11 +162,11 @@ def _folds(
                 shape.add((inside, leaf, variable.status))
             if scope in keep:
                 shape.add(("kept", block))  # a block with a cut stays its own node
-        fed = {
-            (source[: ends[source][level - 1]], target[: ends[target][level - 1]])
-            for source, target in links
-            if len(ends.get(source, ())) >= level and len(ends.get(target, ())) >= level
-        }
+        fed: dict[str, set[str]] = {}  # block -> the blocks it feeds, at this level
+        for source, target in links:
+            if len(ends.get(source, ())) >= level and len(ends.get(target, ())) >= level:
+                block = source[: ends[source][level - 1]]
+                fed.setdefault(block, set()).add(target[: ends[target][level - 1]])
         siblings: dict[tuple[str, ...], list[tuple[int, str]]] = {}
         for block in shapes:
             parent, last = parents[block]
@@ -187,7 +191,7 @@ def _folds(
 def _runs(
     numbered: list[tuple[int, str]],
     shapes: Mapping[str, set[tuple[object, ...]]],
-    fed: set[tuple[str, str]],
+    fed: Mapping[str, set[str]],
 ) -> list[list[tuple[int, str]]]:
     """The runs of two or more blocks numbered one after another with one shape, each fed by
     the one before it."""
@@ -207,15 +211,12 @@ def _runs(
     return [run for run in runs if len(run) > 1]
 
 
-def _next_to(first: str, second: str, fed: set[tuple[str, str]]) -> bool:
+def _next_to(first: str, second: str, fed: Mapping[str, set[str]]) -> bool:
     """Whether `first` feeds `second` and no other block is fed by one and feeds the other."""
-    if (first, second) not in fed:
+    after = fed.get(first, set())
+    if second not in after:
         return False
-    return not any(
-        (first, between) in fed and (between, second) in fed
-        for source, between in fed
-        if source == first and between not in (first, second)
-    )
+    return not any(second in fed.get(between, ()) for between in after - {first, second})
 
 
 def _run_label(first: str, last: int) -> str:

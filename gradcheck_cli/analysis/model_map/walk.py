@@ -19,7 +19,6 @@ TOP = "(top level)"  # the scope of ops whose names have no "/"
 INPUT = "\x00input:"
 THROUGH = "\x00through:"  # an op data passes through (`Walk._mark_through`), one key each
 VARIABLE = "\x00variable:"
-LOSS = "\x00loss"
 
 
 class Walk:
@@ -87,8 +86,8 @@ class Walk:
             callee = step.callees[0] if step and step.callees else None
             if step is not None and callee in self.program.bodies:
                 for function_name in (*step.callees, step.condition):
-                    if function_name in self.program.bodies:
-                        self._call(function_name, key, step, sources)
+                    if function_name in self.program.bodies:  # its ops under the call's scope
+                        self._call(function_name, "" if key == TOP else key, step, sources)
                 continue
             if n not in through:
                 self.ops[key] += 1
@@ -98,11 +97,16 @@ class Walk:
 
     def _mark_through(self, body: Body, bare: Mapping[int, str], function: str | None) -> None:
         """Marks the ops of `body` that data passes through on the map: those set directly in
-        a scope that has scopes inside it (a model's residual `Add` beside its layers), unless
-        one reads a variable, is a cut, a call or the loss. Their scope would be one node that
-        every layer feeds and is fed by."""
+        a scope that has scopes inside it (a model's residual `Add` beside its layers, or
+        beside the calls its layers run as functions: their ops go under the calls' scopes),
+        unless one reads a variable, is a cut, a call or the loss. Their scope would be one
+        node that every layer feeds and is fed by."""
         flat = body.nodes
         parents = {above for scope in bare.values() for above in ancestors(scope)}
+        called = {scope for n, scope in bare.items() if flat.calls[n]}
+        parents |= called
+        if function is not None and called - {""}:
+            parents.add("")  # a function that runs its layers under their scopes: its own ops
         loss = flat.ids.get(self.program.loss.node) if body is self.program.top_body else None
         self.through[body.name] = {
             n
@@ -111,7 +115,7 @@ class Walk:
             and n != loss
             and not flat.calls[n]
             and (function, flat.names[n]) not in self.wanted
-            and "resource" not in flat.input_dtypes(n)
+            and not any(d == "resource" or d.endswith("_ref") for d in flat.input_dtypes(n) if d)
         }
 
     def _call(self, name: str, scope: str, step: Step, sources: list[str | None]) -> None:
