@@ -98,15 +98,18 @@ class Walk:
     def _mark_through(self, body: Body, bare: Mapping[int, str], function: str | None) -> None:
         """Marks the ops of `body` that data passes through on the map: those set directly in
         a scope that has scopes inside it (a model's residual `Add` beside its layers, or
-        beside the calls its layers run as functions: their ops go under the calls' scopes),
-        unless one reads a variable, is a cut, a call or the loss. Their scope would be one
+        beside the calls its layers run as functions: their ops go under the calls' scopes; a
+        training step's own ops beside the model's), unless one reads a variable, is a cut, a
+        call or the loss. Their scope would be one
         node that every layer feeds and is fed by."""
         flat = body.nodes
         parents = {above for scope in bare.values() for above in ancestors(scope)}
         called = {scope for n, scope in bare.items() if flat.calls[n]}
         parents |= called
-        if function is not None and called - {""}:
-            parents.add("")  # a function that runs its layers under their scopes: its own ops
+        # The ops with no scope beside those with one: the user's own step beside the model's
+        # layers, or a function's beside the layers it runs under their scopes.
+        if any(bare.values()) if function is None else called - {""}:
+            parents.add("")
         loss = flat.ids.get(self.program.loss.node) if body is self.program.top_body else None
         self.through[body.name] = {
             n
